@@ -1,0 +1,213 @@
+/* The CUDA driver ABI as leaseguard needs it: types, constants and signatures.
+ *
+ * leaseguard builds without the CUDA Toolkit, so it declares what it uses itself. Every
+ * declaration here is checked against the toolkit's cuda.h at compile time when the toolkit
+ * is present (tests/unit/abi_check_test.cpp). Usable from C and C++.
+ *
+ * LG_CUDA_FUNCTIONS(X) lists every driver entry point leaseguard's simulator implements or
+ * its preload hooks; X(name, params, args) receives the parameter list and the argument list.
+ * Define LG_CUDA_NO_PROTOTYPES to get the types and pointer typedefs without prototypes. */
+#ifndef LEASEGUARD_ABI_LG_CUDA_H
+#define LEASEGUARD_ABI_LG_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cudaError_enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+  CUDA_ERROR_NOT_PERMITTED = 800,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999
+} CUresult;
+
+typedef int CUdevice_v1;
+typedef CUdevice_v1 CUdevice;
+typedef unsigned long long CUdeviceptr_v2;
+typedef CUdeviceptr_v2 CUdeviceptr;
+typedef unsigned int CUdeviceptr_v1;
+typedef uint64_t cuuint64_t;
+
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUexecAffinityParam_st CUexecAffinityParam;
+typedef struct CUctxCreateParams_st CUctxCreateParams;
+
+typedef enum CUdevice_attribute_enum {
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+  CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115
+} CUdevice_attribute;
+
+typedef enum CUdriverProcAddressQueryResult_enum {
+  CU_GET_PROC_ADDRESS_SUCCESS = 0,
+  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+  CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
+} CUdriverProcAddressQueryResult;
+
+enum {
+  CU_GET_PROC_ADDRESS_DEFAULT = 0,
+  CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,
+  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 2
+};
+
+enum { CU_MEM_ATTACH_GLOBAL = 1, CU_MEMHOSTALLOC_PORTABLE = 1 };
+
+/* X(name, (parameters), (arguments)) for every entry point. */
+#define LG_CUDA_FUNCTIONS(X)                                                                    \
+  X(cuInit, (unsigned int Flags), (Flags))                                                      \
+  X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                                  \
+  X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                           \
+  X(cuDeviceGetCount, (int *count), (count))                                                    \
+  X(cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev))                     \
+  X(cuDeviceTotalMem, (unsigned int *bytes, CUdevice_v1 dev), (bytes, dev))                     \
+  X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))                          \
+  X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev)) \
+  X(cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice_v1 dev), (pctx, flags, dev))   \
+  X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))   \
+  X(cuCtxCreate_v3,                                                                             \
+    (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags,    \
+     CUdevice dev),                                                                             \
+    (pctx, paramsArray, numParams, flags, dev))                                                 \
+  X(cuCtxCreate_v4,                                                                             \
+    (CUcontext * pctx, CUctxCreateParams * ctxCreateParams, unsigned int flags, CUdevice dev),  \
+    (pctx, ctxCreateParams, flags, dev))                                                        \
+  X(cuCtxDestroy, (CUcontext ctx), (ctx))                                                       \
+  X(cuCtxDestroy_v2, (CUcontext ctx), (ctx))                                                    \
+  X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                                    \
+  X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                \
+  X(cuCtxGetDevice, (CUdevice * device), (device))                                              \
+  X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                                \
+  X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                             \
+  X(cuCtxSynchronize, (void), ())                                                               \
+  X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                \
+  X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev))                    \
+  X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev))                                           \
+  X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                        \
+  X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev))                                             \
+  X(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev))                                          \
+  X(cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active),               \
+    (dev, flags, active))                                                                       \
+  X(cuMemAlloc, (CUdeviceptr_v1 * dptr, unsigned int bytesize), (dptr, bytesize))               \
+  X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                     \
+  X(cuMemFree, (CUdeviceptr_v1 dptr), (dptr))                                                   \
+  X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                   \
+  X(cuMemAllocPitch,                                                                            \
+    (CUdeviceptr_v1 * dptr, unsigned int *pPitch, unsigned int WidthInBytes, unsigned int Height, \
+     unsigned int ElementSizeBytes),                                                            \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                     \
+  X(cuMemAllocPitch_v2,                                                                         \
+    (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                   \
+     unsigned int ElementSizeBytes),                                                            \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                     \
+  X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),               \
+    (dptr, bytesize, flags))                                                                    \
+  X(cuMemAllocHost, (void **pp, unsigned int bytesize), (pp, bytesize))                         \
+  X(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize))                            \
+  X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))    \
+  X(cuMemFreeHost, (void *p), (p))                                                              \
+  X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),                   \
+    (dptr, bytesize, hStream))                                                                  \
+  X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),              \
+    (dptr, bytesize, hStream))                                                                  \
+  X(cuMemAllocFromPoolAsync,                                                                    \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
+    (dptr, bytesize, pool, hStream))                                                            \
+  X(cuMemAllocFromPoolAsync_ptsz,                                                               \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
+    (dptr, bytesize, pool, hStream))                                                            \
+  X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                      \
+  X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                 \
+  X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))        \
+  X(cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),            \
+    (dstDevice, srcHost, ByteCount))                                                            \
+  X(cuMemcpyHtoD_v2_ptds, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),       \
+    (dstDevice, srcHost, ByteCount))                                                            \
+  X(cuMemcpyDtoH_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),                  \
+    (dstHost, srcDevice, ByteCount))                                                            \
+  X(cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),             \
+    (dstHost, srcDevice, ByteCount))                                                            \
+  X(cuMemcpyDtoD_v2, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),          \
+    (dstDevice, srcDevice, ByteCount))                                                          \
+  X(cuMemcpyDtoD_v2_ptds, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),     \
+    (dstDevice, srcDevice, ByteCount))                                                          \
+  X(cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N), (dstDevice, uc, N))     \
+  X(cuMemsetD8_v2_ptds, (CUdeviceptr dstDevice, unsigned char uc, size_t N), (dstDevice, uc, N)) \
+  X(cuMemsetD32_v2, (CUdeviceptr dstDevice, unsigned int ui, size_t N), (dstDevice, ui, N))     \
+  X(cuMemsetD32_v2_ptds, (CUdeviceptr dstDevice, unsigned int ui, size_t N), (dstDevice, ui, N)) \
+  X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                           \
+  X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))               \
+  X(cuStreamDestroy, (CUstream hStream), (hStream))                                             \
+  X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                          \
+  X(cuStreamSynchronize, (CUstream hStream), (hStream))                                         \
+  X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))                                    \
+  X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr))                         \
+  X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))                       \
+  X(cuGetProcAddress,                                                                           \
+    (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),                        \
+    (symbol, pfn, cudaVersion, flags))                                                          \
+  X(cuGetProcAddress_v2,                                                                        \
+    (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                         \
+     CUdriverProcAddressQueryResult *symbolStatus),                                             \
+    (symbol, pfn, cudaVersion, flags, symbolStatus))
+
+#define LG_CUDA_DECLARE_PFN(name, params, args) typedef CUresult(*lg_pfn_##name) params;
+LG_CUDA_FUNCTIONS(LG_CUDA_DECLARE_PFN)
+#undef LG_CUDA_DECLARE_PFN
+
+#ifndef LG_CUDA_NO_PROTOTYPES
+#define LG_CUDA_DECLARE_PROTOTYPE(name, params, args) CUresult name params;
+LG_CUDA_FUNCTIONS(LG_CUDA_DECLARE_PROTOTYPE)
+#undef LG_CUDA_DECLARE_PROTOTYPE
+#endif
+
+/* As in cuda.h, application code calling the unversioned names gets the current variants.
+ * Code that defines the entry points themselves (the simulator, the preload) defines
+ * LG_CUDA_DEFINES_ENTRY_POINTS to see every variant under its exported name. */
+#ifndef LG_CUDA_DEFINES_ENTRY_POINTS
+#define cuDeviceTotalMem cuDeviceTotalMem_v2
+#define cuCtxCreate cuCtxCreate_v4
+#define cuCtxDestroy cuCtxDestroy_v2
+#define cuCtxPushCurrent cuCtxPushCurrent_v2
+#define cuCtxPopCurrent cuCtxPopCurrent_v2
+#define cuMemGetInfo cuMemGetInfo_v2
+#define cuMemAlloc cuMemAlloc_v2
+#define cuMemAllocPitch cuMemAllocPitch_v2
+#define cuMemFree cuMemFree_v2
+#define cuMemAllocHost cuMemAllocHost_v2
+#define cuMemcpyHtoD cuMemcpyHtoD_v2
+#define cuMemcpyDtoH cuMemcpyDtoH_v2
+#define cuMemcpyDtoD cuMemcpyDtoD_v2
+#define cuMemsetD8 cuMemsetD8_v2
+#define cuMemsetD32 cuMemsetD32_v2
+#define cuStreamDestroy cuStreamDestroy_v2
+#define cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease_v2
+#define cuDevicePrimaryCtxReset cuDevicePrimaryCtxReset_v2
+#define cuGetProcAddress cuGetProcAddress_v2
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LEASEGUARD_ABI_LG_CUDA_H */

@@ -1,0 +1,34 @@
+# Installation: the layout of the contract (bin/, lib/, lib/leaseguard/sim/, include/,
+# lib/cmake/leaseguard/, lib/pkgconfig/).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS leaseguard RUNTIME DESTINATION bin)
+install(TARGETS leaseguard_preload LIBRARY DESTINATION lib)
+install(TARGETS leaseguard_sim_cuda LIBRARY DESTINATION lib/leaseguard/sim NAMELINK_SKIP)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leaseguard DESTINATION include)
+
+# leaseguard::annotate needs nothing at link time (weak symbols); leaseguard::api is the C
+# ABI of the preload, for programs that want to call it directly.
+add_library(leaseguard_annotate INTERFACE)
+target_include_directories(leaseguard_annotate INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                           $<INSTALL_INTERFACE:include>)
+set_target_properties(leaseguard_annotate PROPERTIES EXPORT_NAME annotate)
+add_library(leaseguard::annotate ALIAS leaseguard_annotate)
+install(TARGETS leaseguard_annotate EXPORT leaseguardTargets)
+
+add_library(leaseguard_api INTERFACE)
+target_include_directories(leaseguard_api INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                           $<INSTALL_INTERFACE:include>)
+set_target_properties(leaseguard_api PROPERTIES EXPORT_NAME api)
+add_library(leaseguard::api ALIAS leaseguard_api)
+install(TARGETS leaseguard_api EXPORT leaseguardTargets)
+
+install(EXPORT leaseguardTargets NAMESPACE leaseguard:: DESTINATION lib/cmake/leaseguard)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/leaseguardConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/leaseguardConfig.cmake INSTALL_DESTINATION lib/cmake/leaseguard)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/leaseguardConfigVersion.cmake COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/leaseguardConfig.cmake ${CMAKE_BINARY_DIR}/leaseguardConfigVersion.cmake
+  DESTINATION lib/cmake/leaseguard)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/leaseguard.pc.in ${CMAKE_BINARY_DIR}/leaseguard.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/leaseguard.pc DESTINATION lib/pkgconfig)

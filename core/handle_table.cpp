@@ -1,0 +1,36 @@
+// Implementation of the live allocation table.
+#include "handle_table.h"
+
+namespace leaseguard {
+
+size_t HandleTable::mark_lease_reported(uint32_t lease_id) {
+  size_t count = 0;
+  for (Shard &shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (auto &[address, record] : shard.records) {
+      if (record.lease_id == lease_id && !record.reported) {
+        record.reported = true;
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+
+size_t HandleTable::size() const {
+  size_t total = 0;
+  for (const Shard &shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    total += shard.records.size();
+  }
+  return total;
+}
+
+void HandleTable::clear() {
+  for (Shard &shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    shard.records.clear();
+  }
+}
+
+}  // namespace leaseguard

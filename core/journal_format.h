@@ -1,0 +1,168 @@
+// The on-disk layout of a leaseguard journal: one file per process, append-only.
+//
+// The file is an array of 64-byte slots. A record takes 1..255 consecutive slots; each slot
+// begins with a 32-bit tag and carries 60 payload bytes, so a record's payload is the
+// concatenation of its slots' payload areas. The tag of a record's first slot is
+//     kTagMagic | type << 8 | slot_count
+// and is stored last, with release ordering, after the payload and the continuation slots
+// (tag kContinuationTag) are written. A process killed at any instant therefore leaves each
+// record either whole or with a zero first tag; a reader skips zero tags and orphaned
+// continuation slots one slot at a time, and nothing that was committed is lost.
+//
+// Payload structs are little-endian, packed to 4-byte alignment (sizes checked by
+// static_assert below), copied in and out with memcpy. Versioning: kVersion changes when a payload changes shape;
+// new record types may be added without a version change (readers skip unknown types).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace leaseguard::journal {
+
+inline constexpr size_t kSlotBytes = 64;
+inline constexpr size_t kSlotPayloadBytes = 60;
+inline constexpr size_t kMaxSlotsPerRecord = 255;
+inline constexpr size_t kMaxPayloadBytes = kSlotPayloadBytes * kMaxSlotsPerRecord;
+inline constexpr uint32_t kTagMagic = 0x4C470000u;  // "LG" in the top half
+inline constexpr uint32_t kTagMagicMask = 0xFFFF0000u;
+inline constexpr uint32_t kVersion = 1;
+inline constexpr char kFileMagic[8] = {'L', 'G', 'J', 'O', 'U', 'R', 'N', 'L'};
+
+enum class RecordType : uint8_t {
+  Header = 1,
+  Process = 2,
+  Module = 3,
+  Stack = 4,
+  Alloc = 5,
+  Free = 6,
+  LeaseBegin = 7,
+  LeaseEnd = 8,
+  ContextDestroy = 9,
+  ProcessEnd = 10,
+  Continuation = 11,
+};
+
+constexpr uint32_t make_tag(RecordType type, size_t slots) {
+  return kTagMagic | (static_cast<uint32_t>(type) << 8) | static_cast<uint32_t>(slots);
+}
+inline constexpr uint32_t kContinuationTag = make_tag(RecordType::Continuation, 1);
+
+constexpr size_t slots_for(size_t payload_bytes) {
+  return payload_bytes == 0 ? 1 : (payload_bytes + kSlotPayloadBytes - 1) / kSlotPayloadBytes;
+}
+
+// Payloads are packed to 4 bytes: they are copied with memcpy, never accessed in place.
+#pragma pack(push, 4)
+
+struct HeaderPayload {
+  char magic[8];
+  uint32_t version;
+  uint32_t slot_bytes;
+  int32_t pid;
+  int32_t ppid;
+  uint64_t start_realtime_ns;
+  uint64_t start_monotonic_ns;
+};
+
+// Followed by `command_bytes` bytes: the executable path, then each argument, each NUL-terminated.
+struct ProcessPayload {
+  int32_t pid;
+  int32_t ppid;
+  uint32_t argc;
+  uint32_t command_bytes;
+};
+
+// Followed by `build_id_bytes` bytes of build-id, then `path_bytes` bytes of path (no NUL).
+struct ModulePayload {
+  uint32_t module_id;
+  uint32_t path_bytes;
+  uint64_t base;
+  uint32_t build_id_bytes;
+  uint32_t reserved;
+};
+
+inline constexpr uint32_t kNoModule = 0xFFFFFFFFu;
+
+// Followed by `depth` frames.
+struct StackPayload {
+  uint32_t stack_id;
+  uint32_t depth;
+};
+struct StackFrame {
+  uint32_t module_id;  // kNoModule: `offset` is an absolute address in no known module
+  uint32_t offset_low;
+  uint32_t offset_high;
+};
+
+struct AllocPayload {
+  uint64_t id;
+  uint64_t address;
+  uint64_t bytes;
+  uint64_t time_ns;  // CLOCK_MONOTONIC
+  uint64_t context;
+  uint32_t stack_id;
+  uint32_t lease_id;
+  uint32_t thread;
+  uint16_t api;
+  uint8_t kind;
+  uint8_t reserved;
+  int32_t device;
+};
+
+enum FreeFlags : uint8_t {
+  kFreeUnknown = 1,   // the address was not a live allocation leaseguard knew of
+  kFreeImplicit = 2,  // the driver handed the address out again: the old record is gone
+};
+
+struct FreePayload {
+  uint64_t id;  // 0 when unknown
+  uint64_t address;
+  uint64_t time_ns;
+  uint32_t thread;
+  uint16_t api;
+  uint8_t flags;
+  uint8_t reserved;
+  uint32_t stack_id;
+};
+
+// Followed by `name_bytes` bytes of name.
+struct LeaseBeginPayload {
+  uint32_t lease_id;
+  uint32_t name_bytes;
+  uint64_t ttl_ms;
+  uint64_t time_ns;
+  uint8_t policy;
+  uint8_t reserved[7];
+};
+
+struct LeaseEndPayload {
+  uint32_t lease_id;
+  uint8_t ended_by;
+  uint8_t reserved[3];
+  uint64_t time_ns;
+  uint64_t leaked_allocations;
+};
+
+struct ContextDestroyPayload {
+  uint64_t context;
+  uint64_t time_ns;
+  uint16_t api;
+  uint16_t reserved;
+  int32_t device;
+};
+
+struct ProcessEndPayload {
+  uint64_t time_ns;
+  uint64_t dropped_records;
+};
+
+#pragma pack(pop)
+
+static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(AllocPayload) == kSlotPayloadBytes, "an allocation must fit one slot");
+static_assert(sizeof(FreePayload) <= kSlotPayloadBytes);
+static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(StackFrame) == 12);
+
+}  // namespace leaseguard::journal

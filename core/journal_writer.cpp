@@ -1,0 +1,107 @@
+// Implementation of the journal writer (see journal_writer.h for why it is built this way).
+#include "journal_writer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace leaseguard::journal {
+namespace {
+
+constexpr size_t kChunkBytes = 1u << 20;
+constexpr size_t kSlotsPerChunk = kChunkBytes / kSlotBytes;
+constexpr size_t kReservedBytes = size_t{16} << 30;  // address space only: 268M records
+
+}  // namespace
+
+JournalWriter::~JournalWriter() { abandon(); }
+
+bool JournalWriter::open(const std::string &path, const HeaderPayload &header, std::string &error) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    error = "cannot create journal " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  void *reserved = mmap(nullptr, kReservedBytes, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) {
+    error = std::string("cannot reserve address space for the journal: ") + std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    unlink(path.c_str());
+    return false;
+  }
+  base_ = static_cast<unsigned char *>(reserved);
+  reserved_bytes_ = kReservedBytes;
+  path_ = path;
+  if (!ensure_mapped(1)) {
+    error = "cannot grow journal " + path + ": " + std::strerror(errno);
+    abandon();
+    unlink(path.c_str());
+    return false;
+  }
+  append(RecordType::Header, &header, sizeof header);
+  return true;
+}
+
+bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
+  if (slot_end <= mapped_slots_.load(std::memory_order_acquire)) return true;
+  std::lock_guard lock(grow_mutex_);
+  uint64_t mapped = mapped_slots_.load(std::memory_order_relaxed);
+  while (mapped < slot_end) {
+    size_t offset = mapped * kSlotBytes;
+    if (offset + kChunkBytes > reserved_bytes_) return false;
+    if (ftruncate(fd_, static_cast<off_t>(offset + kChunkBytes)) != 0) return false;
+    void *chunk = mmap(base_ + offset, kChunkBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                       fd_, static_cast<off_t>(offset));
+    if (chunk == MAP_FAILED) return false;
+    mapped += kSlotsPerChunk;
+    mapped_slots_.store(mapped, std::memory_order_release);
+  }
+  return true;
+}
+
+bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) noexcept {
+  if (base_ == nullptr || bytes > kMaxPayloadBytes) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const size_t slots = slots_for(bytes);
+  const uint64_t first = next_slot_.fetch_add(slots, std::memory_order_relaxed);
+  if (!ensure_mapped(first + slots)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const auto *source = static_cast<const unsigned char *>(payload);
+  size_t remaining = bytes;
+  for (size_t i = 0; i < slots; ++i) {
+    unsigned char *slot = base_ + (first + i) * kSlotBytes;
+    size_t piece = remaining < kSlotPayloadBytes ? remaining : kSlotPayloadBytes;
+    std::memcpy(slot + 4, source, piece);
+    source += piece;
+    remaining -= piece;
+    if (i > 0) {
+      // Continuation tags first: a reader that finds the first tag committed must also find
+      // these, and one that finds it zero skips them as orphans.
+      __atomic_store_n(reinterpret_cast<uint32_t *>(slot), kContinuationTag, __ATOMIC_RELAXED);
+    }
+  }
+  __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + first * kSlotBytes), make_tag(type, slots),
+                   __ATOMIC_RELEASE);
+  return true;
+}
+
+void JournalWriter::abandon() noexcept {
+  if (base_ != nullptr) munmap(base_, reserved_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+  base_ = nullptr;
+  fd_ = -1;
+  reserved_bytes_ = 0;
+  next_slot_.store(0);
+  mapped_slots_.store(0);
+}
+
+}  // namespace leaseguard::journal

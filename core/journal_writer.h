@@ -1,0 +1,58 @@
+// Appends records to one process's journal through a file-backed shared mapping.
+//
+// Why a shared mapping: a store into a MAP_SHARED page is in the kernel's page cache the
+// moment it is made, so a record survives SIGKILL of the process at any later instant,
+// and the hot path (an allocation) costs one atomic add and a 64-byte copy, no system call.
+// The file grows in 1 MiB chunks inside one reserved address range, so a record may span a
+// chunk boundary. Durability against power loss is not promised (no msync).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "journal_format.h"
+
+namespace leaseguard::journal {
+
+class JournalWriter {
+ public:
+  JournalWriter() = default;
+  JournalWriter(const JournalWriter &) = delete;
+  JournalWriter &operator=(const JournalWriter &) = delete;
+  ~JournalWriter();
+
+  // Creates `path` exclusively (never follows a symbolic link, never reuses a file) with
+  // mode 0600 and writes the header record. On failure returns false and sets `error`.
+  bool open(const std::string &path, const HeaderPayload &header, std::string &error);
+
+  // Appends one record; payloads larger than one slot are split across continuation slots.
+  // Returns false (and counts the record as dropped) if the journal is not open, the payload
+  // is too large, or the file cannot grow.
+  bool append(RecordType type, const void *payload, size_t bytes) noexcept;
+
+  bool is_open() const noexcept { return base_ != nullptr; }
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t slots_used() const noexcept { return next_slot_.load(std::memory_order_relaxed); }
+  const std::string &path() const noexcept { return path_; }
+
+  // Unmaps and closes without writing anything: for a forked child, whose journal is not
+  // its parent's.
+  void abandon() noexcept;
+
+ private:
+  bool ensure_mapped(uint64_t slot_end) noexcept;
+
+  int fd_ = -1;
+  unsigned char *base_ = nullptr;
+  size_t reserved_bytes_ = 0;
+  std::string path_;
+  std::atomic<uint64_t> next_slot_{0};
+  std::atomic<uint64_t> mapped_slots_{0};
+  std::atomic<uint64_t> dropped_{0};
+  std::mutex grow_mutex_;
+};
+
+}  // namespace leaseguard::journal

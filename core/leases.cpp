@@ -1,0 +1,124 @@
+// Implementation of the lease registry and its expiry watchdog.
+#include "leases.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace leaseguard {
+namespace {
+
+uint64_t monotonic_now_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+uint64_t deadline_for(uint64_t begin_ns, uint64_t ttl_ms) {
+  if (ttl_ms == 0) return 0;
+  if (ttl_ms > (UINT64_MAX - begin_ns) / 1'000'000ull) return UINT64_MAX;  // effectively never
+  return begin_ns + ttl_ms * 1'000'000ull;
+}
+
+}  // namespace
+
+LeaseRegistry::LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms, Policy process_policy,
+                             ExpiryCallback on_expiry)
+    : on_expiry_(std::move(on_expiry)) {
+  auto lease = std::make_unique<Lease>();
+  lease->id = kProcessLeaseId;
+  lease->name = "process";
+  lease->ttl_ms = process_ttl_ms;
+  lease->policy = process_policy;
+  lease->begin_ns = process_begin_ns;
+  lease->deadline_ns = deadline_for(process_begin_ns, process_ttl_ms);
+  process_ = lease.get();
+  leases_.emplace(kProcessLeaseId, std::move(lease));
+  if (process_->deadline_ns != 0) arm(*process_);
+}
+
+LeaseRegistry::~LeaseRegistry() {
+  stop_watchdog();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns) {
+  auto lease = std::make_unique<Lease>();
+  lease->name = std::move(name);
+  lease->ttl_ms = ttl_ms;
+  lease->policy = policy;
+  lease->begin_ns = now_ns;
+  lease->deadline_ns = deadline_for(now_ns, ttl_ms);
+  Lease &result = *lease;
+  {
+    std::lock_guard lock(mutex_);
+    lease->id = next_id_++;
+    leases_.emplace(lease->id, std::move(lease));
+  }
+  if (result.deadline_ns != 0) arm(result);
+  return result;
+}
+
+Lease *LeaseRegistry::find(uint32_t id) {
+  std::lock_guard lock(mutex_);
+  auto it = leases_.find(id);
+  return it == leases_.end() ? nullptr : it->second.get();
+}
+
+std::vector<Lease *> LeaseRegistry::open_leases() {
+  std::vector<Lease *> open;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto &[id, lease] : leases_)
+      if (!lease->ended.load()) open.push_back(lease.get());
+  }
+  std::sort(open.begin(), open.end(), [](const Lease *a, const Lease *b) { return a->id > b->id; });
+  return open;
+}
+
+void LeaseRegistry::arm(Lease &) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  if (!watchdog_running_) {
+    watchdog_running_ = true;
+    watchdog_ = std::thread([this] { watch(); });
+  }
+  wake_.notify_all();
+}
+
+void LeaseRegistry::watch() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    Lease *due = nullptr;
+    uint64_t earliest = 0;
+    for (auto &[id, lease] : leases_) {
+      if (lease->deadline_ns == 0 || lease->ended.load()) continue;
+      if (due == nullptr || lease->deadline_ns < earliest) {
+        due = lease.get();
+        earliest = lease->deadline_ns;
+      }
+    }
+    if (due == nullptr) {
+      wake_.wait(lock);
+      continue;
+    }
+    uint64_t now = monotonic_now_ns();
+    if (now < earliest) {
+      wake_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(earliest - now, 3'600'000'000'000ull)));
+      continue;
+    }
+    due->deadline_ns = 0;  // fires once
+    lock.unlock();
+    on_expiry_(*due);
+    lock.lock();
+  }
+}
+
+void LeaseRegistry::stop_watchdog() {
+  std::lock_guard lock(mutex_);
+  stopping_ = true;
+  wake_.notify_all();
+}
+
+}  // namespace leaseguard

@@ -1,0 +1,75 @@
+// Leases: spans of time that own device memory.
+//
+// Lease 1 is the process lease (begins with the process, ends at exit). Explicit leases
+// come from the C ABI. A lease with a time-to-live gets a deadline; a watchdog thread,
+// created only once some lease has a deadline, calls the expiry callback when one passes.
+// Lease objects are never freed while the registry lives, so a thread may hold a pointer
+// to a lease that another thread ends: `ended` tells it so.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api_ids.h"
+
+namespace leaseguard {
+
+inline constexpr uint32_t kProcessLeaseId = 1;
+
+struct Lease {
+  uint32_t id = 0;
+  std::string name;
+  uint64_t ttl_ms = 0;
+  Policy policy = Policy::Report;
+  uint64_t begin_ns = 0;
+  uint64_t deadline_ns = 0;  // CLOCK_MONOTONIC; 0: none
+  std::atomic<bool> ended{false};
+};
+
+class LeaseRegistry {
+ public:
+  using ExpiryCallback = std::function<void(Lease &)>;
+
+  LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms, Policy process_policy,
+                ExpiryCallback on_expiry);
+  ~LeaseRegistry();
+  LeaseRegistry(const LeaseRegistry &) = delete;
+  LeaseRegistry &operator=(const LeaseRegistry &) = delete;
+
+  Lease &process_lease() { return *process_; }
+  Lease &begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns);
+  Lease *find(uint32_t id);
+  // Leases not yet ended, newest first (explicit leases before the process lease).
+  std::vector<Lease *> open_leases();
+
+  // Marks `lease` ended; true only for the one caller that ended it.
+  static bool try_end(Lease &lease) { return !lease.ended.exchange(true); }
+
+  // Tells the watchdog to stop without waiting for it (at exit, a thread that is asleep
+  // must not hold the process up).
+  void stop_watchdog();
+
+ private:
+  void arm(Lease &lease);
+  void watch();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::unordered_map<uint32_t, std::unique_ptr<Lease>> leases_;
+  Lease *process_ = nullptr;
+  uint32_t next_id_ = kProcessLeaseId + 1;
+  ExpiryCallback on_expiry_;
+  bool watchdog_running_ = false;
+  bool stopping_ = false;
+  std::thread watchdog_;  // joined by the destructor; never destroyed in the preload
+};
+
+}  // namespace leaseguard

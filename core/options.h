@@ -1,0 +1,45 @@
+// All of leaseguard's run-time settings, parsed once from the environment into one struct.
+//
+// A bad value never stops the host program: it yields a warning naming the variable and
+// the value used instead. The parsers are shared with the CLI, which rejects bad flags.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api_ids.h"
+
+namespace leaseguard {
+
+enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
+
+inline constexpr int kDefaultStackDepth = 16;
+inline constexpr int kMaxStackDepth = 64;
+
+struct Options {
+  bool disabled = false;            // LEASEGUARD_DISABLE=1: pure pass-through
+  std::string out_dir = "leaseguard-out";
+  uint64_t ttl_ms = 0;              // process lease time-to-live; 0: none
+  Policy on_expiry = Policy::Report;
+  int stack_depth = kDefaultStackDepth;
+  LogLevel log_level = LogLevel::Info;
+  std::string run_id;               // set by `leaseguard run` to tell its journals apart
+};
+
+// Reads LEASEGUARD_* through `lookup` (getenv in production). Each problem found is
+// appended to `warnings` as one line.
+using EnvLookup = std::function<const char *(const char *)>;
+Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings);
+
+// "250ms", "30s", "5m", "2h", or "0". Returns milliseconds, or nullopt if malformed or
+// too large to represent.
+std::optional<uint64_t> parse_duration_ms(std::string_view text);
+
+// A decimal integer in [min, max], nothing else.
+std::optional<long long> parse_integer(std::string_view text, long long min, long long max);
+
+}  // namespace leaseguard

@@ -1,0 +1,69 @@
+// Implementation of stack interning.
+#include "stack_table.h"
+
+#include <cstring>
+
+namespace leaseguard {
+
+uint64_t StackTable::hash(const uintptr_t *frames, size_t depth) {
+  uint64_t h = 0xcbf29ce484222325ull ^ depth;
+  for (size_t i = 0; i < depth; ++i) {
+    h ^= frames[i];
+    h *= 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+uint32_t StackTable::find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth) const {
+  auto [first, last] = shard.entries.equal_range(key);
+  for (auto it = first; it != last; ++it) {
+    const Entry &entry = it->second;
+    if (entry.frames.size() == depth && std::memcmp(entry.frames.data(), frames, depth * sizeof(uintptr_t)) == 0)
+      return entry.id;
+  }
+  return 0;
+}
+
+uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::JournalWriter &journal) {
+  if (depth == 0) return 0;
+  const uint64_t key = hash(frames, depth);
+  Shard &shard = shards_[key % kShards];
+  {
+    std::lock_guard lock(shard.mutex);
+    if (uint32_t id = find_locked(shard, key, frames, depth)) return id;
+  }
+
+  // A new stack: resolve its modules without holding the shard lock (ModuleMap explains why).
+  std::vector<unsigned char> payload(sizeof(journal::StackPayload) + depth * sizeof(journal::StackFrame));
+  for (size_t i = 0; i < depth; ++i) {
+    ModuleLocation location = modules_.locate(frames[i], journal);
+    journal::StackFrame frame{location.module_id, static_cast<uint32_t>(location.offset),
+                              static_cast<uint32_t>(location.offset >> 32)};
+    std::memcpy(payload.data() + sizeof(journal::StackPayload) + i * sizeof frame, &frame, sizeof frame);
+  }
+
+  std::lock_guard lock(shard.mutex);
+  if (uint32_t id = find_locked(shard, key, frames, depth)) return id;  // another thread won
+  uint32_t id;
+  {
+    std::lock_guard id_lock(id_mutex_);
+    id = next_id_++;
+  }
+  journal::StackPayload header{id, static_cast<uint32_t>(depth)};
+  std::memcpy(payload.data(), &header, sizeof header);
+  journal.append(journal::RecordType::Stack, payload.data(), payload.size());
+  shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id});
+  return id;
+}
+
+size_t StackTable::size() const {
+  size_t total = 0;
+  for (const Shard &shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    total += shard.entries.size();
+  }
+  return total;
+}
+
+}  // namespace leaseguard

@@ -1,0 +1,44 @@
+// Interns captured stacks: each distinct stack gets an id and one Stack record in the
+// journal; allocation records carry only the id.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "journal_writer.h"
+#include "module_map.h"
+
+namespace leaseguard {
+
+class StackTable {
+ public:
+  // Returns the id of the stack `frames[0..depth)`, 0 for an empty stack. The first time a
+  // stack is seen, its modules and the stack itself are written to `journal` before the id
+  // is returned, so a record referring to the id always follows its definition.
+  uint32_t intern(const uintptr_t *frames, size_t depth, journal::JournalWriter &journal);
+
+  size_t size() const;
+
+ private:
+  struct Entry {
+    std::vector<uintptr_t> frames;
+    uint32_t id;
+  };
+  static constexpr size_t kShards = 32;
+  struct alignas(64) Shard {
+    mutable std::mutex mutex;
+    std::unordered_multimap<uint64_t, Entry> entries;
+  };
+  static uint64_t hash(const uintptr_t *frames, size_t depth);
+  uint32_t find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth) const;
+
+  std::array<Shard, kShards> shards_;
+  ModuleMap modules_;
+  std::mutex id_mutex_;
+  uint32_t next_id_ = 1;
+};
+
+}  // namespace leaseguard

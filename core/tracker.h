@@ -1,0 +1,100 @@
+// The per-process core: records allocations and frees, attributes them to leases, captures
+// and interns stacks, and writes the journal.
+//
+// This is the narrow interface between interpose/ (and the C ABI) and the core. Callers tell
+// it what happened; it never calls a driver. All entry points are noexcept: a failure inside
+// leaseguard degrades to "not recorded" with one warning, never to a changed host program.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "api_ids.h"
+#include "handle_table.h"
+#include "journal_writer.h"
+#include "leases.h"
+#include "options.h"
+#include "stack_capture.h"
+#include "stack_table.h"
+
+namespace leaseguard {
+
+struct AllocationEvent {
+  Api api = Api::Unknown;
+  Kind kind = Kind::Device;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  int32_t device = 0;
+  uint64_t context = 0;
+};
+
+class Tracker {
+ public:
+  explicit Tracker(Options options);
+  Tracker(const Tracker &) = delete;
+  Tracker &operator=(const Tracker &) = delete;
+  ~Tracker();
+
+  // The process-wide instance, or nullptr if none was installed (disabled, or not yet).
+  static Tracker *instance() noexcept { return g_instance.load(std::memory_order_acquire); }
+  // Creates the process-wide instance once; later calls return the existing one.
+  static Tracker *install(const Options &options);
+  // In a forked child: forgets the parent's instance (without touching its locks, which
+  // another parent thread may have held at the fork) and installs a fresh one.
+  static void reinstall_after_fork() noexcept;
+
+  // Called after the driver returned success for an allocation.
+  void on_alloc(const AllocationEvent &event) noexcept;
+  // Called before the driver frees `address`. Returns true if the address was live.
+  bool on_free(Api api, uint64_t address) noexcept;
+  // Called after the driver destroyed `context` (and with it its allocations).
+  void on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept;
+
+  // The C ABI of include/leaseguard/leaseguard.h.
+  uint64_t lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept;
+  int lease_end(uint64_t lease_id) noexcept;  // leaked allocations, or -1
+  int lease_enter(uint64_t lease_id) noexcept;
+  int lease_leave() noexcept;
+
+  // At exit: ends every open lease (ended_by exit) and marks the journal complete.
+  void finish_process() noexcept;
+
+  // Frames in this range (the preload library) are dropped from the top of stacks.
+  void exclude_code(CodeRange range) noexcept { excluded_ = range; }
+
+  const Options &options() const noexcept { return options_; }
+  size_t live_allocations() const { return table_.size(); }
+  const std::string &journal_path() const noexcept { return journal_.path(); }
+  bool journal_open() noexcept { return ensure_journal(); }
+
+ private:
+  bool ensure_journal() noexcept;
+  bool open_journal(std::string &error);
+  Lease &current_lease() noexcept;
+  size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
+  void on_expired(Lease &lease) noexcept;
+  void write_lease_begin(const Lease &lease) noexcept;
+  uint32_t capture_and_intern() noexcept;
+
+  static std::atomic<Tracker *> g_instance;
+
+  Options options_;
+  uint64_t start_monotonic_ns_;
+  uint64_t start_realtime_ns_;
+  journal::JournalWriter journal_;
+  std::mutex journal_open_mutex_;
+  std::atomic<int> journal_state_{0};  // 0: not yet, 1: open, 2: failed
+  bool finished_ = false;
+  HandleTable table_;
+  StackTable stacks_;
+  std::atomic<uint64_t> next_allocation_id_{1};
+  CodeRange excluded_;
+  LeaseRegistry leases_;  // last: its watchdog calls back into the members above
+};
+
+uint64_t monotonic_ns() noexcept;
+
+}  // namespace leaseguard

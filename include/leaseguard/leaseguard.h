@@ -1,0 +1,40 @@
+/* leaseguard C ABI: leases a program opens and ends itself.
+ *
+ * A lease owns the device memory allocated while it is entered; when it ends, everything
+ * it still owns is reported as leaked. These functions are exported by
+ * libleaseguard_preload.so. To mark leases without linking leaseguard, include
+ * <leaseguard/annotate.h> instead: its weak declarations make every call a no-op returning 0
+ * when the preload is absent. */
+#ifndef LEASEGUARD_LEASEGUARD_H
+#define LEASEGUARD_LEASEGUARD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t leaseguard_lease_t; /* 0 means "no lease" */
+
+enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2 };
+
+/* Begins a lease named `name` (NULL: "lease"). ttl_ms > 0 gives it a deadline; on_expiry
+ * says what happens then. Returns the lease, or 0 if leaseguard is not recording. */
+leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int on_expiry);
+
+/* Ends `lease` now. Returns the number of its allocations still live (leaked), or -1 if
+ * the lease is unknown or already ended. */
+int leaseguard_lease_end(leaseguard_lease_t lease);
+
+/* The calling thread's new allocations go to `lease` until leaseguard_lease_leave().
+ * Enters nest. Returns 0, or -1 if the lease is unknown or ended. */
+int leaseguard_lease_enter(leaseguard_lease_t lease);
+
+/* Undoes the innermost leaseguard_lease_enter() of this thread. Returns 0, or -1 if none. */
+int leaseguard_lease_leave(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LEASEGUARD_LEASEGUARD_H */

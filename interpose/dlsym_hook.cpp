@@ -1,0 +1,51 @@
+// The C half of leaseguard's dlsym: lookups on a specific handle.
+//
+// Why interpose dlsym rather than ship a libcuda.so.1 SONAME shim: a shim must forward the
+// whole driver API (hundreds of functions, a new set each CUDA release) to the real driver
+// and be first on the library path; interposing dlsym needs only the allocation family and
+// leaves every other symbol untouched, so new driver functions pass through by construction.
+// The cost is the caller-identity hazard, handled by the assembly trampoline.
+//
+// This path is kept trivial: the real lookup, then an exact-name check; no lock, no
+// allocation, no dlopen, no logging.
+#include <dlfcn.h>
+
+#include "hook_table.h"
+#include "preload_state.h"
+#include "real_dlsym.h"
+
+extern "C" {
+
+void *leaseguard_real_dlsym = nullptr;
+
+void *leaseguard_resolve_real_dlsym() {
+  // dlvsym is not interposed; RTLD_NEXT from here is the C library. GLIBC_2.34 is the
+  // current default version of dlsym, GLIBC_2.2.5 the one older programs bind to.
+  void *function = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (function == nullptr) function = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  __atomic_store_n(&leaseguard_real_dlsym, function, __ATOMIC_RELEASE);
+  return function;
+}
+
+__attribute__((visibility("hidden"))) void *leaseguard_dlsym_on_handle(void *handle, const char *name) {
+  using namespace leaseguard::interpose;
+  void *result = real_dlsym()(handle, name);
+  if (result == nullptr || g_pass_through) return result;
+  int hook = find_hook(name);
+  if (hook < 0 || is_wrapper(result)) return result;
+  remember_real(hook, result);
+  return hook_info(hook).wrapper;
+}
+
+}  // extern "C"
+
+namespace leaseguard::interpose {
+
+void *handle_of_object_containing(const void *address) noexcept {
+  Dl_info info;
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr || info.dli_fname[0] == '\0') return nullptr;
+  // The reference this takes is never dropped: the driver stays loaded for the process.
+  return dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+}
+
+}  // namespace leaseguard::interpose

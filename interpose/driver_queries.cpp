@@ -1,0 +1,86 @@
+// Implementation of the driver queries the hooks need.
+#include "driver_queries.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include "real_dlsym.h"
+
+namespace leaseguard::interpose {
+namespace {
+
+std::atomic<void *> g_driver_handle{nullptr};
+
+void *driver_function(void *anchor, const char *name, std::atomic<void *> &cache) noexcept {
+  void *function = cache.load(std::memory_order_acquire);
+  if (function != nullptr) return function;
+  void *handle = g_driver_handle.load(std::memory_order_acquire);
+  if (handle == nullptr && anchor != nullptr) {
+    handle = handle_of_object_containing(anchor);
+    if (handle != nullptr) g_driver_handle.store(handle, std::memory_order_release);
+  }
+  if (handle == nullptr) return nullptr;
+  function = real_dlsym()(handle, name);
+  cache.store(function, std::memory_order_release);
+  return function;
+}
+
+std::atomic<void *> g_ctx_get_current{nullptr};
+std::atomic<void *> g_ctx_get_device{nullptr};
+std::atomic<void *> g_primary_get_state{nullptr};
+std::atomic<void *> g_primary_retain{nullptr};
+std::atomic<void *> g_primary_release{nullptr};
+
+// One cached (context, device) pair per thread: most threads use one context.
+thread_local uint64_t t_cached_context __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int32_t t_cached_device __attribute__((tls_model("initial-exec"))) = -1;
+
+}  // namespace
+
+ContextInfo current_context(void *anchor) noexcept {
+  ContextInfo info;
+  auto get_current = reinterpret_cast<lg_pfn_cuCtxGetCurrent>(driver_function(anchor, "cuCtxGetCurrent", g_ctx_get_current));
+  if (get_current == nullptr) return info;
+  CUcontext context = nullptr;
+  if (get_current(&context) != CUDA_SUCCESS || context == nullptr) return info;
+  info.context = reinterpret_cast<uint64_t>(context);
+  if (info.context == t_cached_context) {
+    info.device = t_cached_device;
+    return info;
+  }
+  auto get_device = reinterpret_cast<lg_pfn_cuCtxGetDevice>(driver_function(anchor, "cuCtxGetDevice", g_ctx_get_device));
+  CUdevice device = -1;
+  if (get_device != nullptr && get_device(&device) == CUDA_SUCCESS) {
+    info.device = device;
+    t_cached_context = info.context;
+    t_cached_device = device;
+  }
+  return info;
+}
+
+bool primary_context_active(void *anchor, CUdevice device) noexcept {
+  auto get_state = reinterpret_cast<lg_pfn_cuDevicePrimaryCtxGetState>(
+      driver_function(anchor, "cuDevicePrimaryCtxGetState", g_primary_get_state));
+  unsigned flags = 0;
+  int active = 0;
+  return get_state != nullptr && get_state(device, &flags, &active) == CUDA_SUCCESS && active != 0;
+}
+
+CUcontext active_primary_context(void *anchor, CUdevice device) noexcept {
+  if (!primary_context_active(anchor, device)) return nullptr;
+  auto retain = reinterpret_cast<lg_pfn_cuDevicePrimaryCtxRetain>(
+      driver_function(anchor, "cuDevicePrimaryCtxRetain", g_primary_retain));
+  auto release = reinterpret_cast<lg_pfn_cuDevicePrimaryCtxRelease_v2>(
+      driver_function(anchor, "cuDevicePrimaryCtxRelease_v2", g_primary_release));
+  if (retain == nullptr || release == nullptr) return nullptr;
+  // Active means its refcount is positive, so this retain creates nothing and the release
+  // destroys nothing: the handle is learned with the driver's state unchanged.
+  CUcontext context = nullptr;
+  if (retain(&context, device) != CUDA_SUCCESS) return nullptr;
+  release(device);
+  if (t_cached_context == reinterpret_cast<uint64_t>(context)) t_cached_context = 0;
+  return context;
+}
+
+}  // namespace leaseguard::interpose

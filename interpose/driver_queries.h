@@ -1,0 +1,27 @@
+// Questions the hooks ask the real driver: which context and device an allocation belongs
+// to, and whether a primary context still exists. Driver functions are looked up in the
+// same loaded object as the hooked function being called (the "anchor"), never through
+// the global scope, so they cannot land on a hook.
+#pragma once
+
+#include <cstdint>
+
+#include "lg_cuda.h"
+
+namespace leaseguard::interpose {
+
+struct ContextInfo {
+  uint64_t context = 0;
+  int32_t device = -1;  // -1: unknown
+};
+
+// The calling thread's current context and its device.
+ContextInfo current_context(void *anchor) noexcept;
+
+// The primary context of `device` if it is active (refcount unchanged), else nullptr.
+CUcontext active_primary_context(void *anchor, CUdevice device) noexcept;
+
+// Whether the primary context of `device` is active.
+bool primary_context_active(void *anchor, CUdevice device) noexcept;
+
+}  // namespace leaseguard::interpose

@@ -1,0 +1,65 @@
+// The table of hooked entry points and their real functions.
+#include "hook_table.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "lg_cuda.h"
+#include "log.h"
+#include "real_dlsym.h"
+
+namespace leaseguard::interpose {
+namespace {
+
+// The wrappers are the preload's exported definitions of the driver's names (cuda_hooks.cpp).
+const HookInfo kHooks[] = {
+#define LG_HOOK_INFO(name, family, since, per_thread) \
+  {#name, family, since, per_thread, reinterpret_cast<void *>(&::name)},
+    LG_HOOKED_FUNCTIONS(LG_HOOK_INFO)
+#undef LG_HOOK_INFO
+};
+static_assert(sizeof kHooks / sizeof kHooks[0] == kHookCount);
+
+std::atomic<void *> g_real[kHookCount];
+
+}  // namespace
+
+const HookInfo &hook_info(int index) noexcept { return kHooks[index]; }
+
+int find_hook(const char *name) noexcept {
+  if (name == nullptr || name[0] != 'c' || name[1] != 'u') return -1;
+  for (int i = 0; i < kHookCount; ++i)
+    if (std::strcmp(kHooks[i].name, name) == 0) return i;
+  return -1;
+}
+
+bool is_wrapper(const void *function) noexcept {
+  for (const HookInfo &hook : kHooks)
+    if (hook.wrapper == function) return true;
+  return false;
+}
+
+void remember_real(int hook, void *function) noexcept {
+  if (function == nullptr || is_wrapper(function)) return;
+  void *expected = nullptr;
+  g_real[hook].compare_exchange_strong(expected, function, std::memory_order_acq_rel);
+}
+
+void *real_function(Hook hook) noexcept {
+  const int index = static_cast<int>(hook);
+  void *function = g_real[index].load(std::memory_order_acquire);
+  if (function != nullptr) return function;
+  // A program linked with -lcuda reaches our definition through its PLT; the driver's is
+  // the next one in the global scope after the preload.
+  function = real_dlsym()(RTLD_NEXT, kHooks[index].name);
+  if (function == nullptr) {
+    log_warning("%s: no driver implementation found; returning CUDA_ERROR_NOT_INITIALIZED",
+                kHooks[index].name);
+    return nullptr;
+  }
+  remember_real(index, function);
+  return g_real[index].load(std::memory_order_acquire);
+}
+
+}  // namespace leaseguard::interpose

@@ -1,0 +1,80 @@
+// The driver entry points the preload intercepts, and where each one's real function is.
+//
+// Each hooked name has: a slot holding the driver's real function (filled from whichever
+// path first resolves it: RTLD_NEXT for programs linked with -lcuda, dlsym on a handle, or
+// cuGetProcAddress), the family it belongs to (the name cuGetProcAddress is asked for) and
+// the cudaVersion that introduced it, so a wrapper can be chosen for exactly the variant
+// the driver returned.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+namespace leaseguard::interpose {
+
+// X(name, family, since, per_thread)
+#define LG_HOOKED_FUNCTIONS(X)                                                  \
+  X(cuMemAlloc, "cuMemAlloc", 2000, false)                                      \
+  X(cuMemAlloc_v2, "cuMemAlloc", 3020, false)                                   \
+  X(cuMemAllocPitch, "cuMemAllocPitch", 2000, false)                            \
+  X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, false)                         \
+  X(cuMemAllocManaged, "cuMemAllocManaged", 6000, false)                        \
+  X(cuMemAllocHost, "cuMemAllocHost", 2000, false)                              \
+  X(cuMemAllocHost_v2, "cuMemAllocHost", 3020, false)                           \
+  X(cuMemHostAlloc, "cuMemHostAlloc", 2020, false)                              \
+  X(cuMemAllocAsync, "cuMemAllocAsync", 11020, false)                           \
+  X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, true)                       \
+  X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, false)           \
+  X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, true)       \
+  X(cuMemFree, "cuMemFree", 2000, false)                                        \
+  X(cuMemFree_v2, "cuMemFree", 3020, false)                                     \
+  X(cuMemFreeHost, "cuMemFreeHost", 2000, false)                                \
+  X(cuMemFreeAsync, "cuMemFreeAsync", 11020, false)                             \
+  X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, true)                         \
+  X(cuCtxDestroy, "cuCtxDestroy", 2000, false)                                  \
+  X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, false)                               \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 7000, false)        \
+  X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 11000, false)    \
+  X(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, false)            \
+  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, false)        \
+  X(cuGetProcAddress, "cuGetProcAddress", 11030, false)                         \
+  X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, false)
+
+enum class Hook : int {
+#define LG_HOOK_ENUM(name, family, since, per_thread) name,
+  LG_HOOKED_FUNCTIONS(LG_HOOK_ENUM)
+#undef LG_HOOK_ENUM
+      Count
+};
+
+inline constexpr int kHookCount = static_cast<int>(Hook::Count);
+
+struct HookInfo {
+  const char *name;
+  const char *family;
+  int since;
+  bool per_thread;
+  void *wrapper;  // leaseguard's exported function of that name
+};
+
+const HookInfo &hook_info(int index) noexcept;
+
+// The hook whose name is exactly `name`, or -1. Allocation-free and lock-free: it runs on
+// the dlsym path.
+int find_hook(const char *name) noexcept;
+
+// True if `function` is one of leaseguard's wrappers.
+bool is_wrapper(const void *function) noexcept;
+
+// The driver's real function for a hook: remembered if known, else looked up with
+// RTLD_NEXT (the next definition after the preload). May be null if no driver is loaded.
+void *real_function(Hook hook) noexcept;
+// Records `function` as the driver's implementation of `hook` unless one is known already.
+void remember_real(int hook, void *function) noexcept;
+
+template <typename Function>
+Function real(Hook hook) noexcept {
+  return reinterpret_cast<Function>(real_function(hook));
+}
+
+}  // namespace leaseguard::interpose

@@ -1,0 +1,550 @@
+// The exported CUDA driver entry points of the simulated libcuda.so.1.
+//
+// Every function starts with LG_SIM_ENTRY so tests can inject a failure into any of them
+// (sim_faults.h). The library is linked with -Bsymbolic-functions, so the addresses it
+// hands out through cuGetProcAddress are its own functions even under an LD_PRELOAD that
+// defines the same names.
+#include <cstring>
+
+#include "lg_cuda.h"
+#include "sim_device.h"
+#include "sim_faults.h"
+
+using leaseguard::sim::MemoryKind;
+using leaseguard::sim::SimDriver;
+
+#define LG_SIM_EXPORT extern "C" __attribute__((visibility("default")))
+#define LG_SIM_ENTRY(name)                                                      \
+  do {                                                                          \
+    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
+      return static_cast<CUresult>(*fault);                                     \
+  } while (0)
+
+namespace {
+
+constexpr int kDriverVersion = 13000;
+
+SimDriver &driver() { return SimDriver::instance(); }
+
+CUresult check_device(CUdevice dev) {
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev < 0 || dev >= driver().device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+CUresult allocate_into(CUdeviceptr *dptr, size_t bytes, MemoryKind kind) {
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  CUresult status = driver().allocate(bytes, kind, &address);
+  if (status == CUDA_SUCCESS) *dptr = address;
+  return status;
+}
+
+CUresult free_device(CUdeviceptr dptr) {
+  if (dptr == 0) return CUDA_SUCCESS;
+  return driver().release(dptr, {MemoryKind::Device, MemoryKind::Pitched, MemoryKind::Managed,
+                                 MemoryKind::Async, MemoryKind::Legacy32});
+}
+
+CUresult pitch_alloc(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                     unsigned element_bytes) {
+  if (dptr == nullptr || pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (element_bytes != 4 && element_bytes != 8 && element_bytes != 16) return CUDA_ERROR_INVALID_VALUE;
+  size_t row = (width + 511) / 512 * 512;  // the real driver pads rows to its texture pitch
+  if (height > SIZE_MAX / row) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult status = allocate_into(dptr, row * height, MemoryKind::Pitched);
+  if (status == CUDA_SUCCESS) *pitch = row;
+  return status;
+}
+
+CUresult async_alloc(CUdeviceptr *dptr, size_t bytes) {
+  return allocate_into(dptr, bytes, MemoryKind::Async);
+}
+
+CUresult async_free(CUdeviceptr dptr) {
+  if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().release(dptr, {MemoryKind::Async, MemoryKind::Device});
+}
+
+CUresult copy(void *dst, const void *src, size_t bytes) {
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (bytes != 0 && (dst == nullptr || src == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(dst, src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult check_device_range(CUdeviceptr address, size_t bytes) {
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return driver().range_valid(address, bytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+struct ErrorText {
+  CUresult code;
+  const char *name;
+  const char *text;
+};
+
+constexpr ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+const ErrorText *find_error(CUresult code) {
+  for (const auto &error : kErrors)
+    if (error.code == code) return &error;
+  return nullptr;
+}
+
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuInit(unsigned int Flags) {
+  LG_SIM_ENTRY(cuInit);
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().init();
+}
+
+LG_SIM_EXPORT CUresult cuDriverGetVersion(int *driverVersion) {
+  LG_SIM_ENTRY(cuDriverGetVersion);
+  if (driverVersion == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *driverVersion = kDriverVersion;
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  LG_SIM_ENTRY(cuDeviceGet);
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(ordinal); status != CUDA_SUCCESS) return status;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetCount(int *count) {
+  LG_SIM_ENTRY(cuDeviceGetCount);
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  *count = driver().device_count();
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceGetName);
+  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  const char *text = "leaseguard simulated GPU";
+  std::strncpy(name, text, static_cast<size_t>(len));
+  name[len - 1] = '\0';
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice_v1 dev) {
+  LG_SIM_ENTRY(cuDeviceTotalMem);
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  size_t total = driver().capacity();
+  *bytes = total > 0xffffffffu ? 0xffffffffu : static_cast<unsigned>(total);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceTotalMem_v2);
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  *bytes = driver().capacity();
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceGetAttribute);
+  if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *pi = 512; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *pi = 1; break;
+    default: *pi = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice_v1 dev) {
+  LG_SIM_ENTRY(cuCtxCreate);
+  (void)flags;
+  return driver().create_context(dev, pctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  LG_SIM_ENTRY(cuCtxCreate_v2);
+  (void)flags;
+  return driver().create_context(dev, pctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+                                      int numParams, unsigned int flags, CUdevice dev) {
+  LG_SIM_ENTRY(cuCtxCreate_v3);
+  (void)paramsArray;
+  (void)flags;
+  if (numParams < 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().create_context(dev, pctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                      unsigned int flags, CUdevice dev) {
+  LG_SIM_ENTRY(cuCtxCreate_v4);
+  (void)ctxCreateParams;
+  (void)flags;
+  return driver().create_context(dev, pctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxDestroy(CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxDestroy);
+  return driver().destroy_context(ctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxDestroy_v2);
+  return driver().destroy_context(ctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxSetCurrent);
+  return driver().set_current(ctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  LG_SIM_ENTRY(cuCtxGetCurrent);
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  *pctx = driver().current();
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
+  LG_SIM_ENTRY(cuCtxGetDevice);
+  return driver().current_device(device);
+}
+
+LG_SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxPushCurrent_v2);
+  return driver().push_current(ctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+  LG_SIM_ENTRY(cuCtxPopCurrent_v2);
+  return driver().pop_current(pctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxSynchronize(void) {
+  LG_SIM_ENTRY(cuCtxSynchronize);
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxSynchronize_v2);
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return ctx == nullptr && driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT
+                                                         : CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxRetain);
+  return driver().retain_primary(dev, pctx);
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxRelease);
+  return driver().release_primary(dev);
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxRelease_v2);
+  return driver().release_primary(dev);
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxReset);
+  return driver().reset_primary(dev);
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxReset_v2);
+  return driver().reset_primary(dev);
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxGetState);
+  return driver().primary_state(dev, flags, active);
+}
+
+LG_SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
+  LG_SIM_ENTRY(cuMemAlloc);
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  CUresult status = driver().allocate(bytesize, MemoryKind::Legacy32, &address);
+  if (status == CUDA_SUCCESS) *dptr = static_cast<CUdeviceptr_v1>(address);
+  return status;
+}
+
+LG_SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  LG_SIM_ENTRY(cuMemAlloc_v2);
+  return allocate_into(dptr, bytesize, MemoryKind::Device);
+}
+
+LG_SIM_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+  LG_SIM_ENTRY(cuMemFree);
+  return free_device(dptr);
+}
+
+LG_SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  LG_SIM_ENTRY(cuMemFree_v2);
+  return free_device(dptr);
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
+                                       unsigned int WidthInBytes, unsigned int Height,
+                                       unsigned int ElementSizeBytes) {
+  LG_SIM_ENTRY(cuMemAllocPitch);
+  if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  (void)ElementSizeBytes;
+  size_t row = (WidthInBytes + 511u) / 512u * 512u;
+  uint64_t address = 0;
+  CUresult status = driver().allocate(row * Height, MemoryKind::Legacy32, &address);
+  if (status == CUDA_SUCCESS) {
+    *dptr = static_cast<CUdeviceptr_v1>(address);
+    *pPitch = static_cast<unsigned>(row);
+  }
+  return status;
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                          size_t Height, unsigned int ElementSizeBytes) {
+  LG_SIM_ENTRY(cuMemAllocPitch_v2);
+  return pitch_alloc(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  LG_SIM_ENTRY(cuMemAllocManaged);
+  if (flags != 1 && flags != 2) return CUDA_ERROR_INVALID_VALUE;  // GLOBAL or HOST attach
+  return allocate_into(dptr, bytesize, MemoryKind::Managed);
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
+  LG_SIM_ENTRY(cuMemAllocHost);
+  if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr address = 0;
+  CUresult status = allocate_into(&address, bytesize, MemoryKind::Host);
+  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
+  return status;
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+  LG_SIM_ENTRY(cuMemAllocHost_v2);
+  if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr address = 0;
+  CUresult status = allocate_into(&address, bytesize, MemoryKind::Host);
+  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
+  return status;
+}
+
+LG_SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+  LG_SIM_ENTRY(cuMemHostAlloc);
+  if (pp == nullptr || (Flags & ~0xfu) != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr address = 0;
+  CUresult status = allocate_into(&address, bytesize, MemoryKind::Host);
+  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
+  return status;
+}
+
+LG_SIM_EXPORT CUresult cuMemFreeHost(void *p) {
+  LG_SIM_ENTRY(cuMemFreeHost);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return driver().release(reinterpret_cast<uint64_t>(p), {MemoryKind::Host});
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  LG_SIM_ENTRY(cuMemAllocAsync);
+  (void)hStream;
+  return async_alloc(dptr, bytesize);
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  LG_SIM_ENTRY(cuMemAllocAsync_ptsz);
+  (void)hStream;
+  return async_alloc(dptr, bytesize);
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                               CUmemoryPool pool, CUstream hStream) {
+  LG_SIM_ENTRY(cuMemAllocFromPoolAsync);
+  (void)hStream;
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return async_alloc(dptr, bytesize);
+}
+
+LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                    CUmemoryPool pool, CUstream hStream) {
+  LG_SIM_ENTRY(cuMemAllocFromPoolAsync_ptsz);
+  (void)hStream;
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return async_alloc(dptr, bytesize);
+}
+
+LG_SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  LG_SIM_ENTRY(cuMemFreeAsync);
+  (void)hStream;
+  return async_free(dptr);
+}
+
+LG_SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  LG_SIM_ENTRY(cuMemFreeAsync_ptsz);
+  (void)hStream;
+  return async_free(dptr);
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceGetDefaultMemPool);
+  if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  *pool_out = static_cast<CUmemoryPool>(driver().default_pool(dev));
+  return CUDA_SUCCESS;
+}
+
+#define LG_SIM_COPY_HTOD(name)                                                             \
+  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) { \
+    LG_SIM_ENTRY(name);                                                                    \
+    if (CUresult status = check_device_range(dstDevice, ByteCount); status != CUDA_SUCCESS) \
+      return status;                                                                       \
+    return copy(reinterpret_cast<void *>(dstDevice), srcHost, ByteCount);                  \
+  }
+#define LG_SIM_COPY_DTOH(name)                                                             \
+  LG_SIM_EXPORT CUresult name(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {    \
+    LG_SIM_ENTRY(name);                                                                    \
+    if (CUresult status = check_device_range(srcDevice, ByteCount); status != CUDA_SUCCESS) \
+      return status;                                                                       \
+    return copy(dstHost, reinterpret_cast<const void *>(srcDevice), ByteCount);            \
+  }
+#define LG_SIM_COPY_DTOD(name)                                                                 \
+  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) { \
+    LG_SIM_ENTRY(name);                                                                        \
+    if (CUresult status = check_device_range(srcDevice, ByteCount); status != CUDA_SUCCESS)    \
+      return status;                                                                           \
+    if (CUresult status = check_device_range(dstDevice, ByteCount); status != CUDA_SUCCESS)    \
+      return status;                                                                           \
+    return copy(reinterpret_cast<void *>(dstDevice), reinterpret_cast<const void *>(srcDevice), \
+                ByteCount);                                                                    \
+  }
+LG_SIM_COPY_HTOD(cuMemcpyHtoD_v2)
+LG_SIM_COPY_HTOD(cuMemcpyHtoD_v2_ptds)
+LG_SIM_COPY_DTOH(cuMemcpyDtoH_v2)
+LG_SIM_COPY_DTOH(cuMemcpyDtoH_v2_ptds)
+LG_SIM_COPY_DTOD(cuMemcpyDtoD_v2)
+LG_SIM_COPY_DTOD(cuMemcpyDtoD_v2_ptds)
+
+#define LG_SIM_MEMSET(name, type)                                                           \
+  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, type value, size_t N) {                \
+    LG_SIM_ENTRY(name);                                                                     \
+    if (N > SIZE_MAX / sizeof(type)) return CUDA_ERROR_INVALID_VALUE;                      \
+    if (CUresult status = check_device_range(dstDevice, N * sizeof(type)); status != CUDA_SUCCESS) \
+      return status;                                                                        \
+    auto *out = reinterpret_cast<type *>(dstDevice);                                        \
+    for (size_t i = 0; i < N; ++i) out[i] = value;                                          \
+    return CUDA_SUCCESS;                                                                    \
+  }
+LG_SIM_MEMSET(cuMemsetD8_v2, unsigned char)
+LG_SIM_MEMSET(cuMemsetD8_v2_ptds, unsigned char)
+LG_SIM_MEMSET(cuMemsetD32_v2, unsigned int)
+LG_SIM_MEMSET(cuMemsetD32_v2_ptds, unsigned int)
+
+LG_SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  LG_SIM_ENTRY(cuMemGetInfo_v2);
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *total = driver().capacity();
+  *free = *total - driver().used();
+  return CUDA_SUCCESS;
+}
+
+namespace {
+struct SimStream {
+  unsigned flags;
+};
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  LG_SIM_ENTRY(cuStreamCreate);
+  if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *phStream = reinterpret_cast<CUstream>(new SimStream{Flags});
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuStreamDestroy(CUstream hStream) {
+  LG_SIM_ENTRY(cuStreamDestroy);
+  if (hStream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  delete reinterpret_cast<SimStream *>(hStream);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
+  LG_SIM_ENTRY(cuStreamDestroy_v2);
+  if (hStream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  delete reinterpret_cast<SimStream *>(hStream);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
+  LG_SIM_ENTRY(cuStreamSynchronize);
+  (void)hStream;  // simulated work completes when it is issued
+  return driver().initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+LG_SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
+  LG_SIM_ENTRY(cuStreamSynchronize_ptsz);
+  (void)hStream;
+  return driver().initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+LG_SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
+  LG_SIM_ENTRY(cuGetErrorName);
+  if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText *text = find_error(error);
+  if (text == nullptr) {
+    *pStr = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pStr = text->name;
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
+  LG_SIM_ENTRY(cuGetErrorString);
+  if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText *text = find_error(error);
+  if (text == nullptr) {
+    *pStr = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pStr = text->text;
+  return CUDA_SUCCESS;
+}

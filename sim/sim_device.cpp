@@ -1,0 +1,310 @@
+// Implementation of the simulated GPU's state (see sim_device.h for the semantics).
+#include "sim_device.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace leaseguard::sim {
+namespace {
+
+constexpr size_t kAlignment = 256;
+constexpr size_t kMapThreshold = 64 * 1024;  // larger requests are mmap'd, committed lazily
+constexpr size_t kDefaultCapacity = 80ull << 30;
+
+thread_local std::vector<CUcontext> t_context_stack;
+
+// Parses "80G", "512M", "1048576". Returns `fallback` and warns on a bad value.
+size_t parse_bytes(const char *variable, size_t fallback) {
+  const char *text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return fallback;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  unsigned shift = 0;
+  if (end != text && *end != '\0') {
+    switch (*end) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      case 'T': case 't': shift = 40; break;
+      default: shift = 64;
+    }
+    if (shift != 64 && end[1] != '\0' && !(end[1] == 'i' && end[2] == 'B' && end[3] == '\0') &&
+        !(end[1] == 'B' && end[2] == '\0'))
+      shift = 64;
+  }
+  if (end == text || errno != 0 || text[0] == '-' || shift == 64 ||
+      (shift != 0 && value > (~0ull >> shift))) {
+    std::fprintf(stderr, "leaseguard-sim: %s='%s' is not a byte count; using %zu\n", variable,
+                 text, fallback);
+    return fallback;
+  }
+  return static_cast<size_t>(value << shift);
+}
+
+int parse_count(const char *variable, int fallback, int max) {
+  const char *text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return fallback;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > max) {
+    std::fprintf(stderr, "leaseguard-sim: %s='%s' is not a count in 0..%d; using %d\n", variable,
+                 text, max, fallback);
+    return fallback;
+  }
+  return static_cast<int>(value);
+}
+
+size_t round_up(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+}  // namespace
+
+SimDriver &SimDriver::instance() {
+  static SimDriver *driver = new SimDriver;  // never destroyed: late frees at exit stay valid
+  return *driver;
+}
+
+SimDriver::SimDriver() {
+  capacity_ = parse_bytes("LEASEGUARD_SIM_CAPACITY", kDefaultCapacity);
+  device_count_ = parse_count("LEASEGUARD_SIM_DEVICES", 1, 64);
+  for (int d = 0; d < device_count_; ++d) {
+    auto *primary = new SimContext;
+    primary->device = d;
+    primary->primary = true;
+    primary->alive = false;
+    primaries_.push_back(primary);
+    contexts_.push_back(primary);
+  }
+  pools_.resize(static_cast<size_t>(device_count_) + 1);
+}
+
+CUresult SimDriver::init() {
+  std::lock_guard lock(mutex_);
+  initialized_ = true;
+  return CUDA_SUCCESS;
+}
+
+size_t SimDriver::used() const {
+  std::lock_guard lock(mutex_);
+  return used_;
+}
+
+bool SimDriver::context_valid_locked(CUcontext ctx) const {
+  auto *context = reinterpret_cast<SimContext *>(ctx);
+  return std::find(contexts_.begin(), contexts_.end(), context) != contexts_.end() &&
+         context->alive;
+}
+
+CUresult SimDriver::create_context(int device, CUcontext *out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+  auto *context = new SimContext;
+  context->device = device;
+  contexts_.push_back(context);
+  *out = reinterpret_cast<CUcontext>(context);
+  t_context_stack.push_back(*out);
+  return CUDA_SUCCESS;
+}
+
+void SimDriver::unmap_locked(uint64_t address, const SimAllocation &allocation) {
+  void *base = reinterpret_cast<void *>(address);
+  if (allocation.mapped) {
+    munmap(base, allocation.reserved);
+  } else {
+    std::free(base);
+  }
+  if (allocation.kind != MemoryKind::Host) used_ -= allocation.reserved;
+}
+
+void SimDriver::free_context_memory_locked(SimContext *ctx) {
+  for (auto it = allocations_.begin(); it != allocations_.end();) {
+    // Stream-ordered memory belongs to its pool, not the context (as on the real driver).
+    if (it->second.context == ctx && it->second.kind != MemoryKind::Async) {
+      unmap_locked(it->first, it->second);
+      it = allocations_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+CUresult SimDriver::destroy_context(CUcontext ctx) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  auto *context = reinterpret_cast<SimContext *>(ctx);
+  if (context->primary) return CUDA_ERROR_INVALID_CONTEXT;  // the driver refuses this too
+  free_context_memory_locked(context);
+  context->alive = false;
+  auto &stack = t_context_stack;
+  if (!stack.empty() && stack.back() == ctx) stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::retain_primary(int device, CUcontext *out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+  SimContext *primary = primaries_[static_cast<size_t>(device)];
+  primary->alive = true;
+  ++primary->primary_refs;
+  *out = reinterpret_cast<CUcontext>(primary);
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::release_primary(int device) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+  SimContext *primary = primaries_[static_cast<size_t>(device)];
+  if (primary->primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--primary->primary_refs == 0) {
+    free_context_memory_locked(primary);
+    primary->alive = false;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::reset_primary(int device) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+  free_context_memory_locked(primaries_[static_cast<size_t>(device)]);
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::primary_state(int device, unsigned *flags, int *active) {
+  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+  SimContext *primary = primaries_[static_cast<size_t>(device)];
+  *flags = 0;
+  *active = primary->alive && primary->primary_refs > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::set_current(CUcontext ctx) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  auto &stack = t_context_stack;
+  if (ctx == nullptr) {
+    if (!stack.empty()) stack.pop_back();
+    return CUDA_SUCCESS;
+  }
+  if (!context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stack.empty()) {
+    stack.push_back(ctx);
+  } else {
+    stack.back() = ctx;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUcontext SimDriver::current() const {
+  const auto &stack = t_context_stack;
+  return stack.empty() ? nullptr : stack.back();
+}
+
+CUresult SimDriver::push_current(CUcontext ctx) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  t_context_stack.push_back(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::pop_current(CUcontext *out) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  auto &stack = t_context_stack;
+  if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (out != nullptr) *out = stack.back();
+  stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::current_device(int *device) const {
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  CUcontext ctx = current();
+  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = reinterpret_cast<SimContext *>(ctx)->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address) {
+  if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  CUcontext ctx = current();
+  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  size_t reserved = round_up(bytes, kAlignment);
+  if (reserved < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (kind != MemoryKind::Host && (reserved > capacity_ || used_ > capacity_ - reserved))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+
+  SimAllocation allocation;
+  allocation.bytes = bytes;
+  allocation.context = reinterpret_cast<SimContext *>(ctx);
+  allocation.kind = kind;
+  void *base = nullptr;
+  if (kind == MemoryKind::Legacy32 || reserved >= kMapThreshold) {
+    // Large requests cost nothing until touched; 32-bit entry points need low addresses.
+    reserved = round_up(reserved, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (kind == MemoryKind::Legacy32) flags |= MAP_32BIT;
+    base = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (base == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    allocation.mapped = true;
+  } else {
+    base = std::aligned_alloc(kAlignment, reserved);
+    if (base == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  allocation.reserved = reserved;
+  if (kind != MemoryKind::Host) used_ += reserved;
+  *address = reinterpret_cast<uint64_t>(base);
+  allocations_.emplace(*address, allocation);
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::release(uint64_t address, std::initializer_list<MemoryKind> allowed) {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  auto it = allocations_.find(address);
+  if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (std::find(allowed.begin(), allowed.end(), it->second.kind) == allowed.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  unmap_locked(it->first, it->second);
+  allocations_.erase(it);
+  return CUDA_SUCCESS;
+}
+
+bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
+  std::lock_guard lock(mutex_);
+  // Allocations are few in tests and copies are rare next to them; a linear scan is enough.
+  for (const auto &[base, allocation] : allocations_) {
+    if (address >= base && address - base <= allocation.bytes &&
+        bytes <= allocation.bytes - (address - base))
+      return true;
+  }
+  return false;
+}
+
+void *SimDriver::default_pool(int device) {
+  if (device < 0 || device >= device_count_) return nullptr;
+  return &pools_[static_cast<size_t>(device)];
+}
+
+}  // namespace leaseguard::sim

@@ -1,0 +1,163 @@
+// cuGetProcAddress and cuGetProcAddress_v2 of the simulated driver.
+//
+// The driver answers a (symbol, cudaVersion, flags) query with one exported variant: the
+// newest variant introduced at or before cudaVersion, and with
+// CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM the per-thread-stream (_ptds/_ptsz) variant
+// where one exists. The table lists every variant the real driver has for each family the
+// simulator knows (versions as cudaTypedefs.h numbers them), including variants the
+// simulator does not implement: those resolve to NULL with success, as the driver does for a
+// symbol it lacks, instead of silently falling back to an older variant.
+// tests/victims/proc_address_replay.c checks this against
+// shared/data/cudart-13.0-driver-lookups.tsv, line by line.
+#include <cstring>
+
+#include "lg_cuda.h"
+#include "sim_faults.h"
+
+namespace {
+
+struct Variant {
+  const char *symbol;    // what callers ask for
+  const char *exported;  // the driver's exported name for this variant
+  int since;             // first cudaVersion that resolves to it
+  bool per_thread;       // the per-thread default stream variant
+  void *function;        // the simulator's implementation, or NULL
+};
+
+#define FN(name) reinterpret_cast<void *>(&::name)
+
+const Variant kVariants[] = {
+    {"cuInit", "cuInit", 2000, false, FN(cuInit)},
+    {"cuDriverGetVersion", "cuDriverGetVersion", 2020, false, FN(cuDriverGetVersion)},
+    {"cuDeviceGet", "cuDeviceGet", 2000, false, FN(cuDeviceGet)},
+    {"cuDeviceGetCount", "cuDeviceGetCount", 2000, false, FN(cuDeviceGetCount)},
+    {"cuDeviceGetName", "cuDeviceGetName", 2000, false, FN(cuDeviceGetName)},
+    {"cuDeviceTotalMem", "cuDeviceTotalMem", 2000, false, FN(cuDeviceTotalMem)},
+    {"cuDeviceTotalMem", "cuDeviceTotalMem_v2", 3020, false, FN(cuDeviceTotalMem_v2)},
+    {"cuDeviceGetAttribute", "cuDeviceGetAttribute", 2000, false, FN(cuDeviceGetAttribute)},
+    {"cuCtxCreate", "cuCtxCreate", 2000, false, FN(cuCtxCreate)},
+    {"cuCtxCreate", "cuCtxCreate_v2", 3020, false, FN(cuCtxCreate_v2)},
+    {"cuCtxCreate", "cuCtxCreate_v3", 11040, false, FN(cuCtxCreate_v3)},
+    {"cuCtxCreate", "cuCtxCreate_v4", 12050, false, FN(cuCtxCreate_v4)},
+    {"cuCtxDestroy", "cuCtxDestroy", 2000, false, FN(cuCtxDestroy)},
+    {"cuCtxDestroy", "cuCtxDestroy_v2", 4000, false, FN(cuCtxDestroy_v2)},
+    {"cuCtxSetCurrent", "cuCtxSetCurrent", 4000, false, FN(cuCtxSetCurrent)},
+    {"cuCtxGetCurrent", "cuCtxGetCurrent", 4000, false, FN(cuCtxGetCurrent)},
+    {"cuCtxGetDevice", "cuCtxGetDevice", 2000, false, FN(cuCtxGetDevice)},
+    {"cuCtxGetDevice", "cuCtxGetDevice_v2", 13000, false, nullptr},
+    {"cuCtxPushCurrent", "cuCtxPushCurrent", 2000, false, nullptr},
+    {"cuCtxPushCurrent", "cuCtxPushCurrent_v2", 4000, false, FN(cuCtxPushCurrent_v2)},
+    {"cuCtxPopCurrent", "cuCtxPopCurrent", 2000, false, nullptr},
+    {"cuCtxPopCurrent", "cuCtxPopCurrent_v2", 4000, false, FN(cuCtxPopCurrent_v2)},
+    {"cuCtxSynchronize", "cuCtxSynchronize", 2000, false, FN(cuCtxSynchronize)},
+    {"cuCtxSynchronize", "cuCtxSynchronize_v2", 13000, false, FN(cuCtxSynchronize_v2)},
+    {"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 7000, false, FN(cuDevicePrimaryCtxRetain)},
+    {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease", 7000, false, FN(cuDevicePrimaryCtxRelease)},
+    {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 11000, false, FN(cuDevicePrimaryCtxRelease_v2)},
+    {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset", 7000, false, FN(cuDevicePrimaryCtxReset)},
+    {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", 11000, false, FN(cuDevicePrimaryCtxReset_v2)},
+    {"cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxGetState", 7000, false, FN(cuDevicePrimaryCtxGetState)},
+    {"cuMemAlloc", "cuMemAlloc", 2000, false, FN(cuMemAlloc)},
+    {"cuMemAlloc", "cuMemAlloc_v2", 3020, false, FN(cuMemAlloc_v2)},
+    {"cuMemFree", "cuMemFree", 2000, false, FN(cuMemFree)},
+    {"cuMemFree", "cuMemFree_v2", 3020, false, FN(cuMemFree_v2)},
+    {"cuMemAllocPitch", "cuMemAllocPitch", 2000, false, FN(cuMemAllocPitch)},
+    {"cuMemAllocPitch", "cuMemAllocPitch_v2", 3020, false, FN(cuMemAllocPitch_v2)},
+    {"cuMemAllocManaged", "cuMemAllocManaged", 6000, false, FN(cuMemAllocManaged)},
+    {"cuMemAllocHost", "cuMemAllocHost", 2000, false, FN(cuMemAllocHost)},
+    {"cuMemAllocHost", "cuMemAllocHost_v2", 3020, false, FN(cuMemAllocHost_v2)},
+    {"cuMemHostAlloc", "cuMemHostAlloc", 2020, false, FN(cuMemHostAlloc)},
+    {"cuMemFreeHost", "cuMemFreeHost", 2000, false, FN(cuMemFreeHost)},
+    {"cuMemAllocAsync", "cuMemAllocAsync", 11020, false, FN(cuMemAllocAsync)},
+    {"cuMemAllocAsync", "cuMemAllocAsync_ptsz", 11020, true, FN(cuMemAllocAsync_ptsz)},
+    {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 11020, false, FN(cuMemAllocFromPoolAsync)},
+    {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz", 11020, true, FN(cuMemAllocFromPoolAsync_ptsz)},
+    {"cuMemFreeAsync", "cuMemFreeAsync", 11020, false, FN(cuMemFreeAsync)},
+    {"cuMemFreeAsync", "cuMemFreeAsync_ptsz", 11020, true, FN(cuMemFreeAsync_ptsz)},
+    {"cuDeviceGetDefaultMemPool", "cuDeviceGetDefaultMemPool", 11020, false, FN(cuDeviceGetDefaultMemPool)},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD", 2000, false, nullptr},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD_v2", 3020, false, FN(cuMemcpyHtoD_v2)},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD_v2_ptds", 7000, true, FN(cuMemcpyHtoD_v2_ptds)},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH", 2000, false, nullptr},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH_v2", 3020, false, FN(cuMemcpyDtoH_v2)},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH_v2_ptds", 7000, true, FN(cuMemcpyDtoH_v2_ptds)},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD", 2000, false, nullptr},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD_v2", 3020, false, FN(cuMemcpyDtoD_v2)},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD_v2_ptds", 7000, true, FN(cuMemcpyDtoD_v2_ptds)},
+    {"cuMemsetD8", "cuMemsetD8", 2000, false, nullptr},
+    {"cuMemsetD8", "cuMemsetD8_v2", 3020, false, FN(cuMemsetD8_v2)},
+    {"cuMemsetD8", "cuMemsetD8_v2_ptds", 7000, true, FN(cuMemsetD8_v2_ptds)},
+    {"cuMemsetD32", "cuMemsetD32", 2000, false, nullptr},
+    {"cuMemsetD32", "cuMemsetD32_v2", 3020, false, FN(cuMemsetD32_v2)},
+    {"cuMemsetD32", "cuMemsetD32_v2_ptds", 7000, true, FN(cuMemsetD32_v2_ptds)},
+    {"cuMemGetInfo", "cuMemGetInfo", 2000, false, nullptr},
+    {"cuMemGetInfo", "cuMemGetInfo_v2", 3020, false, FN(cuMemGetInfo_v2)},
+    {"cuStreamCreate", "cuStreamCreate", 2000, false, FN(cuStreamCreate)},
+    {"cuStreamDestroy", "cuStreamDestroy", 2000, false, FN(cuStreamDestroy)},
+    {"cuStreamDestroy", "cuStreamDestroy_v2", 4000, false, FN(cuStreamDestroy_v2)},
+    {"cuStreamSynchronize", "cuStreamSynchronize", 2000, false, FN(cuStreamSynchronize)},
+    {"cuStreamSynchronize", "cuStreamSynchronize_ptsz", 7000, true, FN(cuStreamSynchronize_ptsz)},
+    {"cuGetErrorName", "cuGetErrorName", 6000, false, FN(cuGetErrorName)},
+    {"cuGetErrorString", "cuGetErrorString", 6000, false, FN(cuGetErrorString)},
+    {"cuGetProcAddress", "cuGetProcAddress", 11030, false, FN(cuGetProcAddress)},
+    {"cuGetProcAddress", "cuGetProcAddress_v2", 12000, false, FN(cuGetProcAddress_v2)},
+};
+
+#undef FN
+
+// Picks the variant for (symbol, version, flags). Returns false if the symbol is unknown.
+bool resolve(const char *symbol, int version, cuuint64_t flags, void **function,
+             CUdriverProcAddressQueryResult *status) {
+  const bool want_per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  const Variant *best_default = nullptr;
+  const Variant *best_per_thread = nullptr;
+  bool known = false;
+  for (const Variant &variant : kVariants) {
+    if (std::strcmp(variant.symbol, symbol) != 0) continue;
+    known = true;
+    if (variant.since > version) continue;
+    const Variant *&best = variant.per_thread ? best_per_thread : best_default;
+    if (best == nullptr || variant.since >= best->since) best = &variant;
+  }
+  const Variant *chosen = want_per_thread && best_per_thread != nullptr ? best_per_thread : best_default;
+  if (!known) {
+    *function = nullptr;
+    *status = CU_GET_PROC_ADDRESS_SUCCESS;  // a symbol the simulator lacks: success with NULL
+    return true;
+  }
+  if (chosen == nullptr) {
+    *function = nullptr;
+    *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    return false;
+  }
+  *function = chosen->function;
+  *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return true;
+}
+
+CUresult get_proc_address(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                          CUdriverProcAddressQueryResult *symbolStatus) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~static_cast<cuuint64_t>(3)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+  bool found = resolve(symbol, cudaVersion, flags, pfn, &status);
+  if (symbolStatus != nullptr) *symbolStatus = status;
+  return found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress(
+    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+  if (auto fault = leaseguard::sim::injected_fault("cuGetProcAddress"))
+    return static_cast<CUresult>(*fault);
+  return get_proc_address(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
+    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+    CUdriverProcAddressQueryResult *symbolStatus) {
+  if (auto fault = leaseguard::sim::injected_fault("cuGetProcAddress_v2"))
+    return static_cast<CUresult>(*fault);
+  return get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus);
+}

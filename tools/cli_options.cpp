@@ -1,0 +1,257 @@
+// Implementation of command-line parsing.
+#include "cli_options.h"
+
+#include "options.h"
+
+namespace leaseguard::cli {
+namespace {
+
+const char *const kFormats[] = {"text", "json", "sarif", "junit", "html", "folded"};
+const char *const kAvailableFormats[] = {"text", "json"};
+
+bool known(const char *const *list, size_t size, const std::string &name) {
+  for (size_t i = 0; i < size; ++i)
+    if (name == list[i]) return true;
+  return false;
+}
+
+// Splits "--name=value" / "--name value" and fetches the value. `index` is advanced past
+// a separate value.
+bool take_value(const std::vector<std::string> &arguments, size_t &index, const std::string &name,
+                std::optional<std::string> inline_value, std::string &value, std::string &error) {
+  if (inline_value) {
+    value = *inline_value;
+  } else {
+    if (index + 1 >= arguments.size()) {
+      error = "option " + name + " needs a value";
+      return false;
+    }
+    value = arguments[++index];
+  }
+  if (value.empty()) {
+    error = "option " + name + " needs a non-empty value";
+    return false;
+  }
+  return true;
+}
+
+// Options shared by run and report. Returns true if `name` was one of them.
+bool parse_common(const std::vector<std::string> &arguments, size_t &index, const std::string &name,
+                  const std::optional<std::string> &inline_value, CommonOptions &common, bool &ok, std::string &error) {
+  std::string value;
+  if (name == "--out") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    common.out_dir = value;
+    common.out_dir_given = true;
+    return true;
+  }
+  if (name == "--format") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    if (!ok) return true;
+    FormatRequest request;
+    size_t equals = value.find('=');
+    request.format = value.substr(0, equals);
+    if (equals != std::string::npos) request.path = value.substr(equals + 1);
+    if (!known(kFormats, std::size(kFormats), request.format)) {
+      error = "unknown format '" + request.format + "' (text, json, sarif, junit, html, folded)";
+      ok = false;
+    } else if (!known(kAvailableFormats, std::size(kAvailableFormats), request.format)) {
+      error = "format '" + request.format + "' is not available in this version of leaseguard (available: text, json)";
+      ok = false;
+    } else if (equals != std::string::npos && request.path.empty()) {
+      error = "--format " + request.format + "= needs a path after '='";
+      ok = false;
+    }
+    common.formats.push_back(request);
+    return true;
+  }
+  if (name == "--fail-on-leak") {
+    common.fail_on_leak = kDefaultLeakExitCode;
+    if (inline_value) {
+      auto code = parse_integer(*inline_value, 1, 255);
+      if (!code) {
+        error = "--fail-on-leak=" + *inline_value + ": the exit code must be a number from 1 to 255";
+        ok = false;
+      } else {
+        common.fail_on_leak = static_cast<int>(*code);
+      }
+    }
+    return true;
+  }
+  if (name == "--quiet") {
+    if (inline_value) {
+      error = "--quiet takes no value";
+      ok = false;
+    }
+    common.quiet = true;
+    return true;
+  }
+  if (name == "--suppressions") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    if (ok) {
+      error = "--suppressions is not available in this version of leaseguard";
+      ok = false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptions &run, std::string &error) {
+  for (; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    if (argument == "--") {
+      run.command.assign(arguments.begin() + static_cast<long>(index) + 1, arguments.end());
+      break;
+    }
+    if (argument.rfind("--", 0) != 0) {
+      run.command.assign(arguments.begin() + static_cast<long>(index), arguments.end());
+      break;
+    }
+    size_t equals = argument.find('=');
+    std::string name = argument.substr(0, equals);
+    std::optional<std::string> inline_value;
+    if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+    bool ok = true;
+    if (parse_common(arguments, index, name, inline_value, run.common, ok, error)) {
+      if (!ok) return false;
+      continue;
+    }
+    std::string value;
+    if (name == "--sim") {
+      if (inline_value) {
+        error = "--sim takes no value";
+        return false;
+      }
+      run.sim = true;
+    } else if (name == "--ttl") {
+      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+      auto ms = parse_duration_ms(value);
+      if (!ms) {
+        error = "--ttl " + value + ": not a duration (examples: 250ms, 30s, 5m, 2h)";
+        return false;
+      }
+      run.ttl_ms = *ms;
+    } else if (name == "--on-expiry") {
+      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+      auto policy = policy_from_name(value);
+      if (!policy) {
+        error = "--on-expiry " + value + ": must be report, reclaim or abort";
+        return false;
+      }
+      if (*policy == Policy::Reclaim) {
+        error = "--on-expiry reclaim is not available in this version of leaseguard (report, abort)";
+        return false;
+      }
+      run.on_expiry = *policy;
+    } else if (name == "--stack-depth") {
+      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+      auto depth = parse_integer(value, 0, kMaxStackDepth);
+      if (!depth) {
+        error = "--stack-depth " + value + ": must be a number from 0 to " + std::to_string(kMaxStackDepth);
+        return false;
+      }
+      run.stack_depth = static_cast<int>(*depth);
+    } else {
+      error = "unknown option " + name + " for 'run'";
+      return false;
+    }
+  }
+  if (run.command.empty()) {
+    error = "'run' needs a command: leaseguard run [OPTIONS] -- COMMAND [ARG...]";
+    return false;
+  }
+  return true;
+}
+
+bool parse_report(const std::vector<std::string> &arguments, size_t index, ReportOptions &report, std::string &error) {
+  bool options_done = false;
+  for (; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    if (!options_done && argument == "--") {
+      options_done = true;
+      continue;
+    }
+    if (options_done || argument.rfind("--", 0) != 0) {
+      report.paths.push_back(argument);
+      continue;
+    }
+    size_t equals = argument.find('=');
+    std::string name = argument.substr(0, equals);
+    std::optional<std::string> inline_value;
+    if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+    bool ok = true;
+    if (parse_common(arguments, index, name, inline_value, report.common, ok, error)) {
+      if (!ok) return false;
+      continue;
+    }
+    error = "unknown option " + name + " for 'report'";
+    return false;
+  }
+  if (report.paths.empty()) {
+    error = "'report' needs at least one journal or directory";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_command_line(const std::vector<std::string> &arguments, Command &command, std::string &error) {
+  if (arguments.empty()) {
+    error = "no command given";
+    return false;
+  }
+  const std::string &first = arguments[0];
+  if (first == "--help" || first == "-h" || first == "help") {
+    command.subcommand = Subcommand::Help;
+    return true;
+  }
+  if (first == "--version") {
+    command.subcommand = Subcommand::Version;
+    return true;
+  }
+  if (first == "run") {
+    command.subcommand = Subcommand::Run;
+    return parse_run(arguments, 1, command.run, error);
+  }
+  if (first == "report") {
+    command.subcommand = Subcommand::Report;
+    return parse_report(arguments, 1, command.report, error);
+  }
+  if (first == "diff") {
+    error = "'diff' is not available in this version of leaseguard";
+    return false;
+  }
+  error = "unknown command '" + first + "'";
+  return false;
+}
+
+std::string usage_text() {
+  return R"(leaseguard: find GPU device-memory leaks in CUDA programs
+
+Usage:
+  leaseguard run [OPTIONS] -- COMMAND [ARG...]
+  leaseguard report [OPTIONS] PATH...     render journals (a directory is searched)
+  leaseguard --help | --version
+
+Options of run:
+  --sim                  run COMMAND against the bundled simulated GPU
+  --out DIR              where journals and reports go (default ./leaseguard-out)
+  --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
+  --on-expiry POLICY     report | abort (default report)
+  --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
+  --format FMT[=PATH]    text | json; repeatable; without =PATH a file in DIR
+  --fail-on-leak[=CODE]  exit with CODE (default 23) when a leak remains
+  --quiet                nothing on stderr but leaseguard's own errors
+
+Options of report: --out, --format, --fail-on-leak, --quiet, as above.
+
+Exit status of run: COMMAND's status; 128+N if it died of signal N; CODE with
+--fail-on-leak when a leak remains; 2 for leaseguard's own usage or I/O errors.
+report exits 0, 23 (or CODE) with --fail-on-leak when a leak remains, 2 on unreadable
+or damaged input (a damaged journal still yields a partial report).
+)";
+}
+
+}  // namespace leaseguard::cli

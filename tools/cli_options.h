@@ -1,0 +1,58 @@
+// Parsing of the leaseguard command line into one struct per subcommand.
+//
+// Every problem is one line of text for the user; the caller prints it and exits 2.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api_ids.h"
+
+namespace leaseguard::cli {
+
+inline constexpr int kUsageError = 2;
+inline constexpr int kDefaultLeakExitCode = 23;
+
+struct FormatRequest {
+  std::string format;  // text | json
+  std::string path;    // empty: a file in the output directory
+};
+
+struct CommonOptions {
+  std::string out_dir = "leaseguard-out";
+  bool out_dir_given = false;
+  std::vector<FormatRequest> formats;
+  std::optional<int> fail_on_leak;  // the exit code when an unsuppressed leak remains
+  bool quiet = false;
+};
+
+struct RunOptions {
+  CommonOptions common;
+  bool sim = false;
+  std::optional<uint64_t> ttl_ms;
+  Policy on_expiry = Policy::Report;
+  std::optional<int> stack_depth;
+  std::vector<std::string> command;
+};
+
+struct ReportOptions {
+  CommonOptions common;
+  std::vector<std::string> paths;
+};
+
+enum class Subcommand { Help, Version, Run, Report };
+
+struct Command {
+  Subcommand subcommand = Subcommand::Help;
+  RunOptions run;
+  ReportOptions report;
+};
+
+// Parses argv[1..]. On error returns false with `error` set.
+bool parse_command_line(const std::vector<std::string> &arguments, Command &command, std::string &error);
+
+std::string usage_text();
+
+}  // namespace leaseguard::cli

@@ -1,0 +1,68 @@
+// leaseguard's command-line entry point: dispatch to run and report.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "report_output.h"
+#include "run_command.h"
+
+#ifndef LEASEGUARD_VERSION
+#define LEASEGUARD_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using namespace leaseguard::cli;
+
+int report_command(const ReportOptions &options) {
+  std::string error;
+  Inputs inputs;
+  if (!collect_inputs(options.paths, "", inputs, error)) {
+    std::fprintf(stderr, "leaseguard: error: %s\n", error.c_str());
+    return kUsageError;
+  }
+  if (inputs.journals.empty()) {
+    std::fprintf(stderr, "leaseguard: error: no journals found in the given paths\n");
+    return kUsageError;
+  }
+  leaseguard::report::Report report;
+  std::string dir = options.common.out_dir_given ? options.common.out_dir : ".";
+  if (!produce_report(inputs, options.common, dir, stdout, report, error)) {
+    std::fprintf(stderr, "leaseguard: error: %s\n", error.c_str());
+    return kUsageError;
+  }
+  bool damaged = false;
+  for (const auto &process : report.processes) damaged = damaged || process.read_stats.damaged();
+  if (damaged) {
+    std::fprintf(stderr, "leaseguard: error: damaged journal input; the report above is partial\n");
+    return kUsageError;
+  }
+  if (options.common.fail_on_leak && report.leaked_allocations() > 0) return *options.common.fail_on_leak;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> arguments(argv + 1, argv + argc);
+  Command command;
+  std::string error;
+  if (!parse_command_line(arguments, command, error)) {
+    std::fprintf(stderr, "leaseguard: error: %s\nTry 'leaseguard --help'.\n", error.c_str());
+    return kUsageError;
+  }
+  switch (command.subcommand) {
+    case Subcommand::Help:
+      std::fputs(usage_text().c_str(), stdout);
+      return 0;
+    case Subcommand::Version:
+      std::printf("leaseguard %s\n", LEASEGUARD_VERSION);
+      return 0;
+    case Subcommand::Run:
+      return run_command(command.run);
+    case Subcommand::Report:
+      return report_command(command.report);
+  }
+  return kUsageError;
+}

@@ -1,0 +1,273 @@
+// Replays a journal into a ProcessReport.
+//
+// The rules, in journal order:
+//   Alloc            the allocation is live, owned by its lease.
+//   Free             it is no longer live; if it had already been reported (its lease had
+//                    ended or expired), the free is a late free.
+//   LeaseEnd         every live, unreported allocation of the lease is a leak of that
+//                    lease ending (ended_by end, expiry or exit); they stay live, reported.
+//   ContextDestroy   every live allocation of the context (except stream-ordered memory,
+//                    which belongs to its pool) is gone; unreported ones are leaks,
+//                    ended_by context_destroy, under their lease.
+//   ProcessEnd       the process ended its leases itself: the report is complete.
+// At the end of a journal without ProcessEnd (the process was killed, or called _exit),
+// whatever is live and unreported is reported per lease with ended_by crash, and the
+// process is marked incomplete.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "report_model.h"
+
+namespace leaseguard::report {
+namespace {
+
+struct LeaseInfo {
+  std::string name;
+  Policy policy = Policy::Report;
+  uint64_t ttl_ms = 0;
+  uint64_t begin_ns = 0;
+  bool open = true;
+};
+
+struct LiveAllocation {
+  journal::AllocPayload record;
+  bool reported = false;
+};
+
+class Replay : public journal::JournalVisitor {
+ public:
+  explicit Replay(ProcessReport &process) : process_(process) {}
+
+  void on_header(const journal::HeaderPayload &header) override {
+    start_ns_ = header.start_monotonic_ns;
+    last_ns_ = start_ns_;
+    process_.pid = header.pid;
+    process_.ppid = header.ppid;
+    process_.start_realtime_ns = header.start_realtime_ns;
+  }
+
+  void on_process(const journal::ProcessInfo &info) override {
+    process_.pid = info.pid;
+    process_.ppid = info.ppid;
+    process_.executable = info.executable;
+    process_.command = info.argv;
+  }
+
+  void on_module(const journal::ModuleInfo &module) override { modules_[module.module_id] = module; }
+
+  void on_stack(uint32_t stack_id, const std::vector<journal::StackFrame> &frames) override {
+    std::vector<Frame> stack;
+    stack.reserve(frames.size());
+    for (const journal::StackFrame &raw : frames) {
+      Frame frame;
+      frame.offset = uint64_t{raw.offset_low} | uint64_t{raw.offset_high} << 32;
+      auto module = modules_.find(raw.module_id);
+      if (raw.module_id != journal::kNoModule && module != modules_.end()) {
+        frame.module = module->second.path;
+        frame.build_id = module->second.build_id;
+        frame.address = module->second.base + frame.offset;
+      } else {
+        frame.address = frame.offset;
+      }
+      stack.push_back(std::move(frame));
+    }
+    process_.stacks[stack_id] = std::move(stack);
+  }
+
+  void on_alloc(const journal::AllocPayload &alloc) override {
+    touch(alloc.time_ns);
+    ++process_.allocations;
+    live_[alloc.id] = LiveAllocation{alloc, false};
+  }
+
+  void on_free(const journal::FreePayload &free_record) override {
+    touch(free_record.time_ns);
+    ++process_.frees;
+    auto it = free_record.id != 0 ? live_.find(free_record.id) : live_.end();
+    if (it == live_.end()) {
+      if (free_record.flags & journal::kFreeUnknown) ++process_.unknown_frees;
+      return;
+    }
+    if (it->second.reported) ++process_.late_frees;
+    live_.erase(it);
+  }
+
+  void on_lease_begin(const journal::LeaseBeginPayload &begin, std::string_view name) override {
+    touch(begin.time_ns);
+    LeaseInfo &lease = leases_[begin.lease_id];
+    lease.name = std::string(name);
+    lease.policy = begin.policy < static_cast<uint8_t>(Policy::Count) ? static_cast<Policy>(begin.policy) : Policy::Report;
+    lease.ttl_ms = begin.ttl_ms;
+    lease.begin_ns = begin.time_ns;
+    lease.open = true;
+  }
+
+  void on_lease_end(const journal::LeaseEndPayload &end) override {
+    touch(end.time_ns);
+    auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
+    LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
+    for (auto &[id, allocation] : live_) {
+      if (allocation.reported || allocation.record.lease_id != end.lease_id) continue;
+      allocation.reported = true;
+      ending.leaks.push_back(make_leak(allocation.record, end.time_ns));
+    }
+    leases_[end.lease_id].open = false;
+    process_.leases.push_back(std::move(ending));
+  }
+
+  void on_context_destroy(const journal::ContextDestroyPayload &destroy) override {
+    touch(destroy.time_ns);
+    std::map<uint32_t, LeaseEnding> by_lease;
+    for (auto it = live_.begin(); it != live_.end();) {
+      const journal::AllocPayload &record = it->second.record;
+      if (record.context != destroy.context || record.kind == static_cast<uint8_t>(Kind::Async)) {
+        ++it;
+        continue;
+      }
+      if (!it->second.reported) {
+        auto [entry, inserted] = by_lease.try_emplace(record.lease_id);
+        if (inserted) entry->second = make_ending(record.lease_id, EndedBy::ContextDestroy, destroy.time_ns);
+        entry->second.leaks.push_back(make_leak(record, destroy.time_ns));
+      }
+      it = live_.erase(it);
+    }
+    for (auto &[lease, ending] : by_lease) process_.leases.push_back(std::move(ending));
+  }
+
+  void on_process_end(const journal::ProcessEndPayload &end) override {
+    touch(end.time_ns);
+    process_.complete = true;
+    process_.dropped_records = end.dropped_records;
+    end_remaining(EndedBy::Exit, end.time_ns);
+  }
+
+  // Called after the last record.
+  void finish(bool replaced_by_exec) {
+    if (process_.complete) return;
+    end_remaining(replaced_by_exec ? EndedBy::Exit : EndedBy::Crash, last_ns_);
+  }
+
+ private:
+  void touch(uint64_t time_ns) { last_ns_ = std::max(last_ns_, time_ns); }
+
+  double since_start_ms(uint64_t time_ns) const {
+    return time_ns > start_ns_ ? static_cast<double>(time_ns - start_ns_) / 1e6 : 0.0;
+  }
+
+  LeaseEnding make_ending(uint32_t lease_id, EndedBy ended_by, uint64_t time_ns) {
+    LeaseEnding ending;
+    ending.id = lease_id;
+    ending.ended_by = ended_by;
+    auto it = leases_.find(lease_id);
+    if (it != leases_.end()) {
+      ending.name = it->second.name;
+      ending.policy = it->second.policy;
+      ending.ttl_ms = it->second.ttl_ms;
+      ending.begin_ms = since_start_ms(it->second.begin_ns);
+    } else {
+      ending.name = lease_id == 1 ? "process" : "lease";
+    }
+    ending.end_ms = since_start_ms(time_ns);
+    return ending;
+  }
+
+  Leak make_leak(const journal::AllocPayload &record, uint64_t end_ns) const {
+    Leak leak;
+    leak.id = record.id;
+    leak.api = record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(record.api) : Api::Unknown;
+    leak.kind = record.kind < static_cast<uint8_t>(Kind::Count) ? static_cast<Kind>(record.kind) : Kind::Device;
+    leak.bytes = record.bytes;
+    leak.address = record.address;
+    leak.device = record.device;
+    leak.thread = record.thread;
+    leak.age_ms = end_ns > record.time_ns ? (end_ns - record.time_ns) / 1'000'000 : 0;
+    leak.stack_id = record.stack_id;
+    return leak;
+  }
+
+  // Ends what the journal left open: each open lease, and live allocations of leases that
+  // ended earlier but were allocated after their end (attributed to the process lease).
+  void end_remaining(EndedBy ended_by, uint64_t time_ns) {
+    std::map<uint32_t, LeaseEnding> by_lease;
+    for (auto &[id, lease] : leases_) {
+      if (!lease.open) continue;
+      by_lease.emplace(id, make_ending(id, ended_by, time_ns));
+      lease.open = false;
+    }
+    for (auto &[id, allocation] : live_) {
+      if (allocation.reported) continue;
+      uint32_t lease = by_lease.count(allocation.record.lease_id) ? allocation.record.lease_id : 1;
+      auto [entry, inserted] = by_lease.try_emplace(lease);
+      if (inserted) entry->second = make_ending(lease, ended_by, time_ns);
+      allocation.reported = true;
+      entry->second.leaks.push_back(make_leak(allocation.record, time_ns));
+    }
+    // Newest lease first, as leases end innermost first; the process lease last.
+    for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) process_.leases.push_back(std::move(it->second));
+  }
+
+  ProcessReport &process_;
+  uint64_t start_ns_ = 0;
+  uint64_t last_ns_ = 0;
+  std::map<uint32_t, journal::ModuleInfo> modules_;
+  std::map<uint32_t, LeaseInfo> leases_;
+  std::map<uint64_t, LiveAllocation> live_;  // ordered by id: allocation order
+};
+
+}  // namespace
+
+uint64_t LeaseEnding::leaked_bytes() const {
+  uint64_t total = 0;
+  for (const Leak &leak : leaks) total += leak.bytes;
+  return total;
+}
+
+uint64_t ProcessReport::leaked_bytes() const {
+  uint64_t total = 0;
+  for (const LeaseEnding &lease : leases) total += lease.leaked_bytes();
+  return total;
+}
+
+uint64_t ProcessReport::leaked_allocations() const {
+  uint64_t total = 0;
+  for (const LeaseEnding &lease : leases) total += lease.leaks.size();
+  return total;
+}
+
+uint64_t Report::leaked_bytes() const {
+  uint64_t total = 0;
+  for (const ProcessReport &process : processes) total += process.leaked_bytes();
+  return total;
+}
+
+uint64_t Report::leaked_allocations() const {
+  uint64_t total = 0;
+  for (const ProcessReport &process : processes) total += process.leaked_allocations();
+  return total;
+}
+
+size_t Report::lease_count() const {
+  size_t total = 0;
+  for (const ProcessReport &process : processes) {
+    std::set<uint32_t> ids;
+    for (const LeaseEnding &lease : process.leases) ids.insert(lease.id);
+    total += ids.size();
+  }
+  return total;
+}
+
+bool load_journal_replay(const std::string &path, ProcessReport &process, bool replaced_by_exec, std::string &error) {
+  process = ProcessReport{};
+  process.journal = path;
+  Replay replay(process);
+  if (!journal::read_journal(path, replay, process.read_stats, error)) return false;
+  replay.finish(replaced_by_exec);
+  return true;
+}
+
+bool load_journal(const std::string &path, ProcessReport &process, std::string &error) {
+  return load_journal_replay(path, process, false, error);
+}
+
+}  // namespace leaseguard::report

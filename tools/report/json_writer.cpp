@@ -1,0 +1,146 @@
+// Implementation of the JSON writer.
+#include "json_writer.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace leaseguard::report {
+
+std::string JsonWriter::escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      default: break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+      continue;
+    }
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    // Pass valid UTF-8 through; anything else (paths are bytes) becomes U+FFFD.
+    size_t length = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool valid = length != 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (valid) {
+      out.append(text.substr(i, length));
+      i += length - 1;
+    } else {
+      out += "\\ufffd";
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+void JsonWriter::newline() {
+  if (indent_ <= 0) return;
+  out_.push_back('\n');
+  out_.append(stack_.size() * static_cast<size_t>(indent_), ' ');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (stack_.empty()) return;
+  Level &level = stack_.back();
+  if (!level.empty) out_.push_back(',');
+  level.empty = false;
+  newline();
+}
+
+JsonWriter &JsonWriter::begin_object() {
+  before_value();
+  out_.push_back('{');
+  stack_.push_back({false, true});
+  return *this;
+}
+
+JsonWriter &JsonWriter::end_object() {
+  bool empty = stack_.back().empty;
+  stack_.pop_back();
+  if (!empty) newline();
+  out_.push_back('}');
+  return *this;
+}
+
+JsonWriter &JsonWriter::begin_array() {
+  before_value();
+  out_.push_back('[');
+  stack_.push_back({true, true});
+  return *this;
+}
+
+JsonWriter &JsonWriter::end_array() {
+  bool empty = stack_.back().empty;
+  stack_.pop_back();
+  if (!empty) newline();
+  out_.push_back(']');
+  return *this;
+}
+
+JsonWriter &JsonWriter::key(std::string_view name) {
+  before_value();
+  out_ += escape(name);
+  out_ += indent_ > 0 ? ": " : ":";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter &JsonWriter::value(std::string_view text) {
+  before_value();
+  out_ += escape(text);
+  return *this;
+}
+
+JsonWriter &JsonWriter::value(int64_t number) {
+  before_value();
+  out_ += std::to_string(number);
+  return *this;
+}
+
+JsonWriter &JsonWriter::value(uint64_t number) {
+  before_value();
+  out_ += std::to_string(number);
+  return *this;
+}
+
+JsonWriter &JsonWriter::value(double number) {
+  before_value();
+  if (!std::isfinite(number)) {
+    out_ += "null";
+    return *this;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f", number);
+  out_ += buffer;
+  return *this;
+}
+
+JsonWriter &JsonWriter::value(bool flag) {
+  before_value();
+  out_ += flag ? "true" : "false";
+  return *this;
+}
+
+JsonWriter &JsonWriter::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+
+}  // namespace leaseguard::report

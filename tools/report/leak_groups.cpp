@@ -1,0 +1,33 @@
+// Grouping of leaks by identical stack, entry point and device.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "renderers.h"
+
+namespace leaseguard::report {
+
+std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease) {
+  (void)process;
+  std::map<std::tuple<uint32_t, uint16_t, int32_t>, LeakGroup> groups;
+  for (const Leak &leak : lease.leaks) {
+    auto key = std::make_tuple(leak.stack_id, static_cast<uint16_t>(leak.api), leak.device);
+    LeakGroup &group = groups[key];
+    group.stack_id = leak.stack_id;
+    group.api = leak.api;
+    group.kind = leak.kind;
+    group.device = leak.device;
+    group.bytes += leak.bytes;
+    group.allocations += 1;
+  }
+  std::vector<LeakGroup> sorted;
+  for (auto &[key, group] : groups) sorted.push_back(group);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const LeakGroup &a, const LeakGroup &b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.allocations != b.allocations) return a.allocations > b.allocations;
+    return false;
+  });
+  return sorted;
+}
+
+}  // namespace leaseguard::report

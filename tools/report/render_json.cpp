@@ -1,0 +1,115 @@
+// The JSON report, schema leaseguard-report/1 (docs/report-format.md). Unknown values are
+// null, never invented.
+#include <cinttypes>
+#include <cstdio>
+
+#include "json_writer.h"
+#include "renderers.h"
+
+namespace leaseguard::report {
+namespace {
+
+std::string hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%" PRIx64, value);
+  return buffer;
+}
+
+void write_frame(JsonWriter &json, const Frame &frame) {
+  json.begin_object();
+  json.key("module");
+  if (frame.module.empty()) json.null();
+  else json.value(frame.module);
+  json.key("offset").value(hex(frame.offset));
+  json.key("function");
+  if (frame.function) json.value(*frame.function);
+  else json.null();
+  json.key("file");
+  if (frame.file) json.value(*frame.file);
+  else json.null();
+  json.key("line");
+  if (frame.line) json.value(*frame.line);
+  else json.null();
+  json.end_object();
+}
+
+void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak) {
+  json.begin_object();
+  json.key("api").value(api_name(leak.api));
+  json.key("kind").value(kind_name(leak.kind));
+  json.key("bytes").value(leak.bytes);
+  json.key("address").value(hex(leak.address));
+  json.key("device").value(static_cast<int64_t>(leak.device));
+  json.key("thread").value(static_cast<uint64_t>(leak.thread));
+  json.key("age_ms").value(leak.age_ms);
+  json.key("reclaimed").value(leak.reclaimed);
+  json.key("stack").begin_array();
+  if (auto stack = process.stacks.find(leak.stack_id); stack != process.stacks.end())
+    for (const Frame &frame : stack->second) write_frame(json, frame);
+  json.end_array();
+  json.end_object();
+}
+
+}  // namespace
+
+std::string render_json(const Report &report) {
+  JsonWriter json;
+  json.begin_object();
+  json.key("schema").value("leaseguard-report/1");
+  json.key("summary").begin_object();
+  json.key("leaked_bytes").value(report.leaked_bytes());
+  json.key("leaked_allocations").value(report.leaked_allocations());
+  json.key("suppressed_allocations").value(report.suppressed_allocations);
+  json.key("processes").value(static_cast<uint64_t>(report.processes.size()));
+  json.key("leases").value(static_cast<uint64_t>(report.lease_count()));
+  json.end_object();
+  json.key("processes").begin_array();
+  for (const ProcessReport &process : report.processes) {
+    json.begin_object();
+    json.key("pid").value(static_cast<int64_t>(process.pid));
+    json.key("ppid").value(static_cast<int64_t>(process.ppid));
+    json.key("command").begin_array();
+    for (const std::string &argument : process.command) json.value(argument);
+    json.end_array();
+    json.key("executable").value(process.executable);
+    json.key("exit");
+    if (process.exit_signal) json.begin_object().key("signal").value(*process.exit_signal).end_object();
+    else if (process.exit_code) json.begin_object().key("code").value(*process.exit_code).end_object();
+    else json.null();
+    json.key("complete").value(process.complete);
+    json.key("exec").value(process.exec_replaced);
+    json.key("journal").value(process.journal);
+    json.key("allocations").value(process.allocations);
+    json.key("frees").value(process.frees);
+    json.key("unknown_frees").value(process.unknown_frees);
+    json.key("late_frees").value(process.late_frees);
+    json.key("leases").begin_array();
+    for (const LeaseEnding &lease : process.leases) {
+      json.begin_object();
+      json.key("id").value(static_cast<uint64_t>(lease.id));
+      json.key("name").value(lease.name);
+      json.key("ended_by").value(ended_by_name(lease.ended_by));
+      json.key("policy").value(policy_name(lease.policy));
+      json.key("ttl_ms").value(lease.ttl_ms);
+      json.key("begin_ms").value(lease.begin_ms);
+      json.key("end_ms").value(lease.end_ms);
+      json.key("leaked_bytes").value(lease.leaked_bytes());
+      json.key("leaks").begin_array();
+      for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
+      json.end_array();
+      json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+  }
+  json.end_array();
+  json.key("problems").begin_array();
+  for (const std::string &problem : report.problems) json.value(problem);
+  json.end_array();
+  json.end_object();
+  std::string text = json.text();
+  text.push_back('\n');
+  return text;
+}
+
+}  // namespace leaseguard::report

@@ -1,0 +1,83 @@
+// The text report, in LeakSanitizer's shape so that people and existing CI parsers read it
+// without learning anything new.
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "renderers.h"
+
+namespace leaseguard::report {
+namespace {
+
+std::string hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%" PRIx64, value);
+  return buffer;
+}
+
+std::string command_line(const ProcessReport &process) {
+  std::string text;
+  for (const std::string &argument : process.command) {
+    if (!text.empty()) text.push_back(' ');
+    text += argument;
+  }
+  return text.empty() ? process.executable : text;
+}
+
+std::string how_it_ended(const ProcessReport &process) {
+  if (process.exec_replaced) return "replaced its image with exec";
+  if (process.exit_signal) return "was killed by signal " + std::to_string(*process.exit_signal);
+  if (process.exit_code) return "exited with code " + std::to_string(*process.exit_code);
+  return process.complete ? "exited" : "ended without ending its leases";
+}
+
+void render_frame(std::string &out, size_t index, const Frame &frame) {
+  out += "    #" + std::to_string(index) + " " + hex(frame.address);
+  if (frame.function) out += " in " + *frame.function;
+  if (frame.file) {
+    out += " " + *frame.file;
+    if (frame.line) out += ":" + std::to_string(*frame.line);
+  }
+  if (frame.module.empty()) out += " (<unknown module>)";
+  else out += " (" + frame.module + "+" + hex(frame.offset) + ")";
+  out += "\n";
+}
+
+}  // namespace
+
+std::string render_text(const Report &report) {
+  std::string out;
+  for (const ProcessReport &process : report.processes) {
+    if (process.leaked_allocations() == 0) continue;
+    std::string tag = "==" + std::to_string(process.pid) + "==";
+    out += "\n" + tag + "ERROR: leaseguard: detected device memory leaks\n";
+    out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
+           how_it_ended(process) + "\n";
+    if (!process.complete)
+      out += tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
+    for (const LeaseEnding &lease : process.leases) {
+      if (lease.leaks.empty()) continue;
+      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (policy " +
+             std::string(policy_name(lease.policy)) + ") ended by " + std::string(ended_by_name(lease.ended_by)) +
+             ": " + std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaks.size()) +
+             " allocation(s)\n";
+      for (const LeakGroup &group : group_leaks(process, lease)) {
+        out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
+               " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
+               "] allocated from:\n";
+        auto stack = process.stacks.find(group.stack_id);
+        if (group.stack_id == 0 || stack == process.stacks.end() || stack->second.empty()) {
+          out += "    <no stack recorded>\n";
+          continue;
+        }
+        for (size_t i = 0; i < stack->second.size(); ++i) render_frame(out, i, stack->second[i]);
+      }
+    }
+  }
+  for (const std::string &problem : report.problems) out += "\nleaseguard: warning: " + problem + "\n";
+  out += "\nSUMMARY: leaseguard: " + std::to_string(report.leaked_bytes()) + " byte(s) leaked in " +
+         std::to_string(report.leaked_allocations()) + " allocation(s).\n";
+  return out;
+}
+
+}  // namespace leaseguard::report

@@ -1,0 +1,30 @@
+// Turning a Report into what people and CI read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "report_model.h"
+
+namespace leaseguard::report {
+
+// Leaks of one lease ending with the same stack, entry point and device.
+struct LeakGroup {
+  uint32_t stack_id = 0;
+  Api api = Api::Unknown;
+  Kind kind = Kind::Device;
+  int32_t device = 0;
+  uint64_t bytes = 0;
+  uint64_t allocations = 0;
+};
+
+// Groups, largest first (bytes, then count, then entry point and stack for a stable order).
+std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease);
+
+// LeakSanitizer's shape: a header per process and leaking lease, a block per group, SUMMARY.
+std::string render_text(const Report &report);
+
+// Schema leaseguard-report/1 (docs/report-format.md).
+std::string render_json(const Report &report);
+
+}  // namespace leaseguard::report

@@ -1,0 +1,122 @@
+// Loads many journals into one Report, with the exit statuses `leaseguard run` collected.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "report_model.h"
+
+namespace leaseguard::report {
+
+bool load_journal_replay(const std::string &path, ProcessReport &process, bool replaced_by_exec, std::string &error);
+
+namespace {
+
+struct JournalHeader {
+  std::string path;
+  journal::HeaderPayload header{};
+  bool ok = false;
+};
+
+JournalHeader read_header(const std::string &path) {
+  JournalHeader result;
+  result.path = path;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return result;
+  unsigned char slot[journal::kSlotBytes];
+  ssize_t got = read(fd, slot, sizeof slot);
+  close(fd);
+  if (got != static_cast<ssize_t>(sizeof slot)) return result;
+  std::memcpy(&result.header, slot + 4, sizeof result.header);
+  result.ok = std::memcmp(result.header.magic, journal::kFileMagic, sizeof journal::kFileMagic) == 0;
+  return result;
+}
+
+}  // namespace
+
+bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
+                 std::string &error) {
+  std::vector<JournalHeader> headers;
+  for (const std::string &path : journals) headers.push_back(read_header(path));
+  // Process order: by start time, so parents come before their children and an exec'd
+  // image after the image it replaced.
+  std::stable_sort(headers.begin(), headers.end(), [](const JournalHeader &a, const JournalHeader &b) {
+    return a.header.start_realtime_ns < b.header.start_realtime_ns;
+  });
+  for (size_t i = 0; i < headers.size(); ++i) {
+    bool replaced = false;
+    for (size_t j = i + 1; j < headers.size() && headers[i].ok; ++j)
+      if (headers[j].ok && headers[j].header.pid == headers[i].header.pid &&
+          headers[j].header.ppid == headers[i].header.ppid)
+        replaced = true;
+    ProcessReport process;
+    if (!load_journal_replay(headers[i].path, process, replaced, error)) return false;
+    process.exec_replaced = replaced;
+    if (replaced) {
+      process.complete = true;  // its leases ended with its image
+    } else if (auto exit = exits.find(process.pid); exit != exits.end()) {
+      process.exit_code = exit->second.code;
+      process.exit_signal = exit->second.signal;
+    }
+    const journal::ReadStats &stats = process.read_stats;
+    if (stats.damaged()) {
+      std::ostringstream problem;
+      problem << headers[i].path << ": damaged journal, report is partial (" << stats.corrupt_slots
+              << " corrupt slot(s), " << stats.malformed_records << " malformed record(s), " << stats.truncated_bytes
+              << " trailing byte(s))";
+      report.problems.push_back(problem.str());
+    }
+    if (process.dropped_records > 0)
+      report.problems.push_back(headers[i].path + ": " + std::to_string(process.dropped_records) +
+                                " record(s) could not be written by the process (journal full or disk error)");
+    report.processes.push_back(std::move(process));
+  }
+  return true;
+}
+
+bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read " + path;
+    return false;
+  }
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    std::istringstream fields(line);
+    long pid = 0, value = 0;
+    std::string kind;
+    if (!(fields >> pid >> kind >> value) || (kind != "code" && kind != "signal") || pid <= 0) {
+      error = path + ":" + std::to_string(number) + ": malformed exit status line";
+      return false;
+    }
+    ExitStatus &status = exits[static_cast<int32_t>(pid)];
+    if (kind == "code") status.code = static_cast<int>(value);
+    else status.signal = static_cast<int>(value);
+  }
+  return true;
+}
+
+bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std::string &error) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  for (const auto &[pid, status] : exits) {
+    if (status.signal) text += std::to_string(pid) + " signal " + std::to_string(*status.signal) + "\n";
+    else if (status.code) text += std::to_string(pid) + " code " + std::to_string(*status.code) + "\n";
+  }
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!ok) error = "cannot write " + path;
+  return ok;
+}
+
+}  // namespace leaseguard::report

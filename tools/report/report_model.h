@@ -1,0 +1,109 @@
+// The report: what leaked, per process and lease, derived from journals.
+//
+// Journals are the source of truth; this model is rebuilt from them by replaying their
+// records in order (see journal_replay.cpp for how each record changes what is live and
+// when an allocation becomes a leak).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "api_ids.h"
+#include "journal_reader.h"
+
+namespace leaseguard::report {
+
+struct Frame {
+  std::string module;       // path of the object the frame is in; empty if none
+  std::string build_id;
+  uint64_t offset = 0;      // relative to the module's load base (the address if no module)
+  uint64_t address = 0;     // absolute address in the process, as recorded
+  std::optional<std::string> function;
+  std::optional<std::string> file;
+  std::optional<int> line;
+};
+
+struct Leak {
+  uint64_t id = 0;
+  Api api = Api::Unknown;
+  Kind kind = Kind::Device;
+  uint64_t bytes = 0;
+  uint64_t address = 0;
+  int32_t device = 0;
+  uint32_t thread = 0;
+  uint64_t age_ms = 0;
+  bool reclaimed = false;
+  uint32_t stack_id = 0;
+};
+
+struct LeaseEnding {
+  uint32_t id = 0;
+  std::string name;
+  EndedBy ended_by = EndedBy::Exit;
+  Policy policy = Policy::Report;
+  uint64_t ttl_ms = 0;
+  double begin_ms = 0;  // since the process started
+  double end_ms = 0;
+  std::vector<Leak> leaks;
+
+  uint64_t leaked_bytes() const;
+};
+
+struct ProcessReport {
+  std::string journal;
+  int32_t pid = 0;
+  int32_t ppid = 0;
+  std::string executable;
+  std::vector<std::string> command;
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  bool complete = false;   // the process ended its leases itself
+  bool exec_replaced = false;  // its image was replaced by exec (a later journal of the pid)
+  uint64_t start_realtime_ns = 0;
+  std::vector<LeaseEnding> leases;
+  std::unordered_map<uint32_t, std::vector<Frame>> stacks;  // by stack id
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t unknown_frees = 0;
+  uint64_t late_frees = 0;
+  uint64_t dropped_records = 0;
+  journal::ReadStats read_stats;
+
+  uint64_t leaked_bytes() const;
+  uint64_t leaked_allocations() const;
+};
+
+struct Report {
+  std::vector<ProcessReport> processes;
+  uint64_t suppressed_allocations = 0;
+  std::vector<std::string> problems;  // damaged inputs, said in the report
+
+  uint64_t leaked_bytes() const;
+  uint64_t leaked_allocations() const;
+  size_t lease_count() const;
+};
+
+// Exit statuses collected by `leaseguard run` for each pid it reaped.
+struct ExitStatus {
+  std::optional<int> code;
+  std::optional<int> signal;
+};
+using ExitStatuses = std::map<int32_t, ExitStatus>;
+
+// Replays one journal into a process report (stacks not yet symbolized).
+bool load_journal(const std::string &path, ProcessReport &process, std::string &error);
+
+// Loads journals, applies exit statuses, orders processes by start time, and marks
+// journals replaced by exec. Journals that cannot be read at all are errors.
+bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
+                 std::string &error);
+
+// Reads "<pid> code <n>" / "<pid> signal <n>" lines.
+bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error);
+bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std::string &error);
+
+}  // namespace leaseguard::report

@@ -1,0 +1,136 @@
+// Symbolization with elfutils libdw (see symbolizer.h).
+#include "symbolizer.h"
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+namespace leaseguard::report {
+
+struct Symbolizer::Module {
+  Dwfl *session = nullptr;
+  Dwfl_Module *module = nullptr;
+  Dwarf_Addr bias = 0;
+  ~Module() {
+    if (session != nullptr) dwfl_end(session);
+  }
+};
+
+namespace {
+
+const Dwfl_Callbacks kOfflineCallbacks = {
+    dwfl_build_id_find_elf,
+    dwfl_standard_find_debuginfo,
+    dwfl_offline_section_address,
+    nullptr,
+};
+
+std::string hex(const unsigned char *bytes, int size) {
+  static const char digits[] = "0123456789abcdef";
+  std::string text;
+  for (int i = 0; i < size; ++i) {
+    text.push_back(digits[bytes[i] >> 4]);
+    text.push_back(digits[bytes[i] & 15]);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string demangle(const char *name) {
+  int status = 0;
+  char *demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) return name;
+  std::string result(demangled);
+  std::free(demangled);
+  return result;
+}
+
+Symbolizer::Symbolizer() = default;
+Symbolizer::~Symbolizer() = default;
+
+Symbolizer::Module *Symbolizer::module_for(const std::string &path, const std::string &build_id) {
+  auto key = std::make_pair(path, build_id);
+  auto found = modules_.find(key);
+  if (found != modules_.end()) return found->second.get();
+  auto &slot = modules_[key];
+  auto module = std::make_unique<Module>();
+  module->session = dwfl_begin(&kOfflineCallbacks);
+  if (module->session == nullptr) return nullptr;
+  // Placed at address 0, so a module-relative offset plus the load bias libdwfl reports is
+  // the address to look up, for shared objects, PIE and fixed-address executables alike.
+  module->module = dwfl_report_elf(module->session, path.c_str(), path.c_str(), -1, 0, false);
+  dwfl_report_end(module->session, nullptr, nullptr);
+  if (module->module == nullptr) {
+    unusable_[path] = "cannot be read";
+    return nullptr;
+  }
+  const unsigned char *bits = nullptr;
+  GElf_Addr vaddr = 0;
+  int length = dwfl_module_build_id(module->module, &bits, &vaddr);
+  std::string actual = length > 0 ? hex(bits, length) : "";
+  if (!build_id.empty() && actual != build_id) {
+    unusable_[path] = "was rebuilt since the run (build-id " + (actual.empty() ? std::string("none") : actual) +
+                      ", recorded " + build_id + ")";
+    return nullptr;
+  }
+  Elf *elf = dwfl_module_getelf(module->module, &module->bias);
+  if (elf == nullptr) {
+    unusable_[path] = "cannot be read";
+    return nullptr;
+  }
+  slot = std::move(module);
+  return slot.get();
+}
+
+void Symbolizer::symbolize(Frame &frame) {
+  if (frame.module.empty()) return;
+  auto key = std::make_tuple(frame.module, frame.build_id, frame.offset);
+  if (auto cached = cache_.find(key); cached != cache_.end()) {
+    frame.function = cached->second.function;
+    frame.file = cached->second.file;
+    frame.line = cached->second.line;
+    return;
+  }
+  Frame result = frame;
+  if (Module *module = module_for(frame.module, frame.build_id)) {
+    // Frames hold return addresses; the call instruction is the byte before.
+    Dwarf_Addr address = module->bias + (frame.offset > 0 ? frame.offset - 1 : 0);
+    if (const char *name = dwfl_module_addrname(module->module, address)) {
+      // Drop the symbol version ("__libc_start_main@@GLIBC_2.34"): not part of the name.
+      std::string plain(name);
+      if (size_t at = plain.find('@'); at != std::string::npos && at > 0) plain.resize(at);
+      result.function = demangle(plain.c_str());
+    }
+    if (Dwfl_Line *line = dwfl_module_getsrc(module->module, address)) {
+      int number = 0;
+      if (const char *file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
+        result.file = file;
+        if (number > 0) result.line = number;
+      }
+    }
+  }
+  frame.function = result.function;
+  frame.file = result.file;
+  frame.line = result.line;
+  cache_.emplace(std::move(key), std::move(result));
+}
+
+void Symbolizer::symbolize(Report &report) {
+  // Only stacks that some leak refers to: a long run interns many stacks that never leak.
+  for (ProcessReport &process : report.processes) {
+    std::set<uint32_t> wanted;
+    for (const LeaseEnding &lease : process.leases)
+      for (const Leak &leak : lease.leaks) wanted.insert(leak.stack_id);
+    for (uint32_t id : wanted) {
+      auto stack = process.stacks.find(id);
+      if (stack == process.stacks.end()) continue;
+      for (Frame &frame : stack->second) symbolize(frame);
+    }
+  }
+}
+
+}  // namespace leaseguard::report

@@ -1,0 +1,41 @@
+// Offline symbolization: function, file and line for (module, build-id, offset), from the
+// module's debug information (elfutils libdw), falling back to its symbol table, and to
+// module+offset when nothing is known. Results are cached per frame, and each module is
+// opened once. A module whose build-id no longer matches the one recorded is not used:
+// a name from a different build would be invented, not found.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "report_model.h"
+
+namespace leaseguard::report {
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer &) = delete;
+  Symbolizer &operator=(const Symbolizer &) = delete;
+
+  void symbolize(Frame &frame);
+  void symbolize(Report &report);
+
+  // Modules whose file was missing or rebuilt since the run.
+  const std::map<std::string, std::string> &unusable_modules() const { return unusable_; }
+
+ private:
+  struct Module;
+  Module *module_for(const std::string &path, const std::string &build_id);
+
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<Module>> modules_;
+  std::map<std::tuple<std::string, std::string, uint64_t>, Frame> cache_;
+  std::map<std::string, std::string> unusable_;
+};
+
+std::string demangle(const char *name);
+
+}  // namespace leaseguard::report

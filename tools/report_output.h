@@ -1,0 +1,26 @@
+// Producing a report from journals and writing it where the user asked.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "report/report_model.h"
+
+namespace leaseguard::cli {
+
+// Journals (*.journal) and exit-status files (*.exits) under `paths` (directories are
+// searched recursively), or only those whose name starts with `run_id` + "." if given.
+struct Inputs {
+  std::vector<std::string> journals;
+  std::vector<std::string> exit_files;
+};
+bool collect_inputs(const std::vector<std::string> &paths, const std::string &run_id, Inputs &inputs,
+                    std::string &error);
+
+// Loads, symbolizes, writes the requested formats and the text report (to `text_stream`
+// unless quiet). Returns false on an I/O error or unreadable input.
+bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
+                    FILE *text_stream, report::Report &report, std::string &error);
+
+}  // namespace leaseguard::cli

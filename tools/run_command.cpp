@@ -1,0 +1,215 @@
+// Implementation of `leaseguard run`.
+//
+// The whole tree is followed without tracing: LD_PRELOAD and the LEASEGUARD_* variables are
+// inherited by every child and exec'd program, each of which writes its own journal tagged
+// with this run's id. leaseguard becomes a child subreaper, so orphaned descendants are
+// reparented to it, and it collects every exit status of the tree before reporting.
+#include "run_command.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "files.h"
+#include "install_paths.h"
+#include "report/report_model.h"
+#include "report_output.h"
+
+extern char **environ;
+
+namespace leaseguard::cli {
+namespace {
+
+volatile sig_atomic_t g_child_pid = 0;
+
+void forward_signal(int signal_number) {
+  if (g_child_pid > 0) kill(g_child_pid, signal_number);
+}
+
+void fail(const std::string &message) { std::fprintf(stderr, "leaseguard: error: %s\n", message.c_str()); }
+
+std::string absolute(const std::string &path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+// What execvp would run, so that a missing command is leaseguard's usage error (exit 2)
+// rather than a child that exits 127.
+bool find_executable(const std::string &command, std::string &error) {
+  auto runnable = [](const std::string &path) {
+    struct stat status;
+    return stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode) && access(path.c_str(), X_OK) == 0;
+  };
+  if (command.find('/') != std::string::npos) {
+    if (runnable(command)) return true;
+    error = "cannot run '" + command + "': " + (access(command.c_str(), F_OK) == 0 ? "not an executable file" : "no such file");
+    return false;
+  }
+  const char *path = std::getenv("PATH");
+  std::string search = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= search.size()) {
+    size_t colon = search.find(':', start);
+    std::string dir = search.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (dir.empty()) dir = ".";
+    if (runnable(dir + "/" + command)) return true;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  error = "cannot run '" + command + "': command not found";
+  return false;
+}
+
+std::string make_run_id() {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "lg-%llx-%d", static_cast<unsigned long long>(now.tv_sec) * 1000000ull +
+                                                       static_cast<unsigned long long>(now.tv_nsec / 1000),
+                static_cast<int>(getpid()));
+  return buffer;
+}
+
+std::vector<std::string> child_environment(const RunOptions &options, const InstallPaths &paths,
+                                           const std::string &out_dir, const std::string &run_id) {
+  std::map<std::string, std::string> overrides;
+  const char *preload = std::getenv("LD_PRELOAD");
+  overrides["LD_PRELOAD"] = paths.preload + (preload != nullptr && *preload != '\0' ? ":" + std::string(preload) : "");
+  if (options.sim) {
+    const char *library_path = std::getenv("LD_LIBRARY_PATH");
+    overrides["LD_LIBRARY_PATH"] =
+        paths.sim_library_dir + (library_path != nullptr && *library_path != '\0' ? ":" + std::string(library_path) : "");
+  }
+  overrides["LEASEGUARD_OUT"] = out_dir;
+  overrides["LEASEGUARD_RUN_ID"] = run_id;
+  if (options.ttl_ms) overrides["LEASEGUARD_TTL"] = std::to_string(*options.ttl_ms) + "ms";
+  overrides["LEASEGUARD_ON_EXPIRY"] = std::string(policy_name(options.on_expiry));
+  if (options.stack_depth) overrides["LEASEGUARD_STACK_DEPTH"] = std::to_string(*options.stack_depth);
+  if (options.common.quiet) overrides["LEASEGUARD_LOG"] = "quiet";
+
+  std::vector<std::string> environment;
+  for (char **entry = environ; *entry != nullptr; ++entry) {
+    std::string variable(*entry);
+    std::string name = variable.substr(0, variable.find('='));
+    if (overrides.count(name) == 0) environment.push_back(variable);
+  }
+  for (const auto &[name, value] : overrides) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+int status_to_exit_code(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 1;
+}
+
+}  // namespace
+
+int run_command(const RunOptions &options) {
+  std::string error;
+  InstallPaths paths;
+  if (!find_install_paths(paths, options.sim, error)) {
+    fail(error);
+    return kUsageError;
+  }
+  if (!find_executable(options.command[0], error)) {
+    fail(error);
+    return kUsageError;
+  }
+  const std::string out_dir = absolute(options.common.out_dir);
+  if (!make_output_directory(out_dir, error)) {
+    fail(error);
+    return kUsageError;
+  }
+  const std::string run_id = make_run_id();
+  std::vector<std::string> environment = child_environment(options, paths, out_dir, run_id);
+
+  // Orphaned grandchildren come back to us, so every process of the tree is waited for.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct sigaction forward {};
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction old_int, old_quit, old_term, old_hup;
+  // A terminal's ^C reaches the whole foreground group; leaseguard outlives it to report.
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  sigaction(SIGTERM, &forward, &old_term);
+  sigaction(SIGHUP, &forward, &old_hup);
+
+  std::vector<char *> argv;
+  for (const std::string &argument : options.command) argv.push_back(const_cast<char *>(argument.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char *> envp;
+  for (const std::string &variable : environment) envp.push_back(const_cast<char *>(variable.c_str()));
+  envp.push_back(nullptr);
+
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) {
+    fail(std::string("cannot start the command: ") + std::strerror(errno));
+    return kUsageError;
+  }
+  if (child == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
+    environ = envp.data();
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "leaseguard: error: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  g_child_pid = child;
+
+  report::ExitStatuses exits;
+  int child_status = 0;
+  while (true) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: the whole tree has ended
+    }
+    if (pid == child) child_status = status;
+    report::ExitStatus &exit = exits[pid];
+    if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+    else if (WIFEXITED(status)) exit.code = WEXITSTATUS(status);
+  }
+  g_child_pid = 0;
+
+  int exit_code = status_to_exit_code(child_status);
+  if (!report::write_exit_statuses(out_dir + "/" + run_id + ".exits", exits, error)) {
+    fail(error);
+    return kUsageError;
+  }
+  Inputs inputs;
+  if (!collect_inputs({out_dir}, run_id, inputs, error)) {
+    fail(error);
+    return kUsageError;
+  }
+  report::Report report;
+  if (!produce_report(inputs, options.common, out_dir, stderr, report, error)) {
+    fail(error);
+    return kUsageError;
+  }
+  if (options.common.fail_on_leak && report.leaked_allocations() > 0) return *options.common.fail_on_leak;
+  return exit_code;
+}
+
+}  // namespace leaseguard::cli
