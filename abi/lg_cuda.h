@@ -71,7 +71,10 @@ enum {
   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 2
 };
 
-enum { CU_MEM_ATTACH_GLOBAL = 1, CU_MEMHOSTALLOC_PORTABLE = 1 };
+typedef enum CUmemAttach_flags_enum { CU_MEM_ATTACH_GLOBAL = 1, CU_MEM_ATTACH_HOST = 2 } CUmemAttach_flags;
+#ifndef CU_MEMHOSTALLOC_PORTABLE
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#endif
 
 /* X(name, (parameters), (arguments)) for every entry point. */
 #define LG_CUDA_FUNCTIONS(X)                                                                    \

@@ -19,6 +19,7 @@ struct JournalHeader {
   std::string path;
   journal::HeaderPayload header{};
   bool ok = false;
+  bool empty = false;
 };
 
 JournalHeader read_header(const std::string &path) {
@@ -26,9 +27,14 @@ JournalHeader read_header(const std::string &path) {
   result.path = path;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return result;
-  unsigned char slot[journal::kSlotBytes];
+  unsigned char slot[journal::kSlotBytes] = {};
   ssize_t got = read(fd, slot, sizeof slot);
   close(fd);
+  // A process killed between creating its journal and committing the header leaves an
+  // empty (or zero-filled) file: nothing was recorded, which is not damage.
+  uint32_t tag = 0;
+  std::memcpy(&tag, slot, sizeof tag);
+  result.empty = got >= 0 && (got < 4 || tag == 0);
   if (got != static_cast<ssize_t>(sizeof slot)) return result;
   std::memcpy(&result.header, slot + 4, sizeof result.header);
   result.ok = std::memcmp(result.header.magic, journal::kFileMagic, sizeof journal::kFileMagic) == 0;
@@ -52,6 +58,10 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
       if (headers[j].ok && headers[j].header.pid == headers[i].header.pid &&
           headers[j].header.ppid == headers[i].header.ppid)
         replaced = true;
+    if (headers[i].empty) {
+      report.problems.push_back(headers[i].path + ": empty journal (its process ended while creating it)");
+      continue;
+    }
     ProcessReport process;
     if (!load_journal_replay(headers[i].path, process, replaced, error)) return false;
     process.exec_replaced = replaced;

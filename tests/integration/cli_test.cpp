@@ -1,0 +1,199 @@
+// The CLI as CI uses it: exit codes, the text report (golden file), JSON fields, report
+// over a directory, and bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+
+const std::string kPipeline = std::string(LEASEGUARD_EXAMPLES) + "/leaky_pipeline";
+
+RunResult leaseguard(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), LEASEGUARD_BIN);
+  return run_process(arguments);
+}
+
+int count_lines(const std::string &text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+TEST(Cli, HelpAndVersion) {
+  auto help = leaseguard({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("leaseguard run [OPTIONS] -- COMMAND"), std::string::npos);
+  auto version = leaseguard({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("leaseguard ", 0), 0u);
+}
+
+TEST(Cli, UsageErrorsExit2WithOneLine) {
+  for (const auto &arguments : std::vector<std::vector<std::string>>{
+           {}, {"run"}, {"run", "--ttl", "x", "--", "true"}, {"run", "--stack-depth", "-1", "--", "true"},
+           {"run", "--fail-on-leak=300", "--", "true"}, {"nope"}, {"report"},
+           {"run", "--sim", "--", "/nonexistent/program"}, {"run", "--sim", "--", "no-such-command-anywhere"}}) {
+    auto result = leaseguard(arguments);
+    EXPECT_EQ(result.exit_code, 2) << ::testing::PrintToString(arguments);
+    EXPECT_EQ(result.err.rfind("leaseguard: error: ", 0), 0u) << result.err;
+    EXPECT_LE(count_lines(result.err), 2) << result.err;  // the error, and "Try --help"
+  }
+}
+
+TEST(Cli, OutputDirectoryThatIsAFileIsAnError) {
+  TempDir dir;
+  std::ofstream(dir / "file") << "x";
+  auto result = leaseguard({"run", "--sim", "--out", dir / "file", "--", "/bin/true"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("not a directory"), std::string::npos);
+}
+
+TEST(Cli, ExitStatusIsTheCommandsUnlessAskedToFailOnLeaks) {
+  TempDir dir;
+  EXPECT_EQ(leaseguard({"run", "--sim", "--out", dir.path(), "--", "/bin/sh", "-c", "exit 7"}).exit_code, 7);
+  EXPECT_EQ(leaseguard({"run", "--sim", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
+  EXPECT_EQ(leaseguard({"run", "--sim", "--out", dir.path(), "--fail-on-leak", "--", kPipeline}).exit_code, 23);
+  EXPECT_EQ(leaseguard({"run", "--sim", "--out", dir.path(), "--fail-on-leak=42", "--", kPipeline}).exit_code, 42);
+  // No leak: the command's own status, even with --fail-on-leak.
+  EXPECT_EQ(leaseguard({"run", "--sim", "--out", dir.path(), "--fail-on-leak", "--", "/bin/true"}).exit_code, 0);
+  EXPECT_EQ(leaseguard({"run", "--sim", "--out", dir.path(), "--", "/bin/sh", "-c", "kill -TERM $$"}).exit_code,
+            128 + 15);
+}
+
+// Replaces what changes from run to run (addresses, pids, paths) with fixed words.
+std::string normalize(std::string text) {
+  text = std::regex_replace(text, std::regex("0x[0-9a-f]+"), "0xADDR");
+  text = std::regex_replace(text, std::regex("==[0-9]+=="), "==PID==");
+  text = std::regex_replace(text, std::regex("process [0-9]+ "), "process PID ");
+  text = std::regex_replace(text, std::regex(LEASEGUARD_EXAMPLES), "EXAMPLES");
+  text = std::regex_replace(text, std::regex("/[^ ]*/examples/leaky_pipeline\\.c"), "SOURCE/examples/leaky_pipeline.c");
+  return text;
+}
+
+TEST(Cli, TextReportMatchesTheGoldenFile) {
+  TempDir dir;
+  auto result = leaseguard({"run", "--sim", "--out", dir.path(), "--stack-depth", "2", "--", kPipeline});
+  ASSERT_EQ(result.exit_code, 0);
+  std::string golden_path = std::string(LEASEGUARD_GOLDEN) + "/leaky_pipeline.txt";
+  std::string actual = normalize(result.err);
+  if (std::getenv("LEASEGUARD_UPDATE_GOLDEN") != nullptr) std::ofstream(golden_path) << actual;
+  EXPECT_EQ(actual, read_text(golden_path));
+}
+
+TEST(Cli, QuietPrintsNothing) {
+  TempDir dir;
+  auto result = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "text", "--", kPipeline});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.err, "frame rejected: bad header\n");  // the program's own stderr only
+  EXPECT_NE(read_text(dir / "leaseguard-report.txt").find("SUMMARY: leaseguard: 14336 byte(s)"), std::string::npos);
+}
+
+TEST(Cli, JsonHasEveryContractField) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {kPipeline, "--an-argument"});
+  ASSERT_EQ(run.result.exit_code, 0);
+  const JsonValue &json = run.json;
+  EXPECT_EQ(json["schema"].as_string(), "leaseguard-report/1");
+  const JsonValue &summary = json["summary"];
+  EXPECT_EQ(summary["leaked_bytes"].as_number(), 14336);
+  EXPECT_EQ(summary["leaked_allocations"].as_number(), 4);
+  EXPECT_EQ(summary["suppressed_allocations"].as_number(), 0);
+  EXPECT_EQ(summary["processes"].as_number(), 1);
+  EXPECT_EQ(summary["leases"].as_number(), 1);
+  const JsonValue &process = json["processes"][0];
+  EXPECT_GT(process["pid"].as_number(), 0);
+  EXPECT_GT(process["ppid"].as_number(), 0);
+  ASSERT_EQ(process["command"].size(), 2u);
+  EXPECT_EQ(process["command"][1].as_string(), "--an-argument");
+  EXPECT_EQ(process["exit"]["code"].as_number(), 0);
+  EXPECT_TRUE(process["complete"].as_bool());
+  const JsonValue &lease = process["leases"][0];
+  EXPECT_EQ(lease["id"].as_number(), 1);
+  EXPECT_EQ(lease["name"].as_string(), "process");
+  EXPECT_EQ(lease["ended_by"].as_string(), "exit");
+  EXPECT_EQ(lease["policy"].as_string(), "report");
+  ASSERT_EQ(lease["leaks"].size(), 4u);
+  for (const auto &leak : lease["leaks"].items()) {
+    EXPECT_EQ(leak["api"].as_string(), "cuMemAlloc_v2");
+    EXPECT_EQ(leak["kind"].as_string(), "device");
+    EXPECT_GT(leak["bytes"].as_number(), 0);
+    EXPECT_EQ(leak["address"].as_string().rfind("0x", 0), 0u);
+    EXPECT_EQ(std::stoull(leak["address"].as_string(), nullptr, 16) % 256, 0u);
+    EXPECT_EQ(leak["device"].as_number(), 0);
+    EXPECT_GT(leak["thread"].as_number(), 0);
+    EXPECT_GE(leak["age_ms"].as_number(), 0);
+    EXPECT_FALSE(leak["reclaimed"].as_bool());
+    const JsonValue &frame = leak["stack"][0];
+    EXPECT_NE(frame["module"].as_string().find("leaky_pipeline"), std::string::npos);
+    EXPECT_EQ(frame["offset"].as_string().rfind("0x", 0), 0u);
+    EXPECT_TRUE(frame["function"].as_string() == "blur" || frame["function"].as_string() == "upload_frame");
+    EXPECT_NE(frame["file"].as_string().find("leaky_pipeline.c"), std::string::npos);
+    EXPECT_GT(frame["line"].as_number(), 0);
+  }
+}
+
+TEST(Cli, FunctionFileAndLineAreNullWhenUnknown) {
+  // A stripped copy of a victim: its frames have a module and an offset, and nothing else
+  // can be known about them. They must be null, never invented.
+  TempDir dir;
+  std::filesystem::copy_file(victim("threads"), dir / "threads-stripped");
+  ASSERT_EQ(run_process({"/usr/bin/strip", dir / "threads-stripped"}).exit_code, 0);
+  auto run = run_under_leaseguard(dir.path(), {dir / "threads-stripped"});
+  ASSERT_EQ(run.result.exit_code, 0);
+  auto leaks = all_leaks(run.json);
+  ASSERT_FALSE(leaks.empty());
+  const JsonValue &frame = (*leaks[0])["stack"][0];
+  EXPECT_NE(frame["module"].as_string().find("threads-stripped"), std::string::npos);
+  EXPECT_EQ(frame["offset"].as_string().rfind("0x", 0), 0u);
+  EXPECT_TRUE(frame["function"].is_null());
+  EXPECT_TRUE(frame["file"].is_null());
+  EXPECT_TRUE(frame["line"].is_null());
+  EXPECT_NE(run.result.err.find("(" + (dir / "threads-stripped") + "+0x"), std::string::npos);
+}
+
+TEST(Cli, ReportRendersADirectoryOfJournals) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
+  auto report = leaseguard({"report", dir.path()});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("SUMMARY: leaseguard: 14336 byte(s) leaked in 4 allocation(s)."), std::string::npos);
+  EXPECT_NE(report.out.find("exited with code 0"), std::string::npos);
+  EXPECT_EQ(leaseguard({"report", "--fail-on-leak", dir.path()}).exit_code, 23);
+  auto json = leaseguard({"report", "--quiet", "--format", "json=" + (dir / "again.json"), dir.path()});
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_EQ(json.out, "");
+  JsonValue parsed;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "again.json"), parsed, error)) << error;
+  EXPECT_EQ(parsed["summary"]["leaked_bytes"].as_number(), 14336);
+}
+
+TEST(Cli, ReportOfDamagedOrMissingInputExits2) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
+  EXPECT_EQ(leaseguard({"report", dir / "missing"}).exit_code, 2);
+  std::string journal;
+  for (const auto &entry : std::filesystem::directory_iterator(dir.path()))
+    if (entry.path().extension() == ".journal") journal = entry.path();
+  ASSERT_FALSE(journal.empty());
+  {
+    std::fstream file(journal, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(64 * 3 + 2);
+    file.put('\x7f');  // breaks one record's tag
+  }
+  auto damaged = leaseguard({"report", journal});
+  EXPECT_EQ(damaged.exit_code, 2);
+  EXPECT_NE(damaged.out.find("damaged journal, report is partial"), std::string::npos) << damaged.out;
+  EXPECT_NE(damaged.err.find("leaseguard: error: damaged journal input"), std::string::npos);
+  std::ofstream(dir / "garbage.journal") << std::string(128, 'x');
+  auto garbage = leaseguard({"report", dir / "garbage.journal"});
+  EXPECT_EQ(garbage.exit_code, 2);
+  EXPECT_NE(garbage.err.find("not a leaseguard journal"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

@@ -1,0 +1,92 @@
+// Implementation of the test process runner.
+#include "process_runner.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+extern char **environ;
+
+namespace leaseguard::testing {
+
+std::string read_text(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string victim(const std::string &name) { return std::string(LEASEGUARD_VICTIMS) + "/" + name; }
+
+RunResult run_process(const std::vector<std::string> &argv, const std::map<std::string, std::string> &environment,
+                      const std::vector<std::string> &unset) {
+  char out_path[] = "/tmp/leaseguard-out-XXXXXX";
+  char err_path[] = "/tmp/leaseguard-err-XXXXXX";
+  int out_fd = mkstemp(out_path);
+  int err_fd = mkstemp(err_path);
+  std::vector<std::string> variables;
+  for (char **entry = environ; *entry != nullptr; ++entry) {
+    std::string variable(*entry);
+    std::string name = variable.substr(0, variable.find('='));
+    bool drop = environment.count(name) != 0;
+    for (const std::string &removed : unset) drop = drop || removed == name;
+    // The tests decide what leaseguard sees; an outer leaseguard run must not leak in.
+    drop = drop || name.rfind("LEASEGUARD_", 0) == 0 || name == "LD_PRELOAD";
+    if (!drop) variables.push_back(variable);
+  }
+  for (const auto &[name, value] : environment) variables.push_back(name + "=" + value);
+  std::vector<char *> envp, args;
+  for (auto &variable : variables) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto &argument : argv_copy) args.push_back(argument.data());
+  args.push_back(nullptr);
+
+  pid_t child = fork();
+  if (child == 0) {
+    dup2(out_fd, STDOUT_FILENO);
+    dup2(err_fd, STDERR_FILENO);
+    execve(args[0], args.data(), envp.data());
+    _exit(126);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(out_fd);
+  close(err_fd);
+  RunResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_text(out_path);
+  result.err = read_text(err_path);
+  unlink(out_path);
+  unlink(err_path);
+  return result;
+}
+
+LeaseguardRun run_under_leaseguard(const std::string &out_dir, const std::vector<std::string> &command,
+                                   const std::vector<std::string> &extra_options,
+                                   const std::map<std::string, std::string> &environment) {
+  std::vector<std::string> argv = {LEASEGUARD_BIN, "run", "--sim", "--out", out_dir, "--format",
+                                   "json=" + out_dir + "/report.json"};
+  argv.insert(argv.end(), extra_options.begin(), extra_options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  LeaseguardRun run;
+  run.result = run_process(argv, environment);
+  std::string error;
+  report::JsonValue::parse(read_text(out_dir + "/report.json"), run.json, error);
+  return run;
+}
+
+std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json) {
+  std::vector<const report::JsonValue *> leaks;
+  for (const auto &process : json["processes"].items())
+    for (const auto &lease : process["leases"].items())
+      for (const auto &leak : lease["leaks"].items()) leaks.push_back(&leak);
+  return leaks;
+}
+
+}  // namespace leaseguard::testing

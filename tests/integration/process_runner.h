@@ -1,0 +1,36 @@
+// Runs a program with extra environment, capturing its exit status, stdout and stderr.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "report/json_value.h"
+
+namespace leaseguard::testing {
+
+struct RunResult {
+  int exit_code = -1;  // 128+N when killed by signal N, as a shell reports it
+  std::string out;
+  std::string err;
+};
+
+RunResult run_process(const std::vector<std::string> &argv, const std::map<std::string, std::string> &environment = {},
+                      const std::vector<std::string> &unset = {});
+
+// `leaseguard run --sim --out DIR --format json=DIR/report.json [extra] -- command...`
+struct LeaseguardRun {
+  RunResult result;
+  report::JsonValue json;  // the JSON report
+};
+LeaseguardRun run_under_leaseguard(const std::string &out_dir, const std::vector<std::string> &command,
+                                   const std::vector<std::string> &extra_options = {},
+                                   const std::map<std::string, std::string> &environment = {});
+
+std::string read_text(const std::string &path);
+std::string victim(const std::string &name);
+
+// Every leak of every process and lease in a JSON report.
+std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json);
+
+}  // namespace leaseguard::testing

@@ -1,0 +1,291 @@
+// Victim programs under `leaseguard run --sim`: every hooked entry point, the dlopen and
+// cuGetProcAddress paths, threads, fork and exec, TTL expiry, kills, explicit leases, and
+// the host program left unharmed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+
+std::string first_function(const JsonValue &leak) {
+  const JsonValue &function = leak["stack"][0]["function"];
+  return function.is_null() ? "" : function.as_string();
+}
+
+const JsonValue *lease_named(const JsonValue &process, const std::string &name, const std::string &ended_by) {
+  for (const auto &lease : process["leases"].items())
+    if (lease["name"].as_string() == name && lease["ended_by"].as_string() == ended_by) return &lease;
+  return nullptr;
+}
+
+void expect_direct_calls_report(const LeaseguardRun &run) {
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("direct_calls done"), std::string::npos);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_TRUE(process["complete"].as_bool());
+  EXPECT_GE(process["unknown_frees"].as_number(), 1);
+
+  // (entry point, bytes, kind, function that leaked it)
+  std::set<std::tuple<std::string, int, std::string, std::string>> expected = {
+      {"cuMemAlloc_v2", 1000, "device", "leak_cuMemAlloc_v2"},
+      {"cuMemAlloc", 1016, "device", "leak_cuMemAlloc_legacy"},
+      {"cuMemAllocPitch_v2", 1536, "pitched", "leak_cuMemAllocPitch_v2"},
+      {"cuMemAllocPitch", 2560, "pitched", "leak_cuMemAllocPitch_legacy"},
+      {"cuMemAllocManaged", 1032, "managed", "leak_cuMemAllocManaged"},
+      {"cuMemAllocHost", 1048, "host", "leak_cuMemAllocHost"},
+      {"cuMemAllocHost_v2", 1064, "host", "leak_cuMemAllocHost_v2"},
+      {"cuMemHostAlloc", 1080, "host", "leak_cuMemHostAlloc"},
+      {"cuMemAllocAsync", 1096, "async", "leak_cuMemAllocAsync"},
+      {"cuMemAllocAsync_ptsz", 1112, "async", "leak_cuMemAllocAsync_ptsz"},
+      {"cuMemAllocFromPoolAsync", 1128, "async", "leak_cuMemAllocFromPoolAsync"},
+      {"cuMemAllocFromPoolAsync_ptsz", 1144, "async", "leak_cuMemAllocFromPoolAsync_ptsz"},
+  };
+  const JsonValue *at_exit = lease_named(process, "process", "exit");
+  ASSERT_NE(at_exit, nullptr);
+  std::set<std::tuple<std::string, int, std::string, std::string>> seen;
+  for (const auto &leak : (*at_exit)["leaks"].items())
+    seen.insert({leak["api"].as_string(), static_cast<int>(leak["bytes"].as_number()), leak["kind"].as_string(),
+                 first_function(leak)});
+  EXPECT_EQ(seen, expected);
+
+  // Implicit frees by context destroy (both generations) and primary-context reset.
+  int destroyed = 0;
+  std::multiset<int> destroyed_bytes;
+  for (const auto &lease : process["leases"].items()) {
+    if (lease["ended_by"].as_string() != "context_destroy") continue;
+    for (const auto &leak : lease["leaks"].items()) {
+      ++destroyed;
+      destroyed_bytes.insert(static_cast<int>(leak["bytes"].as_number()));
+      std::string function = first_function(leak);
+      EXPECT_TRUE(function == "leak_into_destroyed_context" || function == "leak_into_reset_primary") << function;
+      if (leak["bytes"].as_number() == 3000) {
+        EXPECT_EQ(leak["device"].as_number(), 1);
+      }
+    }
+  }
+  EXPECT_EQ(destroyed, 3);
+  EXPECT_EQ(destroyed_bytes, (std::multiset<int>{2000, 2000, 3000}));
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 15);
+}
+
+TEST(Victims, EveryHookedEntryPointLinkedDirectly) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("direct_calls")}, {}, {{"LEASEGUARD_SIM_DEVICES", "2"}});
+  expect_direct_calls_report(run);
+}
+
+TEST(Victims, EveryHookedEntryPointBuiltAgainstTheToolkitHeader) {
+  if (!LEASEGUARD_HAVE_TOOLKIT) GTEST_SKIP() << "no CUDA Toolkit on this machine";
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("direct_calls_toolkit")}, {}, {{"LEASEGUARD_SIM_DEVICES", "2"}});
+  expect_direct_calls_report(run);
+}
+
+TEST(Victims, DlopenAndDlsymOnTheHandle) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("dlopen_calls")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_EQ((*leaks[0])["bytes"].as_number(), 5000);
+  EXPECT_EQ((*leaks[0])["api"].as_string(), "cuMemAlloc_v2");
+  EXPECT_EQ(first_function(*leaks[0]), "leak_through_dlsym");
+}
+
+const std::vector<std::string> kHookedNames = {
+    "cuMemAlloc", "cuMemAlloc_v2", "cuMemAllocPitch", "cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocHost",
+    "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
+    "cuMemAllocFromPoolAsync_ptsz", "cuMemFree", "cuMemFree_v2", "cuMemFreeHost", "cuMemFreeAsync",
+    "cuMemFreeAsync_ptsz", "cuCtxDestroy", "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease",
+    "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", "cuGetProcAddress",
+    "cuGetProcAddress_v2"};
+
+TEST(Victims, ReplayOfEveryCudartLookupThroughCuGetProcAddress) {
+  TempDir out;
+  std::vector<std::string> command = {victim("proc_address_replay"), std::string(LEASEGUARD_TEST_DATA) + "/cudart-13.0-driver-lookups.tsv"};
+  command.insert(command.end(), kHookedNames.begin(), kHookedNames.end());
+  auto run = run_under_leaseguard(out.path(), command);
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_NE(run.result.out.find("replayed 439 lookups"), std::string::npos) << run.result.out;
+  EXPECT_NE(run.result.out.find(", 0 mismatches"), std::string::npos) << run.result.out;
+}
+
+TEST(Victims, ReplayFailsWithoutThePreload) {
+  // The replay's checks can fail: without leaseguard, no lookup comes back wrapped.
+  std::vector<std::string> command = {victim("proc_address_replay"), std::string(LEASEGUARD_TEST_DATA) + "/cudart-13.0-driver-lookups.tsv"};
+  command.insert(command.end(), kHookedNames.begin(), kHookedNames.end());
+  auto result = run_process(command, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+}
+
+TEST(Victims, ThreadsWithCrossThreadFrees) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("threads")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 8u);
+  std::set<double> threads;
+  for (const auto *leak : leaks) {
+    EXPECT_EQ((*leak)["bytes"].as_number(), 777);
+    EXPECT_EQ(first_function(*leak), "leak_last_one");
+    threads.insert((*leak)["thread"].as_number());
+  }
+  EXPECT_EQ(threads.size(), 8u);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(process["allocations"].as_number(), 8 * 200);
+  EXPECT_EQ(process["frees"].as_number(), 8 * 199);
+  EXPECT_EQ(process["unknown_frees"].as_number(), 0);
+  EXPECT_NE(run.result.err.find("Leak of 6216 byte(s) in 8 allocation(s)"), std::string::npos) << run.result.err;
+}
+
+TEST(Victims, ForkAndExecEachReportTheirOwnLeaks) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("fork_child")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &processes = run.json["processes"];
+  ASSERT_EQ(processes.size(), 3u) << read_text(out / "report.json");
+  std::map<std::string, std::vector<double>> leaks_by_function;
+  std::set<double> pids;
+  for (const auto &process : processes.items()) {
+    pids.insert(process["pid"].as_number());
+    std::vector<double> bytes;
+    for (const auto &lease : process["leases"].items())
+      for (const auto &leak : lease["leaks"].items()) bytes.push_back(leak["bytes"].as_number());
+    ASSERT_EQ(bytes.size(), 1u) << "each process leaks exactly its own allocation";
+    EXPECT_TRUE(process["complete"].as_bool());
+    EXPECT_EQ(process["exit"]["code"].as_number(), 0);
+  }
+  EXPECT_EQ(pids.size(), 3u);
+  std::multiset<double> all;
+  for (const auto *leak : all_leaks(run.json)) all.insert((*leak)["bytes"].as_number());
+  EXPECT_EQ(all, (std::multiset<double>{3333, 4444, 5555}));
+}
+
+TEST(Victims, TtlExpiryReportsAtExpiryAndListsTheLateFree) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("ttl_expiry")}, {"--ttl", "100ms"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  const JsonValue *expired = lease_named(process, "process", "expiry");
+  ASSERT_NE(expired, nullptr) << read_text(out / "report.json");
+  EXPECT_EQ((*expired)["ttl_ms"].as_number(), 100);
+  ASSERT_EQ((*expired)["leaks"].size(), 1u);
+  EXPECT_EQ((*expired)["leaks"][0]["bytes"].as_number(), 6000);
+  EXPECT_EQ(first_function((*expired)["leaks"][0]), "allocate_before_expiry");
+  const JsonValue *at_exit = lease_named(process, "process", "exit");
+  ASSERT_NE(at_exit, nullptr);
+  ASSERT_EQ((*at_exit)["leaks"].size(), 1u);
+  EXPECT_EQ((*at_exit)["leaks"][0]["bytes"].as_number(), 7000);
+  EXPECT_EQ(process["late_frees"].as_number(), 1);
+}
+
+void expect_killed_report(int signal_number) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("killed"), std::to_string(signal_number)});
+  EXPECT_EQ(run.result.exit_code, 128 + signal_number);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_FALSE(process["complete"].as_bool());
+  EXPECT_EQ(process["exit"]["signal"].as_number(), signal_number);
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 8u);
+  for (const auto *leak : leaks) {
+    EXPECT_EQ((*leak)["bytes"].as_number(), 1234);
+    EXPECT_EQ(first_function(*leak), "leak_before_death");
+  }
+  EXPECT_EQ(process["leases"][0]["ended_by"].as_string(), "crash");
+  EXPECT_NE(run.result.err.find("was killed by signal " + std::to_string(signal_number)), std::string::npos);
+}
+
+TEST(Victims, SigkillLeavesAJournalThatStillReportsTheLeaks) { expect_killed_report(9); }
+TEST(Victims, SigsegvLeavesAJournalThatStillReportsTheLeaks) { expect_killed_report(11); }
+
+TEST(Victims, ExplicitLeasesThroughTheCAbi) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("leases")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  const JsonValue *inner = lease_named(process, "inner", "end");
+  const JsonValue *request = lease_named(process, "request", "end");
+  const JsonValue *whole = lease_named(process, "process", "exit");
+  ASSERT_TRUE(inner && request && whole) << read_text(out / "report.json");
+  ASSERT_EQ((*inner)["leaks"].size(), 1u);
+  EXPECT_EQ((*inner)["leaks"][0]["bytes"].as_number(), 222);
+  ASSERT_EQ((*request)["leaks"].size(), 1u);
+  EXPECT_EQ((*request)["leaks"][0]["bytes"].as_number(), 111);
+  ASSERT_EQ((*whole)["leaks"].size(), 1u);
+  EXPECT_EQ((*whole)["leaks"][0]["bytes"].as_number(), 333);
+  EXPECT_EQ(run.json["summary"]["leases"].as_number(), 3);
+}
+
+TEST(Victims, AnRtldNextInterposerKeepsWorkingInEitherPreloadOrder) {
+  const std::string interposer = victim("libnext_interposer.so");
+  for (const std::string &preload : {std::string(LEASEGUARD_PRELOAD_PATH) + ":" + interposer,
+                                     interposer + ":" + LEASEGUARD_PRELOAD_PATH, std::string(LEASEGUARD_PRELOAD_PATH)}) {
+    auto result = run_process({victim("next_interposer_main")}, {{"LD_PRELOAD", preload}});
+    EXPECT_EQ(result.exit_code, 0) << preload << "\n" << result.err;
+    EXPECT_EQ(result.out, "through the interposer\n");
+  }
+}
+
+TEST(Victims, CudartStaticLookupsComeBackWrappedAndTheProgramIsUnharmed) {
+  if (!LEASEGUARD_HAVE_TOOLKIT) GTEST_SKIP() << "no CUDA Toolkit on this machine";
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("cudart_static")}, {}, {{"LEASEGUARD_LOG", "debug"}});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("cudaMalloc: cuda"), std::string::npos) << run.result.out;
+  EXPECT_EQ(run.result.out.find("cudaMalloc: cudaSuccess"), std::string::npos) << run.result.out;
+  for (const char *wrapped : {"cuGetProcAddress(cuGetProcAddress, 12000, 0) -> cuGetProcAddress_v2 wrapped",
+                              "cuGetProcAddress(cuMemAlloc, 3020, 0) -> cuMemAlloc_v2 wrapped",
+                              "cuGetProcAddress(cuMemFree, 3020, 0) -> cuMemFree_v2 wrapped",
+                              "cuGetProcAddress(cuMemAllocAsync, 11020, 0) -> cuMemAllocAsync wrapped",
+                              "cuGetProcAddress(cuMemHostAlloc, 2020, 0) -> cuMemHostAlloc wrapped",
+                              "cuGetProcAddress(cuDevicePrimaryCtxReset, 7000, 0) -> cuDevicePrimaryCtxReset wrapped"})
+    EXPECT_NE(run.result.err.find(wrapped), std::string::npos) << wrapped << "\n" << run.result.err;
+}
+
+TEST(Victims, DisableIsPurePassThrough) {
+  TempDir out;
+  auto result = run_process({victim("threads")}, {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH},
+                                                  {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
+                                                  {"LEASEGUARD_DISABLE", "1"},
+                                                  {"LEASEGUARD_OUT", out.path()}});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out, "threads done\n");
+  EXPECT_EQ(result.err, "");
+  EXPECT_TRUE(std::filesystem::is_empty(out.path()));
+}
+
+TEST(Victims, UnwritableOutputGivesOneWarningAndTheProgramRuns) {
+  auto result = run_process({victim("threads")}, {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH},
+                                                  {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
+                                                  {"LEASEGUARD_OUT", "/proc/leaseguard-cannot-write-here"}});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out, "threads done\n");
+  size_t lines = std::count(result.err.begin(), result.err.end(), '\n');
+  EXPECT_EQ(lines, 1u) << result.err;
+  EXPECT_NE(result.err.find("continuing without recording"), std::string::npos);
+}
+
+TEST(Victims, BadEnvironmentValuesWarnAndUseDefaults) {
+  TempDir out;
+  auto result = run_process({victim("threads")}, {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH},
+                                                  {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
+                                                  {"LEASEGUARD_OUT", out.path()},
+                                                  {"LEASEGUARD_STACK_DEPTH", "-4"},
+                                                  {"LEASEGUARD_TTL", "soon"}});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.err.find("LEASEGUARD_STACK_DEPTH='-4' is not valid; using 16"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("LEASEGUARD_TTL='soon' is not valid; using no time-to-live"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

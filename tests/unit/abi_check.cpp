@@ -1,0 +1,90 @@
+// Compile-time check: every driver declaration in abi/lg_cuda.h has the same ABI as the
+// toolkit's cuda.h (parameter count, and each parameter's size, signedness, pointer depth
+// and constness). Built only where the CUDA Toolkit is installed; it has no run-time part.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace ours {
+#define LG_CUDA_NO_PROTOTYPES 1
+#define LG_CUDA_DEFINES_ENTRY_POINTS 1
+#include "lg_cuda.h"
+}  // namespace ours
+
+namespace {
+
+template <typename T, typename = void>
+struct is_complete : std::false_type {};
+template <typename T>
+struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+template <typename T>
+constexpr bool is_scalar_like = std::is_integral_v<T> || std::is_enum_v<T>;
+
+template <typename T>
+constexpr bool is_signed_scalar() {
+  if constexpr (std::is_enum_v<T>) return std::is_signed_v<std::underlying_type_t<T>>;
+  else return std::is_signed_v<T>;
+}
+
+template <typename A, typename B>
+constexpr bool abi_equal() {
+  using RA = std::remove_cv_t<A>;
+  using RB = std::remove_cv_t<B>;
+  if constexpr (std::is_void_v<RA> || std::is_void_v<RB>) {
+    return std::is_void_v<RA> && std::is_void_v<RB>;
+  } else if constexpr (std::is_pointer_v<RA> || std::is_pointer_v<RB>) {
+    if constexpr (std::is_pointer_v<RA> && std::is_pointer_v<RB>) {
+      using PA = std::remove_pointer_t<RA>;
+      using PB = std::remove_pointer_t<RB>;
+      return std::is_const_v<PA> == std::is_const_v<PB> && abi_equal<PA, PB>();
+    } else {
+      return false;
+    }
+  } else if constexpr (is_scalar_like<RA> || is_scalar_like<RB>) {
+    if constexpr (is_scalar_like<RA> && is_scalar_like<RB>)
+      return sizeof(RA) == sizeof(RB) && is_signed_scalar<RA>() == is_signed_scalar<RB>();
+    else
+      return false;
+  } else if constexpr (std::is_class_v<RA> || std::is_class_v<RB>) {
+    // Structs leaseguard only passes by pointer are declared incomplete on its side.
+    if constexpr (std::is_class_v<RA> && std::is_class_v<RB>) {
+      if constexpr (is_complete<RA>::value && is_complete<RB>::value) return sizeof(RA) == sizeof(RB);
+      else return true;
+    } else {
+      return false;
+    }
+  } else {
+    return std::is_same_v<RA, RB>;
+  }
+}
+
+template <typename F, typename G>
+struct SameSignature : std::false_type {};
+template <typename R1, typename... A1, typename R2, typename... A2>
+struct SameSignature<R1 (*)(A1...), R2 (*)(A2...)> {
+  static constexpr bool value = sizeof...(A1) == sizeof...(A2) && abi_equal<R1, R2>() && (abi_equal<A1, A2>() && ...);
+};
+
+#define LG_CHECK_AGAINST_TOOLKIT(name, params, args)                                     \
+  static_assert(SameSignature<decltype(&::name), ours::lg_pfn_##name>::value,           \
+                #name " in abi/lg_cuda.h does not match the toolkit's cuda.h");
+LG_CUDA_FUNCTIONS(LG_CHECK_AGAINST_TOOLKIT)
+
+static_assert(sizeof(ours::CUdeviceptr) == sizeof(::CUdeviceptr));
+static_assert(sizeof(ours::CUdeviceptr_v1) == sizeof(::CUdeviceptr_v1));
+static_assert(static_cast<int>(ours::CUDA_ERROR_OUT_OF_MEMORY) == static_cast<int>(::CUDA_ERROR_OUT_OF_MEMORY));
+static_assert(static_cast<int>(ours::CUDA_ERROR_INVALID_VALUE) == static_cast<int>(::CUDA_ERROR_INVALID_VALUE));
+static_assert(static_cast<int>(ours::CUDA_ERROR_NOT_FOUND) == static_cast<int>(::CUDA_ERROR_NOT_FOUND));
+static_assert(static_cast<int>(ours::CUDA_ERROR_INVALID_CONTEXT) == static_cast<int>(::CUDA_ERROR_INVALID_CONTEXT));
+static_assert(static_cast<int>(ours::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ==
+              static_cast<int>(::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
+static_assert(static_cast<int>(ours::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) ==
+              static_cast<int>(::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED));
+static_assert(static_cast<int>(ours::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT) ==
+              static_cast<int>(::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT));
+
+}  // namespace

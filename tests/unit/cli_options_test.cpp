@@ -1,0 +1,97 @@
+// Command-line parsing of run and report: what is accepted and the one-line errors.
+#include <gtest/gtest.h>
+
+#include "cli_options.h"
+
+namespace leaseguard::cli {
+namespace {
+
+bool parse(std::vector<std::string> arguments, Command &command, std::string &error) {
+  return parse_command_line(arguments, command, error);
+}
+
+TEST(CommandLine, RunWithEveryOption) {
+  Command command;
+  std::string error;
+  ASSERT_TRUE(parse({"run", "--sim", "--out", "o", "--ttl=250ms", "--on-expiry", "abort", "--stack-depth=8",
+                     "--format", "json", "--format=text=r.txt", "--fail-on-leak=7", "--quiet", "--", "prog", "--flag"},
+                    command, error))
+      << error;
+  EXPECT_EQ(command.subcommand, Subcommand::Run);
+  const RunOptions &run = command.run;
+  EXPECT_TRUE(run.sim);
+  EXPECT_EQ(run.common.out_dir, "o");
+  EXPECT_EQ(run.ttl_ms, 250u);
+  EXPECT_EQ(run.on_expiry, Policy::Abort);
+  EXPECT_EQ(run.stack_depth, 8);
+  ASSERT_EQ(run.common.formats.size(), 2u);
+  EXPECT_EQ(run.common.formats[0].format, "json");
+  EXPECT_EQ(run.common.formats[0].path, "");
+  EXPECT_EQ(run.common.formats[1].path, "r.txt");
+  EXPECT_EQ(run.common.fail_on_leak, 7);
+  EXPECT_TRUE(run.common.quiet);
+  EXPECT_EQ(run.command, (std::vector<std::string>{"prog", "--flag"}));
+}
+
+TEST(CommandLine, FailOnLeakDefaultsTo23) {
+  Command command;
+  std::string error;
+  ASSERT_TRUE(parse({"run", "--fail-on-leak", "--", "prog"}, command, error));
+  EXPECT_EQ(command.run.common.fail_on_leak, 23);
+}
+
+TEST(CommandLine, CommandWithoutSeparator) {
+  Command command;
+  std::string error;
+  ASSERT_TRUE(parse({"run", "--sim", "prog", "--sim"}, command, error));
+  EXPECT_EQ(command.run.command, (std::vector<std::string>{"prog", "--sim"}));
+}
+
+TEST(CommandLine, EachBadInputIsOneClearLine) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate"},
+      {"run"},
+      {"run", "--"},
+      {"run", "--ttl", "soon", "--", "p"},
+      {"run", "--ttl", "-5s", "--", "p"},
+      {"run", "--ttl"},
+      {"run", "--ttl=", "--", "p"},
+      {"run", "--on-expiry", "explode", "--", "p"},
+      {"run", "--on-expiry", "reclaim", "--", "p"},
+      {"run", "--stack-depth", "-1", "--", "p"},
+      {"run", "--stack-depth", "65", "--", "p"},
+      {"run", "--stack-depth", "99999999999999999999", "--", "p"},
+      {"run", "--format", "pdf", "--", "p"},
+      {"run", "--format", "sarif", "--", "p"},
+      {"run", "--format", "json=", "--", "p"},
+      {"run", "--fail-on-leak=0", "--", "p"},
+      {"run", "--fail-on-leak=256", "--", "p"},
+      {"run", "--fail-on-leak=x", "--", "p"},
+      {"run", "--out", "", "--", "p"},
+      {"run", "--sim=yes", "--", "p"},
+      {"run", "--bogus", "--", "p"},
+      {"run", "--suppressions", "s.txt", "--", "p"},
+      {"report"},
+      {"report", "--bogus", "x"},
+      {"diff", "a", "b"},
+  };
+  for (const auto &arguments : cases) {
+    Command command;
+    std::string error;
+    EXPECT_FALSE(parse(arguments, command, error)) << testing::PrintToString(arguments);
+    EXPECT_FALSE(error.empty());
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+}
+
+TEST(CommandLine, ReportPathsAndOptions) {
+  Command command;
+  std::string error;
+  ASSERT_TRUE(parse({"report", "dir", "--format", "json=x.json", "--fail-on-leak", "--", "--odd-name"}, command, error));
+  EXPECT_EQ(command.report.paths, (std::vector<std::string>{"dir", "--odd-name"}));
+  EXPECT_EQ(command.report.common.formats[0].path, "x.json");
+}
+
+}  // namespace
+}  // namespace leaseguard::cli

@@ -1,0 +1,85 @@
+// The live allocation table: insert, remove, replacement, lease marking, concurrency.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "handle_table.h"
+
+namespace leaseguard {
+namespace {
+
+HandleRecord record(uint64_t id, uint64_t address, uint32_t lease = 1, uint64_t context = 0) {
+  HandleRecord r;
+  r.id = id;
+  r.address = address;
+  r.bytes = 100;
+  r.lease_id = lease;
+  r.context = context;
+  return r;
+}
+
+TEST(HandleTable, InsertRemove) {
+  HandleTable table;
+  EXPECT_FALSE(table.insert(record(1, 0x1000)));
+  EXPECT_FALSE(table.insert(record(2, 0x2000)));
+  EXPECT_EQ(table.size(), 2u);
+  auto removed = table.remove(0x1000);
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(removed->id, 1u);
+  EXPECT_FALSE(table.remove(0x1000));  // double free: not there
+  EXPECT_FALSE(table.remove(0x3000));  // unknown
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
+  HandleTable table;
+  table.insert(record(1, 0x1000));
+  auto displaced = table.insert(record(2, 0x1000));
+  ASSERT_TRUE(displaced);
+  EXPECT_EQ(displaced->id, 1u);
+  EXPECT_EQ(table.remove(0x1000)->id, 2u);
+}
+
+TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
+  HandleTable table;
+  bool ran = false;
+  table.insert(record(1, 0x1000), [&] { ran = true; });
+  EXPECT_TRUE(ran);
+  uint64_t seen = 0;
+  table.remove(0x1000, [&](const HandleRecord *r) { seen = r != nullptr ? r->id : 99; });
+  EXPECT_EQ(seen, 1u);
+  table.remove(0x1000, [&](const HandleRecord *r) { seen = r != nullptr ? r->id : 99; });
+  EXPECT_EQ(seen, 99u);
+}
+
+TEST(HandleTable, MarksALeaseOnceAndRemovesByPredicate) {
+  HandleTable table;
+  for (uint64_t i = 1; i <= 10; ++i) table.insert(record(i, i * 0x100, i <= 4 ? 2 : 1, i % 2));
+  EXPECT_EQ(table.mark_lease_reported(2), 4u);
+  EXPECT_EQ(table.mark_lease_reported(2), 0u);
+  auto removed = table.remove_if([](const HandleRecord &r) { return r.context == 1; });
+  EXPECT_EQ(removed.size(), 5u);
+  EXPECT_EQ(table.size(), 5u);
+}
+
+TEST(HandleTable, ConcurrentInsertAndRemoveLoseNothing) {
+  HandleTable table;
+  constexpr int kThreads = 4, kPerThread = 20000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        uint64_t address = (static_cast<uint64_t>(t) << 32) + static_cast<uint64_t>(i) * 256;
+        table.insert(record(static_cast<uint64_t>(i), address));
+        if (i % 2 == 0) {
+          ASSERT_TRUE(table.remove(address));
+        }
+      }
+    });
+  for (auto &thread : threads) thread.join();
+  EXPECT_EQ(table.size(), static_cast<size_t>(kThreads * kPerThread / 2));
+}
+
+}  // namespace
+}  // namespace leaseguard

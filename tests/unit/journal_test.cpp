@@ -1,0 +1,224 @@
+// The journal: round trips, growth, damage, and a writer killed at random moments.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <vector>
+
+#include "journal_reader.h"
+#include "journal_writer.h"
+#include "test_support.h"
+
+namespace leaseguard::journal {
+namespace {
+
+HeaderPayload make_header() {
+  HeaderPayload header{};
+  std::memcpy(header.magic, kFileMagic, sizeof header.magic);
+  header.version = kVersion;
+  header.slot_bytes = kSlotBytes;
+  header.pid = 42;
+  header.ppid = 1;
+  header.start_monotonic_ns = 1000;
+  return header;
+}
+
+AllocPayload make_alloc(uint64_t id) {
+  AllocPayload alloc{};
+  alloc.id = id;
+  alloc.address = 0x7f0000000000ull + id * 256;
+  alloc.bytes = id * 3;
+  alloc.time_ns = 2000 + id;
+  alloc.lease_id = 1;
+  alloc.api = 2;
+  return alloc;
+}
+
+struct Collector : JournalVisitor {
+  std::vector<AllocPayload> allocs;
+  std::vector<FreePayload> frees;
+  std::vector<std::pair<uint32_t, std::vector<StackFrame>>> stacks;
+  std::vector<std::string> lease_names;
+  int headers = 0;
+  void on_header(const HeaderPayload &) override { ++headers; }
+  void on_alloc(const AllocPayload &alloc) override { allocs.push_back(alloc); }
+  void on_free(const FreePayload &free_record) override { frees.push_back(free_record); }
+  void on_stack(uint32_t id, const std::vector<StackFrame> &frames) override { stacks.emplace_back(id, frames); }
+  void on_lease_begin(const LeaseBeginPayload &, std::string_view name) override { lease_names.emplace_back(name); }
+};
+
+std::vector<unsigned char> read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Journal, RoundTripsEveryRecordShape) {
+  testing::TempDir dir;
+  JournalWriter writer;
+  std::string error;
+  ASSERT_TRUE(writer.open(dir / "j.journal", make_header(), error)) << error;
+  for (uint64_t id = 1; id <= 10; ++id) {
+    AllocPayload alloc = make_alloc(id);
+    ASSERT_TRUE(writer.append(RecordType::Alloc, &alloc, sizeof alloc));
+  }
+  FreePayload free_record{};
+  free_record.id = 3;
+  writer.append(RecordType::Free, &free_record, sizeof free_record);
+  // A multi-slot record: a 40-frame stack.
+  std::vector<unsigned char> stack(sizeof(StackPayload) + 40 * sizeof(StackFrame));
+  StackPayload stack_header{7, 40};
+  std::memcpy(stack.data(), &stack_header, sizeof stack_header);
+  for (uint32_t i = 0; i < 40; ++i) {
+    StackFrame frame{i, i * 16, 0};
+    std::memcpy(stack.data() + sizeof stack_header + i * sizeof frame, &frame, sizeof frame);
+  }
+  ASSERT_TRUE(writer.append(RecordType::Stack, stack.data(), stack.size()));
+  std::string name(200, 'n');
+  std::vector<unsigned char> lease(sizeof(LeaseBeginPayload) + name.size());
+  LeaseBeginPayload begin{};
+  begin.lease_id = 2;
+  begin.name_bytes = static_cast<uint32_t>(name.size());
+  std::memcpy(lease.data(), &begin, sizeof begin);
+  std::memcpy(lease.data() + sizeof begin, name.data(), name.size());
+  ASSERT_TRUE(writer.append(RecordType::LeaseBegin, lease.data(), lease.size()));
+  // Too large for any record: refused and counted, nothing written.
+  std::vector<unsigned char> huge(kMaxPayloadBytes + 1);
+  EXPECT_FALSE(writer.append(RecordType::Stack, huge.data(), huge.size()));
+  EXPECT_EQ(writer.dropped(), 1u);
+
+  Collector collector;
+  ReadStats stats;
+  ASSERT_TRUE(read_journal(writer.path(), collector, stats, error)) << error;
+  EXPECT_EQ(collector.headers, 1);
+  ASSERT_EQ(collector.allocs.size(), 10u);
+  EXPECT_EQ(collector.allocs[4].id, 5u);
+  EXPECT_EQ(collector.allocs[4].bytes, 15u);
+  ASSERT_EQ(collector.frees.size(), 1u);
+  ASSERT_EQ(collector.stacks.size(), 1u);
+  EXPECT_EQ(collector.stacks[0].second.size(), 40u);
+  EXPECT_EQ(collector.stacks[0].second[39].offset_low, 39u * 16);
+  ASSERT_EQ(collector.lease_names.size(), 1u);
+  EXPECT_EQ(collector.lease_names[0], name);
+  EXPECT_FALSE(stats.damaged());
+}
+
+TEST(Journal, RefusesToReuseOrFollowALink) {
+  testing::TempDir dir;
+  std::string error;
+  JournalWriter first;
+  ASSERT_TRUE(first.open(dir / "j.journal", make_header(), error));
+  JournalWriter second;
+  EXPECT_FALSE(second.open(dir / "j.journal", make_header(), error));
+  ASSERT_EQ(symlink("/tmp/elsewhere", (dir / "link.journal").c_str()), 0);
+  JournalWriter third;
+  EXPECT_FALSE(third.open(dir / "link.journal", make_header(), error));
+}
+
+TEST(Journal, GrowsAcrossChunks) {
+  testing::TempDir dir;
+  JournalWriter writer;
+  std::string error;
+  ASSERT_TRUE(writer.open(dir / "j.journal", make_header(), error));
+  const uint64_t count = 70'000;  // > 4 chunks of 16384 slots
+  for (uint64_t id = 1; id <= count; ++id) {
+    AllocPayload alloc = make_alloc(id);
+    ASSERT_TRUE(writer.append(RecordType::Alloc, &alloc, sizeof alloc));
+  }
+  Collector collector;
+  ReadStats stats;
+  ASSERT_TRUE(read_journal(writer.path(), collector, stats, error));
+  ASSERT_EQ(collector.allocs.size(), count);
+  for (uint64_t i = 0; i < count; ++i) ASSERT_EQ(collector.allocs[i].id, i + 1);
+}
+
+TEST(Journal, SkipsUncommittedAndCorruptSlotsAndKeepsTheRest) {
+  testing::TempDir dir;
+  JournalWriter writer;
+  std::string error;
+  ASSERT_TRUE(writer.open(dir / "j.journal", make_header(), error));
+  for (uint64_t id = 1; id <= 5; ++id) {
+    AllocPayload alloc = make_alloc(id);
+    writer.append(RecordType::Alloc, &alloc, sizeof alloc);
+  }
+  std::vector<unsigned char> bytes = read_file(writer.path());
+  // Slot 0 is the header; allocs are slots 1..5. Uncommit #2, corrupt #4's tag.
+  std::memset(bytes.data() + 2 * kSlotBytes, 0, 4);
+  bytes[4 * kSlotBytes + 3] = 0x12;
+  Collector collector;
+  ReadStats stats;
+  ASSERT_TRUE(read_journal_bytes(bytes.data(), 6 * kSlotBytes + 10, collector, stats, error));
+  ASSERT_EQ(collector.allocs.size(), 3u);
+  EXPECT_EQ(collector.allocs[0].id, 1u);
+  EXPECT_EQ(collector.allocs[1].id, 3u);
+  EXPECT_EQ(collector.allocs[2].id, 5u);
+  EXPECT_EQ(stats.uncommitted_slots, 1u);
+  EXPECT_EQ(stats.corrupt_slots, 1u);
+  EXPECT_EQ(stats.truncated_bytes, 10u);
+  EXPECT_TRUE(stats.damaged());
+}
+
+TEST(Journal, RejectsWhatIsNotAJournal) {
+  Collector collector;
+  ReadStats stats;
+  std::string error;
+  std::vector<unsigned char> garbage(256, 0xAB);
+  EXPECT_FALSE(read_journal_bytes(garbage.data(), garbage.size(), collector, stats, error));
+  EXPECT_NE(error.find("not a leaseguard journal"), std::string::npos);
+  EXPECT_FALSE(read_journal_bytes(garbage.data(), 0, collector, stats, error));
+  EXPECT_FALSE(read_journal("/nonexistent/j.journal", collector, stats, error));
+}
+
+// A writer killed at a random instant: every record it finished is read back, whole, and
+// at most the one record in flight is missing.
+TEST(Journal, SurvivesSigkillAtRandomMoments) {
+  std::mt19937 random(12345);
+  for (int round = 0; round < 100; ++round) {
+    testing::TempDir dir;
+    auto *committed = static_cast<std::atomic<uint64_t> *>(
+        mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(committed, MAP_FAILED);
+    new (committed) std::atomic<uint64_t>(0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      JournalWriter writer;
+      std::string error;
+      if (!writer.open(dir / "j.journal", make_header(), error)) _exit(1);
+      for (uint64_t id = 1;; ++id) {
+        AllocPayload alloc = make_alloc(id);
+        alloc.context = ~id;  // a check value the reader verifies
+        writer.append(RecordType::Alloc, &alloc, sizeof alloc);
+        committed->store(id, std::memory_order_release);
+      }
+    }
+    // Once it is writing, kill it at a random instant.
+    while (committed->load() == 0) usleep(100);
+    usleep(random() % 20000);
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    uint64_t done = committed->load();
+    Collector collector;
+    ReadStats stats;
+    std::string error;
+    ASSERT_TRUE(read_journal(dir / "j.journal", collector, stats, error)) << error;
+    ASSERT_GE(collector.allocs.size(), done);
+    ASSERT_LE(collector.allocs.size(), done + 1);
+    for (size_t i = 0; i < collector.allocs.size(); ++i) {
+      ASSERT_EQ(collector.allocs[i].id, i + 1);
+      ASSERT_EQ(collector.allocs[i].context, ~(i + 1));
+    }
+    EXPECT_FALSE(stats.damaged());
+    munmap(committed, sizeof(std::atomic<uint64_t>));
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard::journal

@@ -1,0 +1,56 @@
+// The JSON writer and reader: escaping, round trips, and hostile input.
+#include <gtest/gtest.h>
+
+#include "report/json_value.h"
+#include "report/json_writer.h"
+
+namespace leaseguard::report {
+namespace {
+
+TEST(JsonWriter, EscapesAndRoundTrips) {
+  JsonWriter writer;
+  writer.begin_object();
+  writer.key("text").value(std::string_view("quote \" backslash \\ newline \n tab \t bell \x07 utf8 \xc3\xa9"));
+  writer.key("bad_utf8").value(std::string_view("\xff\xfe"));
+  writer.key("numbers").begin_array().value(uint64_t{18446744073709551615ull}).value(int64_t{-5}).value(1.5).end_array();
+  writer.key("nothing").null();
+  writer.key("empty").begin_object().end_object();
+  writer.end_object();
+  JsonValue parsed;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(writer.text(), parsed, error)) << error << "\n" << writer.text();
+  EXPECT_EQ(parsed["text"].as_string(), "quote \" backslash \\ newline \n tab \t bell \x07 utf8 \xc3\xa9");
+  EXPECT_EQ(parsed["bad_utf8"].as_string(), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(parsed["numbers"].size(), 3u);
+  EXPECT_EQ(parsed["numbers"][1].as_number(), -5);
+  EXPECT_TRUE(parsed["nothing"].is_null());
+  EXPECT_EQ(parsed["empty"].type(), JsonValue::Type::Object);
+}
+
+TEST(JsonValue, RejectsMalformedDocumentsWithAPosition) {
+  for (const char *bad : {"", "{", "[1,]", "{\"a\" 1}", "\"unterminated", "tru", "{\"a\":1}x", "[\"\\x\"]", "01a",
+                          "\"\x01\""}) {
+    JsonValue value;
+    std::string error;
+    EXPECT_FALSE(JsonValue::parse(bad, value, error)) << bad;
+    EXPECT_NE(error.find("line 1 column"), std::string::npos) << error;
+  }
+}
+
+TEST(JsonValue, BoundsNesting) {
+  std::string deep(100000, '[');
+  JsonValue value;
+  std::string error;
+  EXPECT_FALSE(JsonValue::parse(deep, value, error));
+  EXPECT_NE(error.find("too deep"), std::string::npos);
+}
+
+TEST(JsonValue, DecodesSurrogatePairs) {
+  JsonValue value;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse("\"\\ud83d\\ude00\"", value, error));
+  EXPECT_EQ(value.as_string(), "\xf0\x9f\x98\x80");
+}
+
+}  // namespace
+}  // namespace leaseguard::report

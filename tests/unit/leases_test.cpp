@@ -1,0 +1,64 @@
+// The lease registry: ids, ending once, and the expiry watchdog.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "leases.h"
+#include "tracker.h"
+
+namespace leaseguard {
+namespace {
+
+TEST(Leases, ProcessLeaseAndExplicitLeases) {
+  LeaseRegistry registry(monotonic_ns(), 0, Policy::Report, [](Lease &) {});
+  EXPECT_EQ(registry.process_lease().id, kProcessLeaseId);
+  EXPECT_EQ(registry.process_lease().name, "process");
+  Lease &a = registry.begin("a", 0, Policy::Report, monotonic_ns());
+  Lease &b = registry.begin("b", 0, Policy::Abort, monotonic_ns());
+  EXPECT_EQ(a.id, 2u);
+  EXPECT_EQ(b.id, 3u);
+  EXPECT_EQ(registry.find(3), &b);
+  EXPECT_EQ(registry.find(99), nullptr);
+  auto open = registry.open_leases();
+  ASSERT_EQ(open.size(), 3u);
+  EXPECT_EQ(open[0], &b);  // newest first, process lease last
+  EXPECT_EQ(open[2]->id, kProcessLeaseId);
+  EXPECT_TRUE(LeaseRegistry::try_end(a));
+  EXPECT_FALSE(LeaseRegistry::try_end(a));
+  EXPECT_EQ(registry.open_leases().size(), 2u);
+}
+
+TEST(Leases, WatchdogExpiresEachLeaseOnceInDeadlineOrder) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<uint32_t> expired;
+  LeaseRegistry registry(monotonic_ns(), 0, Policy::Report, [&](Lease &lease) {
+    std::lock_guard lock(mutex);
+    expired.push_back(lease.id);
+    changed.notify_all();
+  });
+  uint64_t now = monotonic_ns();
+  registry.begin("late", 60, Policy::Report, now);
+  registry.begin("early", 20, Policy::Report, now);
+  registry.begin("never", 0, Policy::Report, now);
+  std::unique_lock lock(mutex);
+  // Waits for the events, not for a time: a slow machine only makes this slower.
+  ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return expired.size() >= 2; }));
+  EXPECT_EQ(expired, (std::vector<uint32_t>{3, 2}));
+  lock.unlock();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  lock.lock();
+  EXPECT_EQ(expired.size(), 2u);
+}
+
+TEST(Leases, NoWatchdogThreadWithoutADeadline) {
+  // A registry without deadlines is destroyed at once: nothing to join.
+  LeaseRegistry registry(monotonic_ns(), 0, Policy::Report, [](Lease &) { FAIL(); });
+  registry.begin("x", 0, Policy::Report, monotonic_ns());
+}
+
+}  // namespace
+}  // namespace leaseguard

@@ -1,0 +1,96 @@
+// Environment and duration parsing: good values, and every kind of bad value.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "options.h"
+
+namespace leaseguard {
+namespace {
+
+Options parse(const std::map<std::string, std::string> &environment, std::vector<std::string> &warnings) {
+  return parse_options(
+      [&](const char *name) -> const char * {
+        auto it = environment.find(name);
+        return it == environment.end() ? nullptr : it->second.c_str();
+      },
+      warnings);
+}
+
+TEST(Duration, AcceptsEachUnit) {
+  EXPECT_EQ(parse_duration_ms("250ms"), 250u);
+  EXPECT_EQ(parse_duration_ms("30s"), 30'000u);
+  EXPECT_EQ(parse_duration_ms("5m"), 300'000u);
+  EXPECT_EQ(parse_duration_ms("2h"), 7'200'000u);
+  EXPECT_EQ(parse_duration_ms("0"), 0u);
+}
+
+TEST(Duration, RejectsMalformedAndOverflowingValues) {
+  for (const char *bad : {"", "ms", "10", "-5s", "5x", "5 s", "1.5s", "s5", "99999999999999999999s",
+                          "18446744073709551615h", "5ms ", "0x10s"})
+    EXPECT_FALSE(parse_duration_ms(bad).has_value()) << bad;
+}
+
+TEST(Integer, ChecksRangeAndTrailingText) {
+  EXPECT_EQ(parse_integer("16", 0, 64), 16);
+  EXPECT_FALSE(parse_integer("65", 0, 64));
+  EXPECT_FALSE(parse_integer("-1", 0, 64));
+  EXPECT_FALSE(parse_integer("16x", 0, 64));
+  EXPECT_FALSE(parse_integer("", 0, 64));
+  EXPECT_FALSE(parse_integer("99999999999999999999999", 0, 64));
+}
+
+TEST(Environment, DefaultsWithoutVariables) {
+  std::vector<std::string> warnings;
+  Options options = parse({}, warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_FALSE(options.disabled);
+  EXPECT_EQ(options.stack_depth, 16);
+  EXPECT_EQ(options.ttl_ms, 0u);
+  EXPECT_EQ(options.on_expiry, Policy::Report);
+  EXPECT_EQ(options.log_level, LogLevel::Info);
+}
+
+TEST(Environment, ReadsEveryVariable) {
+  std::vector<std::string> warnings;
+  Options options = parse({{"LEASEGUARD_OUT", "/tmp/x"},
+                           {"LEASEGUARD_TTL", "30s"},
+                           {"LEASEGUARD_ON_EXPIRY", "abort"},
+                           {"LEASEGUARD_STACK_DEPTH", "0"},
+                           {"LEASEGUARD_DISABLE", "1"},
+                           {"LEASEGUARD_LOG", "debug"},
+                           {"LEASEGUARD_RUN_ID", "lg-1a2b-42"}},
+                          warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(options.out_dir, "/tmp/x");
+  EXPECT_EQ(options.ttl_ms, 30'000u);
+  EXPECT_EQ(options.on_expiry, Policy::Abort);
+  EXPECT_EQ(options.stack_depth, 0);
+  EXPECT_TRUE(options.disabled);
+  EXPECT_EQ(options.log_level, LogLevel::Debug);
+  EXPECT_EQ(options.run_id, "lg-1a2b-42");
+}
+
+TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"LEASEGUARD_TTL", "soon"},       {"LEASEGUARD_TTL", "-1s"},          {"LEASEGUARD_TTL", ""},
+      {"LEASEGUARD_ON_EXPIRY", "kill"}, {"LEASEGUARD_ON_EXPIRY", ""},       {"LEASEGUARD_STACK_DEPTH", "-3"},
+      {"LEASEGUARD_STACK_DEPTH", "65"}, {"LEASEGUARD_STACK_DEPTH", "1e9"},  {"LEASEGUARD_STACK_DEPTH", ""},
+      {"LEASEGUARD_LOG", "verbose"},    {"LEASEGUARD_DISABLE", "maybe"},    {"LEASEGUARD_OUT", ""},
+      {"LEASEGUARD_RUN_ID", "../x"},    {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"}};
+  for (const auto &[name, value] : cases) {
+    std::vector<std::string> warnings;
+    Options options = parse({{name, value}}, warnings);
+    ASSERT_EQ(warnings.size(), 1u) << name << "=" << value;
+    EXPECT_NE(warnings[0].find(name), std::string::npos);
+    EXPECT_NE(warnings[0].find("using"), std::string::npos);
+    EXPECT_EQ(options.stack_depth, 16);
+    EXPECT_EQ(options.ttl_ms, 0u);
+    EXPECT_EQ(options.on_expiry, Policy::Report);
+    EXPECT_FALSE(options.disabled);
+    EXPECT_EQ(options.out_dir, "leaseguard-out");
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard

@@ -1,0 +1,245 @@
+// Implementation of the JSON reader.
+#include "json_value.h"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace leaseguard::report {
+
+namespace {
+const JsonValue kNull;
+constexpr int kMaxDepth = 128;
+}  // namespace
+
+const JsonValue &JsonValue::operator[](const std::string &key) const {
+  auto it = object_.find(key);
+  return it == object_.end() ? kNull : it->second;
+}
+
+const JsonValue &JsonValue::operator[](size_t index) const {
+  return index < array_.size() ? array_[index] : kNull;
+}
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : text_(text) {}
+
+  bool document(JsonValue &out, std::string &error) {
+    skip_space();
+    if (!value(out, 0)) {
+      error = where() + message_;
+      return false;
+    }
+    skip_space();
+    if (position_ != text_.size()) {
+      error = where() + "unexpected text after the document";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string where() const {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < position_ && i < text_.size(); ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    return "line " + std::to_string(line) + " column " + std::to_string(column) + ": ";
+  }
+
+  bool fail(const char *what) {
+    message_ = what;
+    return false;
+  }
+
+  void skip_space() {
+    while (position_ < text_.size() &&
+           (text_[position_] == ' ' || text_[position_] == '\n' || text_[position_] == '\r' || text_[position_] == '\t'))
+      ++position_;
+  }
+
+  bool literal(std::string_view word) {
+    if (text_.substr(position_, word.size()) != word) return fail("invalid literal");
+    position_ += word.size();
+    return true;
+  }
+
+  bool value(JsonValue &out, int depth) {
+    if (depth > kMaxDepth) return fail("nesting too deep");
+    if (position_ >= text_.size()) return fail("unexpected end of input");
+    char c = text_[position_];
+    switch (c) {
+      case '{': return object(out, depth);
+      case '[': return array(out, depth);
+      case '"': out.type_ = JsonValue::Type::String; return string(out.string_);
+      case 't': out.type_ = JsonValue::Type::Bool; out.boolean_ = true; return literal("true");
+      case 'f': out.type_ = JsonValue::Type::Bool; out.boolean_ = false; return literal("false");
+      case 'n': out.type_ = JsonValue::Type::Null; return literal("null");
+      default: return number(out);
+    }
+  }
+
+  bool number(JsonValue &out) {
+    size_t start = position_;
+    if (position_ < text_.size() && text_[position_] == '-') ++position_;
+    bool digits = false;
+    while (position_ < text_.size() &&
+           ((text_[position_] >= '0' && text_[position_] <= '9') || text_[position_] == '.' || text_[position_] == 'e' ||
+            text_[position_] == 'E' || text_[position_] == '+' || text_[position_] == '-')) {
+      digits = true;
+      ++position_;
+    }
+    if (!digits) return fail("expected a value");
+    std::string token(text_.substr(start, position_ - start));
+    char *end = nullptr;
+    out.number_ = std::strtod(token.c_str(), &end);
+    if (end != token.c_str() + token.size()) return fail("invalid number");
+    out.type_ = JsonValue::Type::Number;
+    return true;
+  }
+
+  static void append_utf8(std::string &out, unsigned code) {
+    if (code < 0x80) {
+      out.push_back(static_cast<char>(code));
+    } else if (code < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+    } else if (code < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (code >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+    }
+  }
+
+  bool hex4(unsigned &code) {
+    if (position_ + 4 > text_.size()) return fail("truncated \\u escape");
+    auto [end, error] = std::from_chars(text_.data() + position_, text_.data() + position_ + 4, code, 16);
+    if (error != std::errc() || end != text_.data() + position_ + 4) return fail("invalid \\u escape");
+    position_ += 4;
+    return true;
+  }
+
+  bool string(std::string &out) {
+    ++position_;  // opening quote
+    while (position_ < text_.size()) {
+      char c = text_[position_++];
+      if (c == '"') return true;
+      if (static_cast<unsigned char>(c) < 0x20) return fail("control character in string");
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (position_ >= text_.size()) break;
+      char escape = text_[position_++];
+      switch (escape) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          unsigned code = 0;
+          if (!hex4(code)) return false;
+          if (code >= 0xD800 && code < 0xDC00 && text_.substr(position_, 2) == "\\u") {
+            position_ += 2;
+            unsigned low = 0;
+            if (!hex4(low)) return false;
+            if (low >= 0xDC00 && low < 0xE000) code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            else code = 0xFFFD;
+          } else if (code >= 0xD800 && code < 0xE000) {
+            code = 0xFFFD;
+          }
+          append_utf8(out, code);
+          break;
+        }
+        default: return fail("invalid escape");
+      }
+    }
+    return fail("unterminated string");
+  }
+
+  bool array(JsonValue &out, int depth) {
+    out.type_ = JsonValue::Type::Array;
+    ++position_;
+    skip_space();
+    if (position_ < text_.size() && text_[position_] == ']') {
+      ++position_;
+      return true;
+    }
+    while (true) {
+      skip_space();
+      out.array_.emplace_back();
+      if (!value(out.array_.back(), depth + 1)) return false;
+      skip_space();
+      if (position_ >= text_.size()) return fail("unterminated array");
+      if (text_[position_] == ',') {
+        ++position_;
+        continue;
+      }
+      if (text_[position_] == ']') {
+        ++position_;
+        return true;
+      }
+      return fail("expected , or ] in array");
+    }
+  }
+
+  bool object(JsonValue &out, int depth) {
+    out.type_ = JsonValue::Type::Object;
+    ++position_;
+    skip_space();
+    if (position_ < text_.size() && text_[position_] == '}') {
+      ++position_;
+      return true;
+    }
+    while (true) {
+      skip_space();
+      if (position_ >= text_.size() || text_[position_] != '"') return fail("expected a member name");
+      std::string key;
+      if (!string(key)) return false;
+      skip_space();
+      if (position_ >= text_.size() || text_[position_] != ':') return fail("expected : after a member name");
+      ++position_;
+      skip_space();
+      JsonValue member;
+      if (!value(member, depth + 1)) return false;
+      out.object_[key] = std::move(member);
+      skip_space();
+      if (position_ >= text_.size()) return fail("unterminated object");
+      if (text_[position_] == ',') {
+        ++position_;
+        continue;
+      }
+      if (text_[position_] == '}') {
+        ++position_;
+        return true;
+      }
+      return fail("expected , or } in object");
+    }
+  }
+
+  std::string_view text_;
+  size_t position_ = 0;
+  std::string message_;
+};
+
+bool JsonValue::parse(std::string_view text, JsonValue &out, std::string &error) {
+  out = JsonValue();
+  JsonParser parser(text);
+  return parser.document(out, error);
+}
+
+}  // namespace leaseguard::report
