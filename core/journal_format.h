@@ -9,8 +9,9 @@
 // record either whole or with a zero first tag; a reader skips zero tags and orphaned
 // continuation slots one slot at a time, and nothing that was committed is lost.
 //
-// Payload structs are little-endian, packed to 4-byte alignment (sizes checked by
-// static_assert below), copied in and out with memcpy. Versioning: kVersion changes when a payload changes shape;
+// Payload structs are little-endian with natural alignment and no hidden padding inside
+// (sizes checked by static_assert below); they are copied in and out of slots with memcpy,
+// never accessed in place, since a payload starts 4 bytes into its slot. Versioning: kVersion changes when a payload changes shape;
 // new record types may be added without a version change (readers skip unknown types).
 #pragma once
 
@@ -50,9 +51,6 @@ inline constexpr uint32_t kContinuationTag = make_tag(RecordType::Continuation, 
 constexpr size_t slots_for(size_t payload_bytes) {
   return payload_bytes == 0 ? 1 : (payload_bytes + kSlotPayloadBytes - 1) / kSlotPayloadBytes;
 }
-
-// Payloads are packed to 4 bytes: they are copied with memcpy, never accessed in place.
-#pragma pack(push, 4)
 
 struct HeaderPayload {
   char magic[8];
@@ -105,8 +103,7 @@ struct AllocPayload {
   uint32_t thread;
   uint16_t api;
   uint8_t kind;
-  uint8_t reserved;
-  int32_t device;
+  int8_t device;  // -1: unknown
 };
 
 enum FreeFlags : uint8_t {
@@ -156,10 +153,11 @@ struct ProcessEndPayload {
   uint64_t dropped_records;
 };
 
-#pragma pack(pop)
-
 static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes);
-static_assert(sizeof(AllocPayload) == kSlotPayloadBytes, "an allocation must fit one slot");
+static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
+static_assert(sizeof(HeaderPayload) == 40 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
+              sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 24 &&
+              sizeof(AllocPayload) == 56, "payload layouts are part of the journal format");
 static_assert(sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);

@@ -217,7 +217,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   alloc.thread = record.thread;
   alloc.api = static_cast<uint16_t>(record.api);
   alloc.kind = static_cast<uint8_t>(record.kind);
-  alloc.device = record.device;
+  alloc.device = static_cast<int8_t>(record.device >= -1 && record.device <= 127 ? record.device : -1);
   try {
     // The record is written while the table holds the address's lock, so a free of the same
     // address on another thread is always journaled after it.

@@ -1,0 +1,43 @@
+# Shared by scripts/demo and scripts/test: makes sure the Debian packages the build needs
+# are installed (installs them when run as root; otherwise prints the one command to run).
+# Sourced, not executed.
+
+LEASEGUARD_PACKAGES=(cmake ninja-build g++ binutils googletest libgtest-dev libdw-dev libelf-dev)
+
+leaseguard_missing_packages() {
+  local missing=()
+  for package in "${LEASEGUARD_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  echo "${missing[@]}"
+}
+
+leaseguard_ensure_packages() {
+  local missing
+  missing=$(leaseguard_missing_packages)
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "leaseguard: installing: $missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq $missing >/dev/null || {
+      echo "leaseguard: apt-get install failed" >&2
+      return 1
+    }
+  else
+    echo "leaseguard: missing packages. Run:" >&2
+    echo "  sudo apt-get install -y $missing" >&2
+    return 1
+  fi
+}
+
+# leaseguard_build PRESET: configure (once) and build.
+leaseguard_build() {
+  local preset=$1
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  cd "$root" || return 1
+  if [ ! -f "build/$preset/build.ninja" ]; then
+    cmake --preset "$preset" >/dev/null || return 1
+  fi
+  cmake --build --preset "$preset" || return 1
+}

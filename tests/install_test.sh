@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and checks the contract's layout, then runs
+# the installed CLI (no environment) on the simulated GPU, and a find_package consumer.
+set -euo pipefail
+build=$1
+example=$2
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for file in bin/leaseguard lib/libleaseguard_preload.so lib/leaseguard/sim/libcuda.so.1 \
+            include/leaseguard/leaseguard.h include/leaseguard/annotate.h \
+            lib/cmake/leaseguard/leaseguardConfig.cmake lib/pkgconfig/leaseguard.pc; do
+  [ -e "$prefix/$file" ] || { echo "missing after install: $file"; exit 1; }
+done
+out=$("$prefix/bin/leaseguard" run --sim --out "$prefix/out" -- "$example" 2>&1)
+echo "$out" | grep -q "SUMMARY: leaseguard: 14336 byte(s) leaked in 4 allocation(s)." || { echo "$out"; exit 1; }
+echo "$out" | grep -q "in blur " || { echo "$out"; exit 1; }
+
+# A consumer project finds the package and its imported targets.
+mkdir -p "$prefix/consumer"
+cat > "$prefix/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(leaseguard CONFIG REQUIRED)
+add_executable(consumer main.c)
+target_link_libraries(consumer PRIVATE leaseguard::annotate)
+CMAKE
+cat > "$prefix/consumer/main.c" <<'C'
+#include <leaseguard/annotate.h>
+int main(void) { return (int)LEASEGUARD_LEASE_BEGIN("x", 0, LEASEGUARD_REPORT); }
+C
+cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/consumer/build" >/dev/null
+"$prefix/consumer/build/consumer"   # without the preload every annotation is a no-op: exit 0
+echo "install layout ok"

@@ -1,0 +1,155 @@
+// The simulated driver on its own: alignment, capacity, invalid frees, context teardown,
+// fault injection. Its settings are read once per process, so this is its own executable
+// and main() sets them first.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#define LG_CUDA_DEFINES_ENTRY_POINTS 1
+#include "lg_cuda.h"
+
+namespace {
+
+class Sim : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+    ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+  }
+  CUcontext primary_ = nullptr;
+};
+
+
+TEST_F(Sim, AllocationsAre256ByteAlignedAndUsable) {
+  std::vector<CUdeviceptr> pointers;
+  for (size_t bytes : {1, 7, 255, 257, 4096, 100000, 3 << 20}) {
+    CUdeviceptr pointer = 0;
+    ASSERT_EQ(cuMemAlloc_v2(&pointer, bytes), CUDA_SUCCESS);
+    EXPECT_EQ(pointer % 256, 0u);
+    ASSERT_EQ(cuMemsetD8_v2(pointer, 0x5a, bytes), CUDA_SUCCESS);
+    std::vector<unsigned char> back(bytes);
+    ASSERT_EQ(cuMemcpyDtoH_v2(back.data(), pointer, bytes), CUDA_SUCCESS);
+    EXPECT_EQ(back[bytes - 1], 0x5a);
+    pointers.push_back(pointer);
+  }
+  for (CUdeviceptr pointer : pointers) EXPECT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+}
+
+TEST_F(Sim, ZeroBytesNullOutputAndOutOfRangeCopiesAreRejected) {
+  CUdeviceptr pointer = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&pointer, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemAlloc_v2(nullptr, 16), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
+  char buffer[128];
+  EXPECT_EQ(cuMemcpyDtoH_v2(buffer, pointer, 128), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemcpyHtoD_v2(pointer + 32, buffer, 32), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+}
+
+TEST_F(Sim, CapacityIsEnforcedAndCommittedLazily) {
+  size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+  EXPECT_EQ(total, size_t{1} << 30);  // LEASEGUARD_SIM_CAPACITY=1G, set in main()
+  CUdeviceptr big = 0, more = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&big, (size_t{1} << 30) - (size_t{1} << 20)), CUDA_SUCCESS);  // costs no memory yet
+  EXPECT_EQ(cuMemAlloc_v2(&more, size_t{2} << 20), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(cuMemAlloc_v2(&more, SIZE_MAX), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(cuMemFree_v2(big), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemAlloc_v2(&more, size_t{2} << 20), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(more), CUDA_SUCCESS);
+}
+
+TEST_F(Sim, UnknownAndDoubleFreesAreInvalidValue) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(pointer + 256), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE);
+  void *host = nullptr;
+  ASSERT_EQ(cuMemAllocHost_v2(&host, 64), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(reinterpret_cast<CUdeviceptr>(host)), CUDA_ERROR_INVALID_VALUE);  // wrong family
+  EXPECT_EQ(cuMemFreeHost(host), CUDA_SUCCESS);
+}
+
+TEST_F(Sim, ContextDestroyFreesItsAllocationsButNotPoolMemory) {
+  CUcontext context = nullptr;
+  ASSERT_EQ(cuCtxCreate_v4(&context, nullptr, 0, 0), CUDA_SUCCESS);
+  CUdeviceptr plain = 0, pooled = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&plain, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&pooled, 64, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxDestroy_v2(context), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxDestroy_v2(context), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(plain), CUDA_ERROR_INVALID_VALUE);  // already gone
+  EXPECT_EQ(cuMemFreeAsync(pooled, nullptr), CUDA_SUCCESS);  // survived
+}
+
+TEST_F(Sim, PrimaryContextResetAndLastReleaseFreeItsMemory) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE);
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext extra = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&extra, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 1);  // SetUp's retain is still held
+  ASSERT_EQ(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 0);
+  EXPECT_EQ(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Sim, InjectedFaultHitsExactlyTheNthCall) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemsetD32_v2(pointer, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(static_cast<int>(cuMemsetD32_v2(pointer, 1, 4)), 999);  // LEASEGUARD_SIM_FAULTS: 2nd call
+  EXPECT_EQ(cuMemsetD32_v2(pointer, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+}
+
+TEST_F(Sim, ConcurrentAllocationAndFree) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([this] {
+      ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+      for (int i = 0; i < 2000; ++i) {
+        CUdeviceptr pointer = 0;
+        ASSERT_EQ(cuMemAlloc_v2(&pointer, 64 + static_cast<size_t>(i)), CUDA_SUCCESS);
+        ASSERT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+      }
+    });
+  for (auto &thread : threads) thread.join();
+}
+
+TEST_F(Sim, ErrorNamesAndProcAddressOfUnknownSymbols) {
+  const char *name = nullptr;
+  ASSERT_EQ(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &name), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "CUDA_ERROR_OUT_OF_MEMORY");
+  void *function = reinterpret_cast<void *>(1);
+  CUdriverProcAddressQueryResult status;
+  EXPECT_EQ(cuGetProcAddress_v2("cuSomethingNew", &function, 13000, 0, &status), CUDA_SUCCESS);
+  EXPECT_EQ(function, nullptr);
+  EXPECT_EQ(cuGetProcAddress_v2("cuMemAllocAsync", &function, 11000, 0, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &function, 13000, 0, &status), CUDA_SUCCESS);
+  EXPECT_EQ(function, reinterpret_cast<void *>(&cuMemAlloc_v2));
+  EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &function, 2000, 0, &status), CUDA_SUCCESS);
+  EXPECT_EQ(function, reinterpret_cast<void *>(&cuMemAlloc));
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  setenv("LEASEGUARD_SIM_CAPACITY", "1G", 1);
+  setenv("LEASEGUARD_SIM_FAULTS", "cuMemsetD32_v2:2=999", 1);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
