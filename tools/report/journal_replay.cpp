@@ -266,6 +266,14 @@ bool load_journal_replay(const std::string &path, ProcessReport &process, bool r
   return true;
 }
 
+bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &process, std::string &error) {
+  process = ProcessReport{};
+  Replay replay(process);
+  if (!journal::read_journal_bytes(data, size, replay, process.read_stats, error)) return false;
+  replay.finish(false);
+  return true;
+}
+
 bool load_journal(const std::string &path, ProcessReport &process, std::string &error) {
   return load_journal_replay(path, process, false, error);
 }

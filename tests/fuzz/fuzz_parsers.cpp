@@ -1,0 +1,47 @@
+// libFuzzer target: the duration and integer parsers, the environment parser and the CLI
+// argument parser, on arbitrary NUL-separated words.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "options.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::vector<std::string> words;
+  std::string word;
+  for (size_t i = 0; i < size; ++i) {
+    if (data[i] == 0) {
+      words.push_back(word);
+      word.clear();
+    } else {
+      word.push_back(static_cast<char>(data[i]));
+    }
+  }
+  words.push_back(word);
+
+  for (const std::string &text : words) {
+    leaseguard::parse_duration_ms(text);
+    leaseguard::parse_integer(text, -1000, 1000);
+  }
+
+  static const char *const kNames[] = {"LEASEGUARD_OUT", "LEASEGUARD_TTL", "LEASEGUARD_ON_EXPIRY",
+                                       "LEASEGUARD_STACK_DEPTH", "LEASEGUARD_DISABLE", "LEASEGUARD_LOG",
+                                       "LEASEGUARD_RUN_ID"};
+  std::map<std::string, std::string> environment;
+  for (size_t i = 0; i < words.size() && i < 7; ++i) environment[kNames[i]] = words[i];
+  std::vector<std::string> warnings;
+  leaseguard::parse_options(
+      [&](const char *name) -> const char * {
+        auto it = environment.find(name);
+        return it == environment.end() ? nullptr : it->second.c_str();
+      },
+      warnings);
+
+  leaseguard::cli::Command command;
+  std::string error;
+  leaseguard::cli::parse_command_line(words, command, error);
+  return 0;
+}
