@@ -51,12 +51,14 @@ Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, ui
   lease->begin_ns = now_ns;
   lease->deadline_ns = deadline_for(now_ns, ttl_ms);
   Lease &result = *lease;
+  // Read before publishing: once in the map, the watchdog owns deadline_ns.
+  const bool has_deadline = lease->deadline_ns != 0;
   {
     std::lock_guard lock(mutex_);
     lease->id = next_id_++;
     leases_.emplace(lease->id, std::move(lease));
   }
-  if (result.deadline_ns != 0) arm(result);
+  if (has_deadline) arm(result);
   return result;
 }
 
