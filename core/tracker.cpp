@@ -137,6 +137,12 @@ bool Tracker::open_journal(std::string &error) {
       error = attempt_error;
       return false;
     }
+    struct stat existing;
+    if (lstat(path.c_str(), &existing) == 0 && S_ISLNK(existing.st_mode)) {
+      // Someone planted a link where our journal goes: refuse rather than pick another name.
+      error = path + " is a symbolic link; refusing to write a journal there";
+      return false;
+    }
   }
   error = "too many journals named " + stem + ".*.journal";
   return false;

@@ -35,6 +35,7 @@ __attribute__((constructor(101))) void preload_start() {
     // A setuid or setgid program: its environment is the caller's, so writing files where it
     // says could be used against the program's owner. Record nothing, write nothing.
     g_pass_through = true;
+    log_debug("secure execution (setuid or setgid program): recording nothing");
     return;
   }
   if (options.disabled) {

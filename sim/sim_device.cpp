@@ -1,6 +1,7 @@
 // Implementation of the simulated GPU's state (see sim_device.h for the semantics).
 #include "sim_device.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -83,6 +84,10 @@ SimDriver::SimDriver() {
     contexts_.push_back(primary);
   }
   pools_.resize(static_cast<size_t>(device_count_) + 1);
+  // fork() while another thread is inside the driver must not leave the child's copy of
+  // the lock held forever.
+  pthread_atfork([] { SimDriver::instance().mutex_.lock(); }, [] { SimDriver::instance().mutex_.unlock(); },
+                 [] { SimDriver::instance().mutex_.unlock(); });
 }
 
 CUresult SimDriver::init() {

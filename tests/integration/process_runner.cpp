@@ -13,6 +13,10 @@ extern char **environ;
 
 namespace leaseguard::testing {
 
+RunResult run_process_with_setup(const std::vector<std::string> &argv,
+                                 const std::map<std::string, std::string> &environment,
+                                 const std::function<void()> &in_child, const std::vector<std::string> &unset);
+
 std::string read_text(const std::string &path) {
   std::ifstream in(path);
   std::stringstream buffer;
@@ -24,6 +28,18 @@ std::string victim(const std::string &name) { return std::string(LEASEGUARD_VICT
 
 RunResult run_process(const std::vector<std::string> &argv, const std::map<std::string, std::string> &environment,
                       const std::vector<std::string> &unset) {
+  return run_process_with_setup(argv, environment, nullptr, unset);
+}
+
+RunResult run_process_with_setup(const std::vector<std::string> &argv,
+                                 const std::map<std::string, std::string> &environment,
+                                 const std::function<void()> &in_child) {
+  return run_process_with_setup(argv, environment, in_child, {});
+}
+
+RunResult run_process_with_setup(const std::vector<std::string> &argv,
+                                 const std::map<std::string, std::string> &environment,
+                                 const std::function<void()> &in_child, const std::vector<std::string> &unset) {
   char out_path[] = "/tmp/leaseguard-out-XXXXXX";
   char err_path[] = "/tmp/leaseguard-err-XXXXXX";
   int out_fd = mkstemp(out_path);
@@ -50,6 +66,7 @@ RunResult run_process(const std::vector<std::string> &argv, const std::map<std::
   if (child == 0) {
     dup2(out_fd, STDOUT_FILENO);
     dup2(err_fd, STDERR_FILENO);
+    if (in_child) in_child();
     execve(args[0], args.data(), envp.data());
     _exit(126);
   }

@@ -1,6 +1,7 @@
 // Runs a program with extra environment, capturing its exit status, stdout and stderr.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,12 @@ struct RunResult {
 
 RunResult run_process(const std::vector<std::string> &argv, const std::map<std::string, std::string> &environment = {},
                       const std::vector<std::string> &unset = {});
+
+// The same, running `in_child` in the child just before exec (it may use getpid(): the
+// program keeps that pid).
+RunResult run_process_with_setup(const std::vector<std::string> &argv,
+                                 const std::map<std::string, std::string> &environment,
+                                 const std::function<void()> &in_child);
 
 // `leaseguard run --sim --out DIR --format json=DIR/report.json [extra] -- command...`
 struct LeaseguardRun {
