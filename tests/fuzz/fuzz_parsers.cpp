@@ -1,5 +1,5 @@
-// libFuzzer target: the duration and integer parsers, the environment parser and the CLI
-// argument parser, on arbitrary NUL-separated words.
+// libFuzzer target: the duration and integer parsers, the environment parser, the CLI
+// argument parser (on arbitrary NUL-separated words) and the exit-status file reader.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -8,6 +8,7 @@
 
 #include "cli_options.h"
 #include "options.h"
+#include "report/report_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<std::string> words;
@@ -43,5 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   leaseguard::cli::Command command;
   std::string error;
   leaseguard::cli::parse_command_line(words, command, error);
+
+  // The exit-status files `run` leaves beside journals, read back by `report`.
+  leaseguard::report::ExitStatuses exits;
+  leaseguard::report::parse_exit_statuses(std::string(reinterpret_cast<const char *>(data), size), "fuzz", exits,
+                                          error);
   return 0;
 }

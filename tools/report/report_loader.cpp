@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -87,12 +88,8 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
   return true;
 }
 
-bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read " + path;
-    return false;
-  }
+bool parse_exit_statuses(const std::string &text, const std::string &name, ExitStatuses &exits, std::string &error) {
+  std::istringstream in(text);
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {
@@ -100,9 +97,10 @@ bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::strin
     if (line.empty()) continue;
     std::istringstream fields(line);
     long pid = 0, value = 0;
-    std::string kind;
-    if (!(fields >> pid >> kind >> value) || (kind != "code" && kind != "signal") || pid <= 0) {
-      error = path + ":" + std::to_string(number) + ": malformed exit status line";
+    std::string kind, extra;
+    if (!(fields >> pid >> kind >> value) || (fields >> extra) || (kind != "code" && kind != "signal") || pid <= 0 ||
+        pid > INT32_MAX || value < 0 || value > 255) {
+      error = name + ":" + std::to_string(number) + ": malformed exit status line";
       return false;
     }
     ExitStatus &status = exits[static_cast<int32_t>(pid)];
@@ -110,6 +108,17 @@ bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::strin
     else status.signal = static_cast<int>(value);
   }
   return true;
+}
+
+bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read " + path;
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_exit_statuses(text.str(), path, exits, error);
 }
 
 bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std::string &error) {

@@ -104,8 +104,9 @@ bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &p
 bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
                  std::string &error);
 
-// Reads "<pid> code <n>" / "<pid> signal <n>" lines.
+// Reads "<pid> code <n>" / "<pid> signal <n>" lines (`name` is for error messages).
 bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error);
+bool parse_exit_statuses(const std::string &text, const std::string &name, ExitStatuses &exits, std::string &error);
 bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std::string &error);
 
 }  // namespace leaseguard::report
