@@ -34,8 +34,9 @@ struct HandleRecord {
 class HandleTable {
  public:
   // Inserts `record`; if a record already holds the address (its free was never seen),
-  // that record is replaced and returned. `under_lock` runs while the address's shard is
-  // locked, so whatever it writes is ordered before any later removal of the address.
+  // that record is replaced and returned. `under_lock(stored)` runs while the address's
+  // shard is locked, may still adjust the stored record, and whatever it writes is ordered
+  // before any later removal of the address.
   template <typename UnderLock>
   std::optional<HandleRecord> insert(const HandleRecord &record, UnderLock under_lock) {
     Shard &shard = shard_for(record.address);
@@ -46,11 +47,11 @@ class HandleTable {
       displaced = it->second;
       it->second = record;
     }
-    under_lock();
+    under_lock(it->second);
     return displaced;
   }
   std::optional<HandleRecord> insert(const HandleRecord &record) {
-    return insert(record, [] {});
+    return insert(record, [](HandleRecord &) {});
   }
 
   // Removes the record of `address`; `under_lock` gets it (or nullptr if there was none)

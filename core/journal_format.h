@@ -107,8 +107,10 @@ struct AllocPayload {
 };
 
 enum FreeFlags : uint8_t {
-  kFreeUnknown = 1,   // the address was not a live allocation leaseguard knew of
-  kFreeImplicit = 2,  // the driver handed the address out again: the old record is gone
+  kFreeUnknown = 1,    // the address was not a live allocation leaseguard knew of
+  kFreeImplicit = 2,   // the driver handed the address out again: the old record is gone
+  kFreeReclaimed = 4,  // leaseguard freed it when its lease ended (status: the driver's)
+  kFreeLate = 8,       // the program freed a reclaimed allocation: not passed to the driver
 };
 
 struct FreePayload {
@@ -120,6 +122,7 @@ struct FreePayload {
   uint8_t flags;
   uint8_t reserved;
   uint32_t stack_id;
+  int32_t status;  // kFreeReclaimed: the driver's status for leaseguard's free
 };
 
 // Followed by `name_bytes` bytes of name.
@@ -158,7 +161,7 @@ static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit
 static_assert(sizeof(HeaderPayload) == 40 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
               sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 24 &&
               sizeof(AllocPayload) == 56, "payload layouts are part of the journal format");
-static_assert(sizeof(FreePayload) <= kSlotPayloadBytes);
+static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(StackFrame) == 12);

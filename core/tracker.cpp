@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -107,6 +108,7 @@ void Tracker::reinstall_after_fork() noexcept {
   Options options = parent->options_;
   auto *child = new Tracker(options);
   child->excluded_ = parent->excluded_;
+  child->backend_ = parent->backend_;
   g_instance.store(child, std::memory_order_release);
 }
 
@@ -199,6 +201,7 @@ uint32_t Tracker::capture_and_intern() noexcept {
 
 void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   const bool journaling = ensure_journal();
+  Lease &lease = current_lease();
   HandleRecord record;
   record.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
   record.address = event.address;
@@ -206,11 +209,17 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.time_ns = monotonic_ns();
   record.context = event.context;
   record.stack_id = journaling ? capture_and_intern() : 0;
-  record.lease_id = current_lease().id;
+  record.lease_id = lease.id;
   record.thread = thread_id();
   record.device = event.device;
   record.api = event.api;
   record.kind = event.kind;
+
+  if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
+    std::lock_guard lock(reclaimed_mutex_);
+    auto it = reclaimed_.find(event.address);
+    if (it != reclaimed_.end()) it->second.reissued = true;
+  }
 
   journal::AllocPayload alloc{};
   alloc.id = record.id;
@@ -219,48 +228,86 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   alloc.time_ns = record.time_ns;
   alloc.context = record.context;
   alloc.stack_id = record.stack_id;
-  alloc.lease_id = record.lease_id;
   alloc.thread = record.thread;
   alloc.api = static_cast<uint16_t>(record.api);
   alloc.kind = static_cast<uint8_t>(record.kind);
   alloc.device = static_cast<int8_t>(record.device >= -1 && record.device <= 127 ? record.device : -1);
   try {
     // The record is written while the table holds the address's lock, so a free of the same
-    // address on another thread is always journaled after it.
-    std::optional<HandleRecord> displaced = table_.insert(record, [&] {
+    // address on another thread is always journaled after it. Ending a lease marks it ended
+    // before it scans the table; an allocation that completes after that belongs to the
+    // process lease, so every allocation is counted by exactly one lease ending.
+    std::optional<HandleRecord> displaced = table_.insert(record, [&](HandleRecord &stored) {
+      if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
+      alloc.lease_id = stored.lease_id;
       if (journaling) journal_.append(journal::RecordType::Alloc, &alloc, sizeof alloc);
     });
     if (displaced && journaling) {
       // The driver handed this address out again, so the old allocation was freed by a path
       // leaseguard did not see. Close it in the journal so it is not reported as a leak.
-      journal::FreePayload implicit{};
-      implicit.id = displaced->id;
-      implicit.address = displaced->address;
-      implicit.time_ns = record.time_ns;
-      implicit.thread = record.thread;
-      implicit.api = static_cast<uint16_t>(Api::Unknown);
-      implicit.flags = journal::kFreeImplicit;
-      journal_.append(journal::RecordType::Free, &implicit, sizeof implicit);
+      write_free(*displaced, Api::Unknown, journal::kFreeImplicit, 0, 0);
     }
   } catch (...) {
     log_debug("out of memory recording an allocation");
   }
 }
 
-bool Tracker::on_free(Api api, uint64_t address) noexcept {
-  const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
+void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uint32_t stack_id,
+                         int32_t status) noexcept {
   journal::FreePayload free_record{};
-  free_record.address = address;
+  free_record.id = record.id;
+  free_record.address = record.address;
   free_record.time_ns = monotonic_ns();
   free_record.thread = thread_id();
   free_record.api = static_cast<uint16_t>(api);
+  free_record.flags = flags;
+  free_record.stack_id = stack_id;
+  free_record.status = status;
+  journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
+}
+
+FreeOutcome Tracker::on_free(Api api, uint64_t address) noexcept {
+  const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
+  if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
+    std::optional<Reclaimed> late;
+    {
+      std::lock_guard lock(reclaimed_mutex_);
+      auto it = reclaimed_.find(address);
+      if (it != reclaimed_.end()) {
+        late = it->second;
+        reclaimed_.erase(it);
+        reclaimed_count_.fetch_sub(1, std::memory_order_release);
+      }
+    }
+    if (late) {
+      // Already given back to the device: passing this free on would be a double free (or,
+      // if the address was handed out again, would free someone else's memory).
+      if (journaling) {
+        HandleRecord record;
+        record.id = late->id;
+        record.address = address;
+        write_free(record, api, journal::kFreeLate, capture_and_intern(), 0);
+      }
+      return FreeOutcome::Reclaimed;
+    }
+  }
+  bool late_free = false;
   std::optional<HandleRecord> record = table_.remove(address, [&](const HandleRecord *removed) {
     if (!journaling) return;
-    free_record.id = removed != nullptr ? removed->id : 0;
-    free_record.flags = removed != nullptr ? 0 : journal::kFreeUnknown;
-    journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
+    if (removed == nullptr) {
+      HandleRecord unknown;
+      unknown.address = address;
+      write_free(unknown, api, journal::kFreeUnknown, 0, 0);
+    } else if (removed->reported) {
+      late_free = true;  // journaled below, with the stack that freed it late
+    } else {
+      write_free(*removed, api, 0, 0, 0);
+    }
   });
-  return record.has_value();
+  // The driver cannot hand the address out again before this free reaches it, so writing
+  // after the lock is released keeps the order.
+  if (late_free) write_free(*record, api, 0, capture_and_intern(), 0);
+  return record ? FreeOutcome::Known : FreeOutcome::Unknown;
 }
 
 void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept {
@@ -295,19 +342,66 @@ uint64_t Tracker::lease_begin(const char *name, uint64_t ttl_ms, Policy policy) 
   }
 }
 
+void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept {
+  if (journal_state_.load(std::memory_order_acquire) != 1) return;
+  journal::LeaseEndPayload end{};
+  end.lease_id = lease.id;
+  end.ended_by = static_cast<uint8_t>(ended_by);
+  end.time_ns = monotonic_ns();
+  end.leaked_allocations = leaked;
+  journal_.append(journal::RecordType::LeaseEnd, &end, sizeof end);
+}
+
 size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
-  size_t leaked = table_.mark_lease_reported(lease.id);
-  if (journal_state_.load(std::memory_order_acquire) == 1) {
-    journal::LeaseEndPayload end{};
-    end.lease_id = lease.id;
-    end.ended_by = static_cast<uint8_t>(ended_by);
-    end.time_ns = monotonic_ns();
-    end.leaked_allocations = leaked;
-    journal_.append(journal::RecordType::LeaseEnd, &end, sizeof end);
+  // At exit the process gives everything back anyway, and the driver may already be going
+  // away: reclaim applies to leases that end or expire while the program runs.
+  const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
+  size_t leaked = 0;
+  if (!reclaim) {
+    leaked = table_.mark_lease_reported(lease.id);
+    write_lease_end(lease, ended_by, leaked);
+  } else {
+    std::vector<HandleRecord> records;
+    try {
+      records = table_.remove_if(
+          [&](const HandleRecord &record) { return record.lease_id == lease.id && !record.reported; });
+      std::lock_guard lock(reclaimed_mutex_);
+      for (const HandleRecord &record : records) reclaimed_[record.address] = Reclaimed{record.id, lease.id, false};
+      reclaimed_count_.store(reclaimed_.size(), std::memory_order_release);
+    } catch (...) {
+      log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
+    }
+    leaked = records.size();
+    write_lease_end(lease, ended_by, leaked);  // reported first, then given back
+    // Newest first, as a program unwinding its own allocations would free them.
+    std::sort(records.begin(), records.end(), [](const HandleRecord &a, const HandleRecord &b) { return a.id > b.id; });
+    for (HandleRecord &record : records) {
+      int status = backend_->release(record);
+      if (journal_state_.load(std::memory_order_acquire) == 1)
+        write_free(record, Api::Unknown, journal::kFreeReclaimed, 0, status);
+      if (status != 0) {
+        // Still allocated on the device: the program's own free, when it comes, must reach
+        // the driver. It stays a reported leak.
+        log_warning("reclaiming %#llx (%llu bytes) failed with driver status %d; it stays allocated",
+                    static_cast<unsigned long long>(record.address), static_cast<unsigned long long>(record.bytes),
+                    status);
+        {
+          std::lock_guard lock(reclaimed_mutex_);
+          if (reclaimed_.erase(record.address) != 0) reclaimed_count_.fetch_sub(1, std::memory_order_release);
+        }
+        record.reported = true;
+        table_.insert(record);
+      }
+    }
   }
   if (leaked > 0 && ended_by != EndedBy::Exit)
-    log_info("lease %u \"%s\" %s with %zu leaked allocation(s)", lease.id, lease.name.c_str(),
-             ended_by == EndedBy::Expiry ? "expired" : "ended", leaked);
+    log_info("lease %u \"%s\" %s with %zu leaked allocation(s)%s", lease.id, lease.name.c_str(),
+             ended_by == EndedBy::Expiry ? "expired" : "ended", leaked, reclaim ? ", reclaimed" : "");
+  if (lease.policy == Policy::Abort && leaked > 0 && ended_by != EndedBy::Exit) {
+    log_warning("lease %u \"%s\" %s with leaks and policy abort", lease.id, lease.name.c_str(),
+                ended_by == EndedBy::Expiry ? "expired" : "ended");
+    std::raise(SIGABRT);
+  }
   return leaked;
 }
 
@@ -336,10 +430,6 @@ int Tracker::lease_leave() noexcept {
 void Tracker::on_expired(Lease &lease) noexcept {
   if (!LeaseRegistry::try_end(lease)) return;
   end_lease(lease, EndedBy::Expiry);
-  if (lease.policy == Policy::Abort) {
-    log_warning("lease %u \"%s\" expired with policy abort", lease.id, lease.name.c_str());
-    std::raise(SIGABRT);
-  }
 }
 
 void Tracker::finish_process() noexcept {

@@ -11,12 +11,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "api_ids.h"
 #include "handle_table.h"
 #include "journal_writer.h"
 #include "leases.h"
 #include "options.h"
+#include "reclaim_backend.h"
 #include "stack_capture.h"
 #include "stack_table.h"
 
@@ -29,6 +31,13 @@ struct AllocationEvent {
   uint64_t bytes = 0;
   int32_t device = 0;
   uint64_t context = 0;
+};
+
+// What a free hook must do with the program's free.
+enum class FreeOutcome {
+  Known,     // a live allocation: forward to the driver
+  Unknown,   // not a live allocation leaseguard knows: forward untouched, the driver decides
+  Reclaimed  // leaseguard already gave it back when its lease ended: do NOT forward; succeed
 };
 
 class Tracker {
@@ -48,8 +57,8 @@ class Tracker {
 
   // Called after the driver returned success for an allocation.
   void on_alloc(const AllocationEvent &event) noexcept;
-  // Called before the driver frees `address`. Returns true if the address was live.
-  bool on_free(Api api, uint64_t address) noexcept;
+  // Called before the driver frees `address`; says whether to forward the free.
+  FreeOutcome on_free(Api api, uint64_t address) noexcept;
   // Called after the driver destroyed `context` (and with it its allocations).
   void on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept;
 
@@ -65,6 +74,9 @@ class Tracker {
   // Frames in this range (the preload library) are dropped from the top of stacks.
   void exclude_code(CodeRange range) noexcept { excluded_ = range; }
 
+  // Who frees allocations for leases with policy reclaim. Without one, reclaim reports only.
+  void set_reclaim_backend(ReclaimBackend *backend) noexcept { backend_ = backend; }
+
   const Options &options() const noexcept { return options_; }
   size_t live_allocations() const { return table_.size(); }
   const std::string &journal_path() const noexcept { return journal_.path(); }
@@ -75,6 +87,8 @@ class Tracker {
   bool open_journal(std::string &error);
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
+  void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept;
+  void write_free(const HandleRecord &record, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
   void on_expired(Lease &lease) noexcept;
   void write_lease_begin(const Lease &lease) noexcept;
   uint32_t capture_and_intern() noexcept;
@@ -92,6 +106,20 @@ class Tracker {
   StackTable stacks_;
   std::atomic<uint64_t> next_allocation_id_{1};
   CodeRange excluded_;
+  ReclaimBackend *backend_ = nullptr;
+
+  // Addresses leaseguard reclaimed whose free by the program has not come yet. If the
+  // driver hands such an address out again, the next free of it is still taken as the late
+  // free (and swallowed): see docs/leases.md for why this is the safer of the two choices.
+  struct Reclaimed {
+    uint64_t id;
+    uint32_t lease_id;
+    bool reissued;
+  };
+  std::mutex reclaimed_mutex_;
+  std::unordered_map<uint64_t, Reclaimed> reclaimed_;
+  std::atomic<size_t> reclaimed_count_{0};
+
   LeaseRegistry leases_;  // last: its watchdog calls back into the members above
 };
 

@@ -6,7 +6,9 @@
 //     the driver filled is non-NULL (a NULL one is never read);
 //   - a free is recorded before the driver call, so no other thread can be handed the same
 //     address and record it while the old record still exists. An unknown pointer, NULL,
-//     or a double free is forwarded untouched: the driver decides, as without leaseguard;
+//     or a double free is forwarded untouched: the driver decides, as without leaseguard.
+//     The one free that is not forwarded is the late free of memory leaseguard reclaimed
+//     when its lease ended (policy reclaim): it succeeds without reaching the driver;
 //   - a context destroy is recorded after the driver succeeded.
 // errno is preserved across leaseguard's own work.
 #include <cerrno>
@@ -52,9 +54,11 @@ void record_alloc(Tracker *tracker, Api api, Kind kind, uint64_t address, uint64
   tracker->on_alloc(event);
 }
 
-void record_free(Tracker *tracker, Api api, uint64_t address) {
+// True if the free must not reach the driver: leaseguard already reclaimed the memory when
+// its lease ended, so the program's late free succeeds without a double free.
+bool already_reclaimed(Tracker *tracker, Api api, uint64_t address) {
   ErrnoKeeper keep;
-  tracker->on_free(api, address);
+  return tracker->on_free(api, address) == leaseguard::FreeOutcome::Reclaimed;
 }
 
 void record_context_destroyed(Tracker *tracker, Api api, CUcontext context, int32_t device) {
@@ -170,26 +174,29 @@ LG_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz)
 
 LG_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
   LG_HOOK_PROLOGUE(cuMemFree);
-  if (tracker != nullptr && dptr != 0) record_free(tracker, Api::cuMemFree, dptr);
+  if (tracker != nullptr && dptr != 0 && already_reclaimed(tracker, Api::cuMemFree, dptr)) return CUDA_SUCCESS;
   return real_fn(dptr);
 }
 
 LG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   LG_HOOK_PROLOGUE(cuMemFree_v2);
-  if (tracker != nullptr && dptr != 0) record_free(tracker, Api::cuMemFree_v2, dptr);
+  if (tracker != nullptr && dptr != 0 && already_reclaimed(tracker, Api::cuMemFree_v2, dptr)) return CUDA_SUCCESS;
   return real_fn(dptr);
 }
 
 LG_EXPORT CUresult cuMemFreeHost(void *p) {
   LG_HOOK_PROLOGUE(cuMemFreeHost);
-  if (tracker != nullptr && p != nullptr) record_free(tracker, Api::cuMemFreeHost, reinterpret_cast<uintptr_t>(p));
+  if (tracker != nullptr && p != nullptr &&
+      already_reclaimed(tracker, Api::cuMemFreeHost, reinterpret_cast<uintptr_t>(p)))
+    return CUDA_SUCCESS;
   return real_fn(p);
 }
 
 #define LG_ASYNC_FREE_HOOK(name)                                              \
   LG_EXPORT CUresult name(CUdeviceptr dptr, CUstream hStream) {               \
     LG_HOOK_PROLOGUE(name);                                                   \
-    if (tracker != nullptr && dptr != 0) record_free(tracker, Api::name, dptr); \
+    if (tracker != nullptr && dptr != 0 && already_reclaimed(tracker, Api::name, dptr)) \
+      return CUDA_SUCCESS;                                                    \
     return real_fn(dptr, hStream);                                            \
   }
 LG_ASYNC_FREE_HOOK(cuMemFreeAsync)

@@ -38,6 +38,11 @@ thread_local int32_t t_cached_device __attribute__((tls_model("initial-exec"))) 
 
 }  // namespace
 
+void *driver_symbol(void *anchor, const char *name) noexcept {
+  std::atomic<void *> uncached{nullptr};
+  return driver_function(anchor, name, uncached);
+}
+
 ContextInfo current_context(void *anchor) noexcept {
   ContextInfo info;
   auto get_current = reinterpret_cast<lg_pfn_cuCtxGetCurrent>(driver_function(anchor, "cuCtxGetCurrent", g_ctx_get_current));

@@ -24,4 +24,8 @@ CUcontext active_primary_context(void *anchor, CUdevice device) noexcept;
 // Whether the primary context of `device` is active.
 bool primary_context_active(void *anchor, CUdevice device) noexcept;
 
+// The driver's own function `name`, from the object that contains `anchor` (not cached:
+// for rare calls such as reclaiming).
+void *driver_symbol(void *anchor, const char *name) noexcept;
+
 }  // namespace leaseguard::interpose

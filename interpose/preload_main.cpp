@@ -11,6 +11,7 @@
 #include "options.h"
 #include "preload_state.h"
 #include "real_dlsym.h"
+#include "reclaim.h"
 
 namespace leaseguard::interpose {
 
@@ -45,6 +46,8 @@ __attribute__((constructor(101))) void preload_start() {
   }
   Tracker *tracker = Tracker::install(options);
   tracker->exclude_code(ModuleMap::module_range(reinterpret_cast<uintptr_t>(&preload_start)));
+  // Never destroyed: a lease may expire on the watchdog thread while the process exits.
+  tracker->set_reclaim_backend(new DriverReclaimBackend);
   pthread_atfork(nullptr, nullptr, child_after_fork);
 }
 

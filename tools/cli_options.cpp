@@ -139,10 +139,6 @@ bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptio
         error = "--on-expiry " + value + ": must be report, reclaim or abort";
         return false;
       }
-      if (*policy == Policy::Reclaim) {
-        error = "--on-expiry reclaim is not available in this version of leaseguard (report, abort)";
-        return false;
-      }
       run.on_expiry = *policy;
     } else if (name == "--stack-depth") {
       if (!take_value(arguments, index, name, inline_value, value, error)) return false;
@@ -239,7 +235,7 @@ Options of run:
   --sim                  run COMMAND against the bundled simulated GPU
   --out DIR              where journals and reports go (default ./leaseguard-out)
   --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
-  --on-expiry POLICY     report | abort (default report)
+  --on-expiry POLICY     report | reclaim | abort (default report)
   --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
   --format FMT[=PATH]    text | json; repeatable; without =PATH a file in DIR
   --fail-on-leak[=CODE]  exit with CODE (default 23) when a leak remains

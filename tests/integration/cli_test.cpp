@@ -68,6 +68,7 @@ TEST(Cli, ExitStatusIsTheCommandsUnlessAskedToFailOnLeaks) {
 std::string normalize(std::string text) {
   text = std::regex_replace(text, std::regex("0x[0-9a-f]+"), "0xADDR");
   text = std::regex_replace(text, std::regex("==[0-9]+=="), "==PID==");
+  text = std::regex_replace(text, std::regex("[0-9]+\\.[0-9] ms"), "T ms");
   text = std::regex_replace(text, std::regex("process [0-9]+ "), "process PID ");
   text = std::regex_replace(text, std::regex(LEASEGUARD_EXAMPLES), "EXAMPLES");
   text = std::regex_replace(text, std::regex("/[^ ]*/examples/leaky_pipeline\\.c"), "SOURCE/examples/leaky_pipeline.c");

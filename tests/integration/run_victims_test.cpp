@@ -289,3 +289,68 @@ TEST(Victims, BadEnvironmentValuesWarnAndUseDefaults) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Reclaim, ALeaseEndedWithPolicyReclaimGivesEveryFamilyBack) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("lease_reclaim"), "reclaim"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  const JsonValue *job = lease_named(run.json["processes"][0], "job", "end");
+  ASSERT_NE(job, nullptr) << read_text(out / "report.json");
+  EXPECT_EQ((*job)["policy"].as_string(), "reclaim");
+  ASSERT_EQ((*job)["leaks"].size(), 4u);
+  std::set<std::string> apis;
+  for (const auto &leak : (*job)["leaks"].items()) {
+    EXPECT_TRUE(leak["reclaimed"].as_bool()) << leak["api"].as_string();
+    EXPECT_EQ(first_function(leak), "allocate_everything");
+    apis.insert(leak["api"].as_string());
+  }
+  EXPECT_EQ(apis, (std::set<std::string>{"cuMemAlloc_v2", "cuMemAlloc", "cuMemAllocHost_v2", "cuMemAllocAsync"}));
+  ASSERT_EQ((*job)["late_frees"].size(), 4u);
+  for (const auto &late : (*job)["late_frees"].items()) {
+    EXPECT_FALSE(late["forwarded"].as_bool());
+    EXPECT_EQ(late["stack"][0]["function"].as_string(), "main");
+  }
+  EXPECT_NE(run.result.err.find("reclaimed memory: not passed to the driver"), std::string::npos);
+}
+
+TEST(Reclaim, TtlExpiryWithReclaimAndTheLateFreeThatFollows) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("ttl_expiry")}, {"--ttl", "100ms", "--on-expiry", "reclaim"});
+  // The program frees its buffer after the expiry reclaimed it: it must still succeed.
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  const JsonValue *expired = lease_named(process, "process", "expiry");
+  ASSERT_NE(expired, nullptr);
+  EXPECT_EQ((*expired)["policy"].as_string(), "reclaim");
+  ASSERT_EQ((*expired)["leaks"].size(), 1u);
+  EXPECT_TRUE((*expired)["leaks"][0]["reclaimed"].as_bool());
+  ASSERT_EQ((*expired)["late_frees"].size(), 1u);
+  EXPECT_FALSE((*expired)["late_frees"][0]["forwarded"].as_bool());
+  EXPECT_EQ((*expired)["late_frees"][0]["api"].as_string(), "cuMemFree_v2");
+  EXPECT_EQ(process["late_frees"].as_number(), 1);
+}
+
+TEST(Reclaim, PolicyAbortWritesTheReportThenAborts) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("lease_reclaim"), "abort"});
+  EXPECT_EQ(run.result.exit_code, 128 + 6);
+  const JsonValue *job = lease_named(run.json["processes"][0], "job", "end");
+  ASSERT_NE(job, nullptr) << read_text(out / "report.json");
+  EXPECT_EQ((*job)["policy"].as_string(), "abort");
+  EXPECT_EQ((*job)["leaks"].size(), 4u);
+}
+
+TEST(Reclaim, TtlExpiryWithAbort) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("ttl_expiry")}, {"--ttl", "100ms", "--on-expiry", "abort"});
+  EXPECT_EQ(run.result.exit_code, 128 + 6);
+  const JsonValue *expired = lease_named(run.json["processes"][0], "process", "expiry");
+  ASSERT_NE(expired, nullptr);
+  EXPECT_EQ((*expired)["leaks"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

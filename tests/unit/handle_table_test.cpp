@@ -44,7 +44,7 @@ TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
 TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
   HandleTable table;
   bool ran = false;
-  table.insert(record(1, 0x1000), [&] { ran = true; });
+  table.insert(record(1, 0x1000), [&](HandleRecord &stored) { ran = stored.id == 1; });
   EXPECT_TRUE(ran);
   uint64_t seen = 0;
   table.remove(0x1000, [&](const HandleRecord *r) { seen = r != nullptr ? r->id : 99; });

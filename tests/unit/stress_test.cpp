@@ -59,7 +59,7 @@ TEST(Stress, EveryAllocationIsAccountedForExactly) {
           live.push_back(event.address);
         } else if (choice < 8) {
           size_t index = random() % live.size();
-          if (tracker.on_free(Api::cuMemFree_v2, live[index])) freed.fetch_add(1);
+          if (tracker.on_free(Api::cuMemFree_v2, live[index]) == FreeOutcome::Known) freed.fetch_add(1);
           live[index] = live.back();
           live.pop_back();
         } else {
@@ -69,7 +69,7 @@ TEST(Stress, EveryAllocationIsAccountedForExactly) {
           if (handoff.size() > 8) {  // free someone else's
             uint64_t address = handoff.front();
             handoff.erase(handoff.begin());
-            if (tracker.on_free(Api::cuMemFree_v2, address)) freed.fetch_add(1);
+            if (tracker.on_free(Api::cuMemFree_v2, address) == FreeOutcome::Known) freed.fetch_add(1);
           }
         }
         if (lease != 0) {

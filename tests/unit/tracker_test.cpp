@@ -50,8 +50,8 @@ TEST(Tracker, RecordsLeaksWithTheirStacks) {
   Tracker tracker(options_for(dir));
   allocate_from_a_named_function(tracker);
   tracker.on_alloc(event(0xA000, 100));
-  EXPECT_TRUE(tracker.on_free(Api::cuMemFree_v2, 0xA000));
-  EXPECT_FALSE(tracker.on_free(Api::cuMemFree_v2, 0xA000));  // double free: unknown now
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0xA000), FreeOutcome::Known);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0xA000), FreeOutcome::Unknown);  // double free
   tracker.finish_process();
 
   report::ProcessReport process = replay(tracker);
@@ -123,7 +123,7 @@ TEST(Tracker, ContextDestroyRemovesItsAllocationsButNotPoolMemory) {
   tracker.on_alloc(event(0x3000, 3, 0xBBB));
   tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0);
   EXPECT_EQ(tracker.live_allocations(), 2u);
-  EXPECT_FALSE(tracker.on_free(Api::cuMemFree_v2, 0x1000));  // already gone with its context
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);  // gone with its context
   tracker.finish_process();
   report::ProcessReport process = replay(tracker);
   ASSERT_EQ(process.leases.size(), 2u);
@@ -182,6 +182,132 @@ TEST(Tracker, WritesNothingUntilSomethingIsRecorded) {
     tracker.finish_process();
     EXPECT_TRUE(tracker.journal_path().empty());
   }
+}
+
+}  // namespace
+}  // namespace leaseguard
+
+namespace leaseguard {
+namespace {
+
+// Records what the core asks to free; a unit-test stand-in for the driver-facing backend
+// (the real one is exercised by the victims under the preload).
+class RecordingBackend : public ReclaimBackend {
+ public:
+  int release(const HandleRecord &record) noexcept override {
+    released.push_back(record.address);
+    return record.address == fail_address ? 999 : 0;
+  }
+  std::vector<uint64_t> released;
+  uint64_t fail_address = 0;
+};
+
+TEST(Reclaim, EndingAReclaimLeaseFreesItsLeaksNewestFirstAndSwallowsLateFrees) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  RecordingBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  uint64_t lease = tracker.lease_begin("job", 0, Policy::Reclaim);
+  ASSERT_EQ(tracker.lease_enter(lease), 0);
+  tracker.on_alloc(event(0x1000, 10));
+  tracker.on_alloc(event(0x2000, 20));
+  tracker.on_alloc(event(0x3000, 30));
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  EXPECT_EQ(tracker.lease_end(lease), 2);
+  EXPECT_EQ(backend.released, (std::vector<uint64_t>{0x3000, 0x1000}));
+  EXPECT_EQ(tracker.live_allocations(), 0u);
+  // The program's late free: swallowed once, then the address is unknown again.
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Reclaimed);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);
+  tracker.finish_process();
+
+  report::ProcessReport process = replay(tracker);
+  ASSERT_GE(process.leases.size(), 1u);
+  const report::LeaseEnding &job = process.leases[0];
+  EXPECT_EQ(job.name, "job");
+  EXPECT_EQ(job.policy, Policy::Reclaim);
+  ASSERT_EQ(job.leaks.size(), 2u);
+  for (const auto &leak : job.leaks) EXPECT_TRUE(leak.reclaimed);
+  EXPECT_EQ(job.peak_bytes, 60u);
+  ASSERT_EQ(job.late_frees.size(), 1u);
+  EXPECT_FALSE(job.late_frees[0].forwarded);
+  EXPECT_EQ(job.late_frees[0].address, 0x1000u);
+  EXPECT_NE(job.late_frees[0].stack_id, 0u);
+  EXPECT_EQ(process.late_frees, 1u);
+}
+
+// The documented choice for the address-reuse hazard: after the driver hands a reclaimed
+// address out again, the next free of it is still taken as the late free of the reclaimed
+// allocation and swallowed, so the late free can never free the new owner's memory. The
+// new owner's own free, after that, reaches the driver.
+TEST(Reclaim, AReissuedAddressKeepsItsNewOwnerSafeFromTheLateFree) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  RecordingBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  uint64_t lease = tracker.lease_begin("job", 0, Policy::Reclaim);
+  tracker.lease_enter(lease);
+  tracker.on_alloc(event(0x1000, 10));
+  tracker.lease_leave();
+  EXPECT_EQ(tracker.lease_end(lease), 1);
+  tracker.on_alloc(event(0x1000, 99));  // the driver reissued the address
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Reclaimed);  // the late free
+  EXPECT_EQ(tracker.live_allocations(), 1u);                                      // new owner intact
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Known);      // its own free
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  EXPECT_EQ(process.late_frees, 1u);
+  EXPECT_EQ(process.leaked_allocations(), 1u);  // only the reclaimed one
+}
+
+TEST(Reclaim, AFailedReclaimLeavesTheAllocationToTheProgramsFree) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  RecordingBackend backend;
+  backend.fail_address = 0x1000;
+  tracker.set_reclaim_backend(&backend);
+  uint64_t lease = tracker.lease_begin("job", 0, Policy::Reclaim);
+  tracker.lease_enter(lease);
+  tracker.on_alloc(event(0x1000, 10));
+  tracker.lease_leave();
+  EXPECT_EQ(tracker.lease_end(lease), 1);
+  // Still allocated on the device: the program's free must reach the driver.
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Known);
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  ASSERT_EQ(process.leases.at(0).leaks.size(), 1u);
+  EXPECT_FALSE(process.leases[0].leaks[0].reclaimed);
+  ASSERT_EQ(process.leases[0].late_frees.size(), 1u);
+  EXPECT_TRUE(process.leases[0].late_frees[0].forwarded);
+}
+
+TEST(Reclaim, AtExitLeaksAreReportedNotReclaimed) {
+  testing::TempDir dir;
+  Options options = options_for(dir);
+  options.on_expiry = Policy::Reclaim;
+  Tracker tracker(options);
+  RecordingBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  tracker.on_alloc(event(0x1000, 10));
+  tracker.finish_process();
+  EXPECT_TRUE(backend.released.empty());
+}
+
+TEST(Leases, AnAllocationThatCompletesAfterItsLeaseEndedBelongsToTheProcessLease) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  uint64_t lease = tracker.lease_begin("short", 0, Policy::Report);
+  tracker.lease_enter(lease);
+  std::thread([&] { EXPECT_EQ(tracker.lease_end(lease), 0); }).join();  // ended elsewhere
+  tracker.on_alloc(event(0x1000, 10));  // this thread still has it entered
+  tracker.lease_leave();
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  bool found = false;
+  for (const auto &ending : process.leases)
+    if (ending.name == "process") found = ending.leaks.size() == 1;
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

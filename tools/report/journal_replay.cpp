@@ -3,7 +3,11 @@
 // The rules, in journal order:
 //   Alloc            the allocation is live, owned by its lease.
 //   Free             it is no longer live; if it had already been reported (its lease had
-//                    ended or expired), the free is a late free.
+//                    ended or expired), the free is a late free, listed with its stack.
+//                    A free flagged "reclaimed" is leaseguard giving a reported leak back at
+//                    its lease's end (the leak is marked reclaimed if the driver agreed); a
+//                    free flagged "late" is the program's free of such memory, which was
+//                    kept from the driver.
 //   LeaseEnd         every live, unreported allocation of the lease is a leak of that
 //                    lease ending (ended_by end, expiry or exit); they stay live, reported.
 //   ContextDestroy   every live allocation of the context (except stream-ordered memory,
@@ -33,6 +37,13 @@ struct LeaseInfo {
 struct LiveAllocation {
   journal::AllocPayload record;
   bool reported = false;
+  size_t ending = 0;  // where it was reported: index into process.leases, and of its leak
+  size_t leak = 0;
+};
+
+struct LeaseBytes {
+  uint64_t live = 0;
+  uint64_t peak = 0;
 };
 
 class Replay : public journal::JournalVisitor {
@@ -78,19 +89,42 @@ class Replay : public journal::JournalVisitor {
   void on_alloc(const journal::AllocPayload &alloc) override {
     touch(alloc.time_ns);
     ++process_.allocations;
-    live_[alloc.id] = LiveAllocation{alloc, false};
+    live_[alloc.id] = LiveAllocation{alloc, false, 0, 0};
+    LeaseBytes &bytes = lease_bytes_[alloc.lease_id];
+    bytes.live += alloc.bytes;
+    bytes.peak = std::max(bytes.peak, bytes.live);
   }
 
   void on_free(const journal::FreePayload &free_record) override {
     touch(free_record.time_ns);
+    if (free_record.flags & journal::kFreeReclaimed) {
+      auto it = live_.find(free_record.id);
+      if (it == live_.end() || !it->second.reported) return;
+      if (free_record.status != 0) return;  // the driver refused: still allocated
+      process_.leases[it->second.ending].leaks[it->second.leak].reclaimed = true;
+      reclaimed_[free_record.id] = it->second.ending;
+      release(it);
+      return;
+    }
+    if (free_record.flags & journal::kFreeLate) {
+      auto it = reclaimed_.find(free_record.id);
+      if (it == reclaimed_.end()) return;
+      ++process_.late_frees;
+      process_.leases[it->second].late_frees.push_back(make_late_free(free_record, false));
+      reclaimed_.erase(it);
+      return;
+    }
     ++process_.frees;
     auto it = free_record.id != 0 ? live_.find(free_record.id) : live_.end();
     if (it == live_.end()) {
       if (free_record.flags & journal::kFreeUnknown) ++process_.unknown_frees;
       return;
     }
-    if (it->second.reported) ++process_.late_frees;
-    live_.erase(it);
+    if (it->second.reported) {
+      ++process_.late_frees;
+      process_.leases[it->second.ending].late_frees.push_back(make_late_free(free_record, true));
+    }
+    release(it);
   }
 
   void on_lease_begin(const journal::LeaseBeginPayload &begin, std::string_view name) override {
@@ -107,10 +141,10 @@ class Replay : public journal::JournalVisitor {
     touch(end.time_ns);
     auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
+    const size_t index = process_.leases.size();
     for (auto &[id, allocation] : live_) {
       if (allocation.reported || allocation.record.lease_id != end.lease_id) continue;
-      allocation.reported = true;
-      ending.leaks.push_back(make_leak(allocation.record, end.time_ns));
+      report(allocation, index, ending, end.time_ns);
     }
     leases_[end.lease_id].open = false;
     process_.leases.push_back(std::move(ending));
@@ -130,7 +164,7 @@ class Replay : public journal::JournalVisitor {
         if (inserted) entry->second = make_ending(record.lease_id, EndedBy::ContextDestroy, destroy.time_ns);
         entry->second.leaks.push_back(make_leak(record, destroy.time_ns));
       }
-      it = live_.erase(it);
+      it = release(it);
     }
     for (auto &[lease, ending] : by_lease) process_.leases.push_back(std::move(ending));
   }
@@ -169,7 +203,34 @@ class Replay : public journal::JournalVisitor {
       ending.name = lease_id == 1 ? "process" : "lease";
     }
     ending.end_ms = since_start_ms(time_ns);
+    ending.peak_bytes = lease_bytes_[lease_id].peak;
     return ending;
+  }
+
+  void report(LiveAllocation &allocation, size_t ending_index, LeaseEnding &ending, uint64_t time_ns) {
+    allocation.reported = true;
+    allocation.ending = ending_index;
+    allocation.leak = ending.leaks.size();
+    ending.leaks.push_back(make_leak(allocation.record, time_ns));
+  }
+
+  // Forgets a live allocation that is gone from the device.
+  std::map<uint64_t, LiveAllocation>::iterator release(std::map<uint64_t, LiveAllocation>::iterator it) {
+    LeaseBytes &bytes = lease_bytes_[it->second.record.lease_id];
+    bytes.live -= std::min(bytes.live, it->second.record.bytes);
+    return live_.erase(it);
+  }
+
+  LateFree make_late_free(const journal::FreePayload &free_record, bool forwarded) const {
+    LateFree late;
+    late.id = free_record.id;
+    late.api = free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown;
+    late.address = free_record.address;
+    late.thread = free_record.thread;
+    late.stack_id = free_record.stack_id;
+    late.forwarded = forwarded;
+    late.time_ms = since_start_ms(free_record.time_ns);
+    return late;
   }
 
   Leak make_leak(const journal::AllocPayload &record, uint64_t end_ns) const {
@@ -203,7 +264,8 @@ class Replay : public journal::JournalVisitor {
       allocation.reported = true;
       entry->second.leaks.push_back(make_leak(allocation.record, time_ns));
     }
-    // Newest lease first, as leases end innermost first; the process lease last.
+    // Newest lease first, as leases end innermost first; the process lease last. Nothing
+    // can free these later, so no index back to them is kept.
     for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) process_.leases.push_back(std::move(it->second));
   }
 
@@ -213,6 +275,8 @@ class Replay : public journal::JournalVisitor {
   std::map<uint32_t, journal::ModuleInfo> modules_;
   std::map<uint32_t, LeaseInfo> leases_;
   std::map<uint64_t, LiveAllocation> live_;  // ordered by id: allocation order
+  std::map<uint32_t, LeaseBytes> lease_bytes_;
+  std::map<uint64_t, size_t> reclaimed_;  // reclaimed allocation id -> its lease ending
 };
 
 }  // namespace

@@ -9,14 +9,15 @@ namespace leaseguard::report {
 
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease) {
   (void)process;
-  std::map<std::tuple<uint32_t, uint16_t, int32_t>, LeakGroup> groups;
+  std::map<std::tuple<uint32_t, uint16_t, int32_t, bool>, LeakGroup> groups;
   for (const Leak &leak : lease.leaks) {
-    auto key = std::make_tuple(leak.stack_id, static_cast<uint16_t>(leak.api), leak.device);
+    auto key = std::make_tuple(leak.stack_id, static_cast<uint16_t>(leak.api), leak.device, leak.reclaimed);
     LeakGroup &group = groups[key];
     group.stack_id = leak.stack_id;
     group.api = leak.api;
     group.kind = leak.kind;
     group.device = leak.device;
+    group.reclaimed = leak.reclaimed;
     group.bytes += leak.bytes;
     group.allocations += 1;
   }

@@ -50,6 +50,26 @@ void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak
   json.end_object();
 }
 
+void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id);
+
+void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id) {
+  json.key("stack").begin_array();
+  if (auto stack = process.stacks.find(stack_id); stack != process.stacks.end())
+    for (const Frame &frame : stack->second) write_frame(json, frame);
+  json.end_array();
+}
+
+void write_late_free(JsonWriter &json, const ProcessReport &process, const LateFree &late) {
+  json.begin_object();
+  json.key("api").value(api_name(late.api));
+  json.key("address").value(hex(late.address));
+  json.key("thread").value(static_cast<uint64_t>(late.thread));
+  json.key("time_ms").value(late.time_ms);
+  json.key("forwarded").value(late.forwarded);  // false: reclaimed memory, kept from the driver
+  write_stack(json, process, late.stack_id);
+  json.end_object();
+}
+
 }  // namespace
 
 std::string render_json(const Report &report) {
@@ -94,8 +114,12 @@ std::string render_json(const Report &report) {
       json.key("begin_ms").value(lease.begin_ms);
       json.key("end_ms").value(lease.end_ms);
       json.key("leaked_bytes").value(lease.leaked_bytes());
+      json.key("peak_bytes").value(lease.peak_bytes);
       json.key("leaks").begin_array();
       for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
+      json.end_array();
+      json.key("late_frees").begin_array();
+      for (const LateFree &late : lease.late_frees) write_late_free(json, process, late);
       json.end_array();
       json.end_object();
     }

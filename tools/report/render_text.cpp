@@ -43,12 +43,37 @@ void render_frame(std::string &out, size_t index, const Frame &frame) {
   out += "\n";
 }
 
+void render_stack(std::string &out, const ProcessReport &process, uint32_t stack_id) {
+  auto stack = process.stacks.find(stack_id);
+  if (stack_id == 0 || stack == process.stacks.end() || stack->second.empty()) {
+    out += "    <no stack recorded>\n";
+    return;
+  }
+  for (size_t i = 0; i < stack->second.size(); ++i) render_frame(out, i, stack->second[i]);
+}
+
+std::string milliseconds(double ms) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.1f ms", ms);
+  return buffer;
+}
+
+std::string lease_details(const LeaseEnding &lease) {
+  std::string text = "policy " + std::string(policy_name(lease.policy));
+  if (lease.ttl_ms != 0) text += ", ttl " + std::to_string(lease.ttl_ms) + " ms";
+  text += ", began at " + milliseconds(lease.begin_ms) + ", peak " + std::to_string(lease.peak_bytes) + " byte(s)";
+  if (!lease.late_frees.empty()) text += ", " + std::to_string(lease.late_frees.size()) + " late free(s)";
+  return text;
+}
+
 }  // namespace
 
 std::string render_text(const Report &report) {
   std::string out;
   for (const ProcessReport &process : report.processes) {
-    if (process.leaked_allocations() == 0) continue;
+    bool any_late_free = false;
+    for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
+    if (process.leaked_allocations() == 0 && !any_late_free) continue;
     std::string tag = "==" + std::to_string(process.pid) + "==";
     out += "\n" + tag + "ERROR: leaseguard: detected device memory leaks\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
@@ -56,21 +81,22 @@ std::string render_text(const Report &report) {
     if (!process.complete)
       out += tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
     for (const LeaseEnding &lease : process.leases) {
-      if (lease.leaks.empty()) continue;
-      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (policy " +
-             std::string(policy_name(lease.policy)) + ") ended by " + std::string(ended_by_name(lease.ended_by)) +
-             ": " + std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaks.size()) +
+      if (lease.leaks.empty() && lease.late_frees.empty()) continue;
+      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
+             ") ended by " + std::string(ended_by_name(lease.ended_by)) + " at " + milliseconds(lease.end_ms) + ": " +
+             std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaks.size()) +
              " allocation(s)\n";
       for (const LeakGroup &group : group_leaks(process, lease)) {
         out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
                " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
-               "] allocated from:\n";
-        auto stack = process.stacks.find(group.stack_id);
-        if (group.stack_id == 0 || stack == process.stacks.end() || stack->second.empty()) {
-          out += "    <no stack recorded>\n";
-          continue;
-        }
-        for (size_t i = 0; i < stack->second.size(); ++i) render_frame(out, i, stack->second[i]);
+               (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
+        render_stack(out, process, group.stack_id);
+      }
+      for (const LateFree &late : lease.late_frees) {
+        out += "\nLate free of " + hex(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
+               milliseconds(late.time_ms) + (late.forwarded ? "" : ", reclaimed memory: not passed to the driver") +
+               ", from:\n";
+        render_stack(out, process, late.stack_id);
       }
     }
   }

@@ -16,6 +16,7 @@ struct LeakGroup {
   int32_t device = 0;
   uint64_t bytes = 0;
   uint64_t allocations = 0;
+  bool reclaimed = false;  // leaseguard gave these back to the device at the lease's end
 };
 
 // Groups, largest first (bytes, then count, then entry point and stack for a stable order).

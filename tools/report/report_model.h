@@ -40,6 +40,19 @@ struct Leak {
   uint32_t stack_id = 0;
 };
 
+// A free of an allocation that its lease had already reported (ended, expired) or
+// reclaimed. `forwarded` is false when leaseguard had reclaimed the memory and kept the
+// free from the driver.
+struct LateFree {
+  uint64_t id = 0;
+  Api api = Api::Unknown;
+  uint64_t address = 0;
+  uint32_t thread = 0;
+  uint32_t stack_id = 0;
+  bool forwarded = true;
+  double time_ms = 0;
+};
+
 struct LeaseEnding {
   uint32_t id = 0;
   std::string name;
@@ -48,7 +61,9 @@ struct LeaseEnding {
   uint64_t ttl_ms = 0;
   double begin_ms = 0;  // since the process started
   double end_ms = 0;
+  uint64_t peak_bytes = 0;  // most bytes the lease held live at once, up to this ending
   std::vector<Leak> leaks;
+  std::vector<LateFree> late_frees;
 
   uint64_t leaked_bytes() const;
 };
