@@ -1,6 +1,8 @@
 // Implementation of the lease registry and its expiry watchdog.
 #include "leases.h"
 
+#include "log.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -85,6 +87,7 @@ void LeaseRegistry::arm(Lease &) {
   if (!watchdog_running_) {
     watchdog_running_ = true;
     watchdog_ = std::thread([this] { watch(); });
+    log_debug("expiry watchdog started");
   }
   wake_.notify_all();
 }

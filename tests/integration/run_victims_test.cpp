@@ -354,3 +354,42 @@ TEST(Reclaim, TtlExpiryWithAbort) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Annotate, NoOpsWithoutThePreload) {
+  auto result = run_process({victim("annotated")}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "lease none, enter 0, leave 0, end 0\n");
+}
+
+TEST(Annotate, RealLeasesUnderThePreload) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("annotated")});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "lease begun, enter 0, leave 0, end 1\n");
+  const JsonValue *lease = lease_named(run.json["processes"][0], "annotated", "end");
+  ASSERT_NE(lease, nullptr);
+  ASSERT_EQ((*lease)["leaks"].size(), 1u);
+  EXPECT_EQ((*lease)["leaks"][0]["bytes"].as_number(), 4321);
+  EXPECT_EQ(first_function((*lease)["leaks"][0]), "leak_in_scope");
+}
+
+TEST(Watchdog, NoThreadUnlessALeaseHasADeadline) {
+  // threads.c joins its workers, so at exit the process has only its main thread, plus the
+  // watchdog if there is one. The preload's debug log says when it starts one.
+  for (const bool ttl : {false, true}) {
+    std::map<std::string, std::string> environment = {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH},
+                                                      {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
+                                                      {"LEASEGUARD_LOG", "debug"},
+                                                      {"LEASEGUARD_OUT", TempDir().path()}};
+    if (ttl) environment["LEASEGUARD_TTL"] = "1h";
+    auto result = run_process({victim("threads")}, environment);
+    EXPECT_EQ(result.exit_code, 0);
+    EXPECT_EQ(result.err.find("expiry watchdog started") != std::string::npos, ttl) << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
