@@ -26,7 +26,7 @@ uint64_t deadline_for(uint64_t begin_ns, uint64_t ttl_ms) {
 }  // namespace
 
 LeaseRegistry::LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms, Policy process_policy,
-                             ExpiryCallback on_expiry)
+                             ExpiryCallback on_expiry, uint64_t process_deadline_ns)
     : on_expiry_(std::move(on_expiry)) {
   auto lease = std::make_unique<Lease>();
   lease->id = kProcessLeaseId;
@@ -35,6 +35,8 @@ LeaseRegistry::LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms,
   lease->policy = process_policy;
   lease->begin_ns = process_begin_ns;
   lease->deadline_ns = deadline_for(process_begin_ns, process_ttl_ms);
+  if (process_deadline_ns != 0 && (lease->deadline_ns == 0 || process_deadline_ns < lease->deadline_ns))
+    lease->deadline_ns = process_deadline_ns;
   process_ = lease.get();
   leases_.emplace(kProcessLeaseId, std::move(lease));
   if (process_->deadline_ns != 0) arm(*process_);

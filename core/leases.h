@@ -38,8 +38,10 @@ class LeaseRegistry {
  public:
   using ExpiryCallback = std::function<void(Lease &)>;
 
+  // `process_deadline_ns` (CLOCK_MONOTONIC, 0: none) ends the process lease earlier than its
+  // time-to-live would.
   LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms, Policy process_policy,
-                ExpiryCallback on_expiry);
+                ExpiryCallback on_expiry, uint64_t process_deadline_ns = 0);
   ~LeaseRegistry();
   LeaseRegistry(const LeaseRegistry &) = delete;
   LeaseRegistry &operator=(const LeaseRegistry &) = delete;

@@ -34,6 +34,83 @@ std::optional<uint64_t> parse_duration_ms(std::string_view text) {
   return value * scale;
 }
 
+namespace {
+
+bool digits(std::string_view text, size_t at, size_t count, int &value) {
+  if (at + count > text.size()) return false;
+  value = 0;
+  for (size_t i = at; i < at + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    value = value * 10 + (text[i] - '0');
+  }
+  return true;
+}
+
+// Days from 1970-01-01 to year-month-day (proleptic Gregorian), without the C library's
+// time zone state.
+int64_t days_from_civil(int64_t year, unsigned month, unsigned day) {
+  year -= month <= 2;
+  const int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const unsigned year_of_era = static_cast<unsigned>(year - era * 400);
+  const unsigned day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + static_cast<int64_t>(day_of_era) - 719468;
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_deadline_ns(std::string_view text) {
+  if (!text.empty() && text[0] == '@') {
+    std::string_view number = text.substr(1);
+    size_t dot = number.find('.');
+    auto seconds = parse_integer(number.substr(0, dot), 0, 253402300799);  // up to year 9999
+    if (!seconds) return std::nullopt;
+    uint64_t nanoseconds = 0;
+    if (dot != std::string_view::npos) {
+      std::string_view fraction = number.substr(dot + 1);
+      if (fraction.empty() || fraction.size() > 9) return std::nullopt;
+      for (size_t i = 0; i < 9; ++i) {
+        char c = i < fraction.size() ? fraction[i] : '0';
+        if (c < '0' || c > '9') return std::nullopt;
+        nanoseconds = nanoseconds * 10 + static_cast<uint64_t>(c - '0');
+      }
+    }
+    return static_cast<uint64_t>(*seconds) * 1'000'000'000ull + nanoseconds;
+  }
+  int year, month, day, hour, minute, second;
+  if (text.size() < 20 || !digits(text, 0, 4, year) || text[4] != '-' || !digits(text, 5, 2, month) ||
+      text[7] != '-' || !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't') ||
+      !digits(text, 11, 2, hour) || text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' ||
+      !digits(text, 17, 2, second))
+    return std::nullopt;
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+    return std::nullopt;
+  size_t at = 19;
+  uint64_t nanoseconds = 0;
+  if (at < text.size() && text[at] == '.') {
+    size_t start = ++at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+    if (at == start) return std::nullopt;
+    for (size_t i = 0; i < 9; ++i)
+      nanoseconds = nanoseconds * 10 + (start + i < at ? static_cast<uint64_t>(text[start + i] - '0') : 0);
+  }
+  int64_t offset_seconds = 0;
+  std::string_view zone = text.substr(at);
+  if (zone == "Z" || zone == "z") {
+    offset_seconds = 0;
+  } else {
+    int offset_hours, offset_minutes;
+    if (zone.size() != 6 || (zone[0] != '+' && zone[0] != '-') || !digits(zone, 1, 2, offset_hours) || zone[3] != ':' ||
+        !digits(zone, 4, 2, offset_minutes) || offset_hours > 23 || offset_minutes > 59)
+      return std::nullopt;
+    offset_seconds = (zone[0] == '+' ? 1 : -1) * (offset_hours * 3600 + offset_minutes * 60);
+  }
+  int64_t seconds = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
+                    hour * 3600 + minute * 60 + second - offset_seconds;
+  if (seconds < 0) return std::nullopt;
+  return static_cast<uint64_t>(seconds) * 1'000'000'000ull + nanoseconds;
+}
+
 Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings) {
   Options options;
   auto get = [&](const char *name) -> std::optional<std::string_view> {
@@ -64,6 +141,10 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
   if (auto value = get("LEASEGUARD_TTL")) {
     if (auto ms = parse_duration_ms(*value)) options.ttl_ms = *ms;
     else warn("LEASEGUARD_TTL", *value, "no time-to-live");
+  }
+  if (auto value = get("LEASEGUARD_DEADLINE")) {
+    if (auto ns = parse_deadline_ns(*value)) options.deadline_unix_ns = *ns;
+    else warn("LEASEGUARD_DEADLINE", *value, "no deadline (want @SECONDS or 2026-11-29T18:00:00Z)");
   }
   if (auto value = get("LEASEGUARD_ON_EXPIRY")) {
     if (auto policy = policy_from_name(*value)) options.on_expiry = *policy;

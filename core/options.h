@@ -24,6 +24,7 @@ struct Options {
   bool disabled = false;            // LEASEGUARD_DISABLE=1: pure pass-through
   std::string out_dir = "leaseguard-out";
   uint64_t ttl_ms = 0;              // process lease time-to-live; 0: none
+  uint64_t deadline_unix_ns = 0;    // LEASEGUARD_DEADLINE: the process lease ends then; 0: none
   Policy on_expiry = Policy::Report;
   int stack_depth = kDefaultStackDepth;
   LogLevel log_level = LogLevel::Info;
@@ -38,6 +39,11 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
 // "250ms", "30s", "5m", "2h", or "0". Returns milliseconds, or nullopt if malformed or
 // too large to represent.
 std::optional<uint64_t> parse_duration_ms(std::string_view text);
+
+// An absolute time: "@SECONDS" since the Unix epoch (fraction allowed), or RFC 3339
+// "2026-11-29T18:00:00Z" / "2026-11-29T18:00:00.5+01:00". Returns nanoseconds since the
+// epoch, or nullopt if malformed or out of range.
+std::optional<uint64_t> parse_deadline_ns(std::string_view text);
 
 // A decimal integer in [min, max], nothing else.
 std::optional<long long> parse_integer(std::string_view text, long long min, long long max);

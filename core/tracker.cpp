@@ -71,6 +71,15 @@ std::vector<unsigned char> process_payload() {
 
 }  // namespace
 
+// A wall-clock deadline on the monotonic clock the watchdog sleeps on; one already past
+// fires at once.
+static uint64_t deadline_as_monotonic(uint64_t deadline_unix_ns, uint64_t now_monotonic_ns, uint64_t now_realtime_ns) {
+  if (deadline_unix_ns == 0) return 0;
+  if (deadline_unix_ns <= now_realtime_ns) return now_monotonic_ns;
+  uint64_t remaining = deadline_unix_ns - now_realtime_ns;
+  return remaining > UINT64_MAX - now_monotonic_ns ? UINT64_MAX : now_monotonic_ns + remaining;
+}
+
 uint64_t monotonic_ns() noexcept {
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -81,8 +90,8 @@ Tracker::Tracker(Options options)
     : options_(std::move(options)),
       start_monotonic_ns_(monotonic_ns()),
       start_realtime_ns_(realtime_ns()),
-      leases_(start_monotonic_ns_, options_.ttl_ms, options_.on_expiry,
-              [this](Lease &lease) { on_expired(lease); }) {}
+      leases_(start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
+              deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {}
 
 Tracker::~Tracker() {
   if (g_instance.load() == this) g_instance.store(nullptr);

@@ -393,3 +393,25 @@ TEST(Watchdog, NoThreadUnlessALeaseHasADeadline) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Deadline, AnAbsoluteDeadlineEndsTheProcessLease) {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  char deadline[64];
+  // 150 ms from now; ttl_expiry sleeps 600 ms after its first allocation.
+  long long nanoseconds = static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec + 150000000LL;
+  std::snprintf(deadline, sizeof deadline, "@%lld.%09lld", nanoseconds / 1000000000LL, nanoseconds % 1000000000LL);
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("ttl_expiry")}, {}, {{"LEASEGUARD_DEADLINE", deadline}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue *expired = lease_named(run.json["processes"][0], "process", "expiry");
+  ASSERT_NE(expired, nullptr) << read_text(out / "report.json");
+  ASSERT_EQ((*expired)["leaks"].size(), 1u);
+  EXPECT_EQ((*expired)["leaks"][0]["bytes"].as_number(), 6000);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

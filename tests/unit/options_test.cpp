@@ -94,3 +94,34 @@ TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
 
 }  // namespace
 }  // namespace leaseguard
+
+namespace leaseguard {
+namespace {
+
+TEST(Deadline, AcceptsEpochSecondsAndRfc3339) {
+  EXPECT_EQ(parse_deadline_ns("@0"), 0u);
+  EXPECT_EQ(parse_deadline_ns("@1764439200"), 1764439200ull * 1'000'000'000ull);
+  EXPECT_EQ(parse_deadline_ns("@1764439200.25"), 1764439200ull * 1'000'000'000ull + 250'000'000ull);
+  EXPECT_EQ(parse_deadline_ns("2025-11-29T18:00:00Z"), 1764439200ull * 1'000'000'000ull);
+  EXPECT_EQ(parse_deadline_ns("2025-11-29T19:00:00+01:00"), 1764439200ull * 1'000'000'000ull);
+  EXPECT_EQ(parse_deadline_ns("2025-11-29T18:00:00.5Z"), 1764439200ull * 1'000'000'000ull + 500'000'000ull);
+  EXPECT_EQ(parse_deadline_ns("2000-02-29T00:00:00Z"), 951782400ull * 1'000'000'000ull);
+}
+
+TEST(Deadline, RejectsMalformedTimes) {
+  for (const char *bad : {"", "@", "@-5", "@1.", "@1.1234567890", "@abc", "2025-11-29", "2025-11-29T18:00:00",
+                          "2025-13-29T18:00:00Z", "2025-11-29T24:00:00Z", "2025-11-29T18:00:00+1:00",
+                          "1969-12-31T23:59:59Z", "2025-11-29 18:00:00Z", "@99999999999999999999"})
+    EXPECT_FALSE(parse_deadline_ns(bad).has_value()) << bad;
+}
+
+TEST(Environment, BadDeadlineWarns) {
+  std::vector<std::string> warnings;
+  Options options = parse({{"LEASEGUARD_DEADLINE", "tomorrow"}}, warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("LEASEGUARD_DEADLINE='tomorrow' is not valid"), std::string::npos);
+  EXPECT_EQ(options.deadline_unix_ns, 0u);
+}
+
+}  // namespace
+}  // namespace leaseguard
