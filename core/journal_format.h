@@ -138,7 +138,8 @@ struct LeaseBeginPayload {
 struct LeaseEndPayload {
   uint32_t lease_id;
   uint8_t ended_by;
-  uint8_t reserved[3];
+  uint8_t signal;  // the termination signal that ended it (SIGTERM, SIGINT), or 0
+  uint8_t reserved[2];
   uint64_t time_ns;
   uint64_t leaked_allocations;
 };

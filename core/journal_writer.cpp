@@ -47,9 +47,11 @@ bool JournalWriter::open(const std::string &path, const HeaderPayload &header, s
   return true;
 }
 
-bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
+bool JournalWriter::ensure_mapped(uint64_t slot_end, bool may_block) noexcept {
   if (slot_end <= mapped_slots_.load(std::memory_order_acquire)) return true;
-  std::lock_guard lock(grow_mutex_);
+  std::unique_lock lock(grow_mutex_, std::defer_lock);
+  if (may_block) lock.lock();
+  else if (!lock.try_lock()) return false;
   uint64_t mapped = mapped_slots_.load(std::memory_order_relaxed);
   while (mapped < slot_end) {
     size_t offset = mapped * kSlotBytes;
@@ -65,13 +67,21 @@ bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
 }
 
 bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) noexcept {
+  return append_impl(type, payload, bytes, true);
+}
+
+bool JournalWriter::append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept {
+  return append_impl(type, payload, bytes, false);
+}
+
+bool JournalWriter::append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept {
   if (base_ == nullptr || bytes > kMaxPayloadBytes) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   const size_t slots = slots_for(bytes);
   const uint64_t first = next_slot_.fetch_add(slots, std::memory_order_relaxed);
-  if (!ensure_mapped(first + slots)) {
+  if (!ensure_mapped(first + slots, may_block)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

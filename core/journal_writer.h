@@ -33,6 +33,10 @@ class JournalWriter {
   // is too large, or the file cannot grow.
   bool append(RecordType type, const void *payload, size_t bytes) noexcept;
 
+  // The same for a signal handler: if the file must grow and another thread holds the lock
+  // for that, the record is dropped (and counted) instead of waiting.
+  bool append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept;
+
   bool is_open() const noexcept { return base_ != nullptr; }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   uint64_t slots_used() const noexcept { return next_slot_.load(std::memory_order_relaxed); }
@@ -43,7 +47,8 @@ class JournalWriter {
   void abandon() noexcept;
 
  private:
-  bool ensure_mapped(uint64_t slot_end) noexcept;
+  bool ensure_mapped(uint64_t slot_end, bool may_block = true) noexcept;
+  bool append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
 
   int fd_ = -1;
   unsigned char *base_ = nullptr;

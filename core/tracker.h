@@ -71,6 +71,12 @@ class Tracker {
   // At exit: ends every open lease (ended_by exit) and marks the journal complete.
   void finish_process() noexcept;
 
+  // From a SIGTERM/SIGINT handler, before the program's handler or the default action:
+  // ends every open lease (ended_by exit, with the signal) by journal records alone, which is
+  // async-signal-safe: no lock is waited for and nothing is allocated. `terminating` also
+  // marks the journal complete, for when the default action will end the process.
+  void end_leases_from_signal_handler(int signal_number, bool terminating) noexcept;
+
   // Frames in this range (the preload library) are dropped from the top of stacks.
   void exclude_code(CodeRange range) noexcept { excluded_ = range; }
 

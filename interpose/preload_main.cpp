@@ -12,6 +12,7 @@
 #include "preload_state.h"
 #include "real_dlsym.h"
 #include "reclaim.h"
+#include "signal_hooks.h"
 
 namespace leaseguard::interpose {
 
@@ -48,6 +49,7 @@ __attribute__((constructor(101))) void preload_start() {
   tracker->exclude_code(ModuleMap::module_range(reinterpret_cast<uintptr_t>(&preload_start)));
   // Never destroyed: a lease may expire on the watchdog thread while the process exits.
   tracker->set_reclaim_backend(new DriverReclaimBackend);
+  install_termination_handlers();
   pthread_atfork(nullptr, nullptr, child_after_fork);
 }
 

@@ -415,3 +415,75 @@ TEST(Deadline, AnAbsoluteDeadlineEndsTheProcessLease) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+const JsonValue *lease_with_signal(const JsonValue &process, const std::string &name, int signal_number) {
+  for (const auto &lease : process["leases"].items())
+    if (lease["name"].as_string() == name && lease["ended_by"].as_string() == "exit" &&
+        !lease["signal"].is_null() && lease["signal"].as_number() == signal_number)
+      return &lease;
+  return nullptr;
+}
+
+TEST(Signals, SigtermEndsEveryLeaseBeforeTheProgramsHandlerRuns) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("terminated"), "handler"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_EQ(run.result.out, "handler ran\n");
+  const JsonValue &process = run.json["processes"][0];
+  const JsonValue *job = lease_with_signal(process, "job", 15);
+  ASSERT_NE(job, nullptr) << read_text(out / "report.json");
+  ASSERT_EQ((*job)["leaks"].size(), 1u);
+  EXPECT_EQ((*job)["leaks"][0]["bytes"].as_number(), 8888);
+  // The handler's free came after the lease had ended: a late free, passed to the driver.
+  ASSERT_EQ((*job)["late_frees"].size(), 1u);
+  EXPECT_TRUE((*job)["late_frees"][0]["forwarded"].as_bool());
+  EXPECT_NE(lease_with_signal(process, "process", 15), nullptr);
+  EXPECT_NE(run.result.err.find("ended by exit (signal 15)"), std::string::npos) << run.result.err;
+}
+
+TEST(Signals, SigtermDefaultActionStillLeavesACompleteReport) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("terminated"), "default"});
+  EXPECT_EQ(run.result.exit_code, 128 + 15);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_TRUE(process["complete"].as_bool());
+  EXPECT_EQ(process["exit"]["signal"].as_number(), 15);
+  const JsonValue *job = lease_with_signal(process, "job", 15);
+  ASSERT_NE(job, nullptr) << read_text(out / "report.json");
+  ASSERT_EQ((*job)["leaks"].size(), 1u);
+  EXPECT_EQ(first_function((*job)["leaks"][0]), "allocate_buffer");
+}
+
+TEST(Signals, SigintDefaultAction) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("terminated"), "sigint"});
+  EXPECT_EQ(run.result.exit_code, 128 + 2);
+  EXPECT_NE(lease_with_signal(run.json["processes"][0], "job", 2), nullptr) << read_text(out / "report.json");
+}
+
+TEST(Signals, AnIgnoredSignalEndsNothing) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("terminated"), "ignored"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "ignored\n");
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 0);
+  for (const auto &lease : run.json["processes"][0]["leases"].items()) EXPECT_TRUE(lease["signal"].is_null());
+}
+
+TEST(Signals, SameBehaviourWithoutThePreload) {
+  for (const char *mode : {"handler", "default", "ignored", "sigint"}) {
+    TempDir out;
+    auto plain = run_process({victim("terminated"), mode}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+    auto preloaded = run_process({victim("terminated"), mode}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
+                                                                {"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH},
+                                                                {"LEASEGUARD_OUT", out.path()}});
+    EXPECT_EQ(preloaded.exit_code, plain.exit_code) << mode;
+    EXPECT_EQ(preloaded.out, plain.out) << mode;
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

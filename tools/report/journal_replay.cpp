@@ -141,6 +141,7 @@ class Replay : public journal::JournalVisitor {
     touch(end.time_ns);
     auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
+    ending.signal = end.signal;
     const size_t index = process_.leases.size();
     for (auto &[id, allocation] : live_) {
       if (allocation.reported || allocation.record.lease_id != end.lease_id) continue;

@@ -109,6 +109,9 @@ std::string render_json(const Report &report) {
       json.key("id").value(static_cast<uint64_t>(lease.id));
       json.key("name").value(lease.name);
       json.key("ended_by").value(ended_by_name(lease.ended_by));
+      json.key("signal");
+      if (lease.signal != 0) json.value(lease.signal);
+      else json.null();
       json.key("policy").value(policy_name(lease.policy));
       json.key("ttl_ms").value(lease.ttl_ms);
       json.key("begin_ms").value(lease.begin_ms);

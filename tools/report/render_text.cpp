@@ -83,7 +83,9 @@ std::string render_text(const Report &report) {
     for (const LeaseEnding &lease : process.leases) {
       if (lease.leaks.empty() && lease.late_frees.empty()) continue;
       out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
-             ") ended by " + std::string(ended_by_name(lease.ended_by)) + " at " + milliseconds(lease.end_ms) + ": " +
+             ") ended by " + std::string(ended_by_name(lease.ended_by)) +
+             (lease.signal != 0 ? " (signal " + std::to_string(lease.signal) + ")" : "") + " at " +
+             milliseconds(lease.end_ms) + ": " +
              std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaks.size()) +
              " allocation(s)\n";
       for (const LeakGroup &group : group_leaks(process, lease)) {

@@ -62,6 +62,7 @@ struct LeaseEnding {
   double begin_ms = 0;  // since the process started
   double end_ms = 0;
   uint64_t peak_bytes = 0;  // most bytes the lease held live at once, up to this ending
+  int signal = 0;           // the SIGTERM/SIGINT that ended it, or 0
   std::vector<Leak> leaks;
   std::vector<LateFree> late_frees;
 

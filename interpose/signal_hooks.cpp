@@ -1,0 +1,170 @@
+// SIGTERM and SIGINT end every lease, and write it to the journal, before the program's own
+// handler or the default action runs: a scheduler's SIGTERM at the end of a job's time, or
+// a ^C, still leaves a report of what the job held.
+//
+// leaseguard keeps its handler installed for both signals and presents the program with the
+// disposition the program asked for: sigaction() and signal() are interposed for these two
+// signals only, record the program's action, and return it as the old one. When the signal
+// arrives, leaseguard's handler ends the leases (async-signal-safely: journal records only)
+// and then runs the program's action as the kernel would have: its handler with its mask
+// and flags, nothing for SIG_IGN, or the default action (terminate) by re-raising. A signal
+// the program ignores is really ignored, so leases never end for a signal with no effect.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "preload_state.h"
+#include "real_dlsym.h"
+#include "signal_hooks.h"
+
+namespace leaseguard::interpose {
+namespace {
+
+using SigactionFunction = int (*)(int, const struct sigaction *, struct sigaction *);
+
+SigactionFunction real_sigaction() {
+  static SigactionFunction function = reinterpret_cast<SigactionFunction>(real_dlsym()(RTLD_NEXT, "sigaction"));
+  return function;
+}
+
+constexpr int kSignals[] = {SIGTERM, SIGINT};
+// The program's view of each signal's disposition, and whether leaseguard's handler is in
+// place (it is not while the program ignores the signal).
+struct Disposition {
+  struct sigaction program;
+  bool ours_installed;
+};
+Disposition g_dispositions[2];
+bool g_active = false;
+
+int index_of(int signal_number) {
+  for (int i = 0; i < 2; ++i)
+    if (kSignals[i] == signal_number) return i;
+  return -1;
+}
+
+void on_termination_signal(int signal_number, siginfo_t *info, void *context);
+
+struct sigaction our_action() {
+  struct sigaction action {};
+  action.sa_sigaction = on_termination_signal;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  return action;
+}
+
+bool ignores(const struct sigaction &action) {
+  return !(action.sa_flags & SA_SIGINFO) && action.sa_handler == SIG_IGN;
+}
+
+// Puts the real disposition in line with the program's: ours, unless it ignores the signal.
+int apply(int index) {
+  Disposition &disposition = g_dispositions[index];
+  if (ignores(disposition.program)) {
+    disposition.ours_installed = false;
+    return real_sigaction()(kSignals[index], &disposition.program, nullptr);
+  }
+  struct sigaction ours = our_action();
+  disposition.ours_installed = true;
+  return real_sigaction()(kSignals[index], &ours, nullptr);
+}
+
+void on_termination_signal(int signal_number, siginfo_t *info, void *context) {
+  const int saved_errno = errno;
+  const int index = index_of(signal_number);
+  if (index < 0) return;
+  const struct sigaction program = g_dispositions[index].program;
+  const bool default_action = !(program.sa_flags & SA_SIGINFO) && program.sa_handler == SIG_DFL;
+  if (Tracker *tracker = recording_tracker()) tracker->end_leases_from_signal_handler(signal_number, default_action);
+
+  if (default_action) {
+    // Terminate as the kernel would have: with the default disposition, the signal (blocked
+    // while this handler runs) is delivered as soon as the handler returns.
+    struct sigaction defaults {};
+    defaults.sa_handler = SIG_DFL;
+    real_sigaction()(signal_number, &defaults, nullptr);
+    raise(signal_number);
+    errno = saved_errno;
+    return;
+  }
+  // The program's handler, with the mask it asked for.
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &program.sa_mask, &previous);
+  if (program.sa_flags & SA_RESETHAND) {
+    g_dispositions[index].program = {};
+    g_dispositions[index].program.sa_handler = SIG_DFL;
+  }
+  errno = saved_errno;
+  if (program.sa_flags & SA_SIGINFO) program.sa_sigaction(signal_number, info, context);
+  else program.sa_handler(signal_number);
+  const int handler_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = handler_errno;
+}
+
+}  // namespace
+
+void install_termination_handlers() noexcept {
+  if (real_sigaction() == nullptr) return;
+  for (int i = 0; i < 2; ++i) {
+    if (real_sigaction()(kSignals[i], nullptr, &g_dispositions[i].program) != 0) return;
+  }
+  for (int i = 0; i < 2; ++i) apply(i);
+  g_active = true;
+}
+
+}  // namespace leaseguard::interpose
+
+using namespace leaseguard::interpose;
+
+extern "C" __attribute__((visibility("default"))) int sigaction(int signal_number, const struct sigaction *action,
+                                                                struct sigaction *old_action) {
+  const int index = g_active ? index_of(signal_number) : -1;
+  if (index < 0) {
+    SigactionFunction real = real_sigaction();
+    if (real == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return real(signal_number, action, old_action);
+  }
+  // Block the signal while its recorded disposition changes, so the handler never sees
+  // half of an update.
+  sigset_t just_this, previous;
+  sigemptyset(&just_this);
+  sigaddset(&just_this, signal_number);
+  pthread_sigmask(SIG_BLOCK, &just_this, &previous);
+  if (old_action != nullptr) *old_action = g_dispositions[index].program;
+  int result = 0;
+  if (action != nullptr) {
+    g_dispositions[index].program = *action;
+    result = apply(index);
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return result;
+}
+
+extern "C" __attribute__((visibility("default"))) sighandler_t signal(int signal_number, sighandler_t handler) {
+  const int index = g_active ? index_of(signal_number) : -1;
+  if (index < 0) {
+    // glibc's signal() has BSD semantics: a handler stays installed and calls restart.
+    struct sigaction action {}, old_action {};
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    SigactionFunction real = real_sigaction();
+    if (real == nullptr || real(signal_number, &action, &old_action) != 0) return SIG_ERR;
+    return old_action.sa_handler;
+  }
+  struct sigaction action {}, old_action {};
+  action.sa_handler = handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(signal_number, &action, &old_action) != 0) return SIG_ERR;
+  if (old_action.sa_flags & SA_SIGINFO)
+    return reinterpret_cast<sighandler_t>(reinterpret_cast<void *>(old_action.sa_sigaction));
+  return old_action.sa_handler;
+}
