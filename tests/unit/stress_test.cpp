@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -103,6 +104,63 @@ TEST(Stress, EveryAllocationIsAccountedForExactly) {
   // a free and a leak reported earlier, so it is counted once.
   EXPECT_EQ(process.allocations, journal_frees - process.late_frees + process.leaked_allocations());
   EXPECT_EQ(tracker.live_allocations(), allocated.load() - freed.load());
+}
+
+}  // namespace
+}  // namespace leaseguard
+
+namespace leaseguard {
+namespace {
+
+// A lease ended while other threads allocate into it: each allocation is counted once,
+// either by the lease's end (it completed before) or by the process lease (after).
+TEST(Stress, EndingALeaseWhileThreadsAllocateIntoIt) {
+  for (int round = 0; round < 20; ++round) {
+    testing::TempDir dir;
+    Options options;
+    options.out_dir = dir.path();
+    options.run_id = "end-race";
+    options.stack_depth = 0;
+    options.log_level = LogLevel::Quiet;
+    Tracker tracker(options);
+    uint64_t lease = tracker.lease_begin("contended", 0, Policy::Report);
+    std::atomic<int> ready{0};
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> made{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+      threads.emplace_back([&, t] {
+        tracker.lease_enter(lease);
+        ready.fetch_add(1);
+        uint64_t address = (static_cast<uint64_t>(t) + 1) << 36;
+        while (!stop.load()) {
+          AllocationEvent event;
+          event.api = Api::cuMemAlloc_v2;
+          event.address = address += 256;
+          event.bytes = 1;
+          tracker.on_alloc(event);
+          made.fetch_add(1);
+        }
+        tracker.lease_leave();
+      });
+    while (ready.load() < 3) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const int counted_by_end = tracker.lease_end(lease);
+    stop.store(true);
+    for (auto &thread : threads) thread.join();
+    tracker.finish_process();
+
+    report::ProcessReport process;
+    std::string error;
+    ASSERT_TRUE(report::load_journal(tracker.journal_path(), process, error)) << error;
+    uint64_t in_lease = 0, in_process = 0;
+    for (const auto &ending : process.leases) {
+      if (ending.name == "contended") in_lease += ending.leaks.size();
+      if (ending.name == "process") in_process += ending.leaks.size();
+    }
+    EXPECT_EQ(in_lease, static_cast<uint64_t>(counted_by_end));  // the journal agrees with the return value
+    EXPECT_EQ(in_lease + in_process, made.load());               // and nothing is counted twice or lost
+  }
 }
 
 }  // namespace
