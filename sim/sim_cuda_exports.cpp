@@ -57,6 +57,14 @@ CUresult pitch_alloc(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t heig
   return status;
 }
 
+CUresult host_alloc(void **pp, size_t bytes) {
+  if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr address = 0;
+  CUresult status = allocate_into(&address, bytes, MemoryKind::Host);
+  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
+  return status;
+}
+
 CUresult async_alloc(CUdeviceptr *dptr, size_t bytes) {
   return allocate_into(dptr, bytes, MemoryKind::Async);
 }
@@ -349,29 +357,18 @@ LG_SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, uns
 
 LG_SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
   LG_SIM_ENTRY(cuMemAllocHost);
-  if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUdeviceptr address = 0;
-  CUresult status = allocate_into(&address, bytesize, MemoryKind::Host);
-  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
-  return status;
+  return host_alloc(pp, bytesize);
 }
 
 LG_SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
   LG_SIM_ENTRY(cuMemAllocHost_v2);
-  if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUdeviceptr address = 0;
-  CUresult status = allocate_into(&address, bytesize, MemoryKind::Host);
-  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
-  return status;
+  return host_alloc(pp, bytesize);
 }
 
 LG_SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
   LG_SIM_ENTRY(cuMemHostAlloc);
-  if (pp == nullptr || (Flags & ~0xfu) != 0) return CUDA_ERROR_INVALID_VALUE;
-  CUdeviceptr address = 0;
-  CUresult status = allocate_into(&address, bytesize, MemoryKind::Host);
-  if (status == CUDA_SUCCESS) *pp = reinterpret_cast<void *>(address);
-  return status;
+  if ((Flags & ~0xfu) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return host_alloc(pp, bytesize);
 }
 
 LG_SIM_EXPORT CUresult cuMemFreeHost(void *p) {

@@ -1,11 +1,20 @@
-// Grouping of leaks by identical stack, entry point and device.
+// Grouping of leaks by identical stack, entry point and device; address formatting.
 #include <algorithm>
 #include <map>
 #include <tuple>
 
 #include "renderers.h"
 
+#include <cinttypes>
+#include <cstdio>
+
 namespace leaseguard::report {
+
+std::string hex_address(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%" PRIx64, value);
+  return buffer;
+}
 
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease) {
   (void)process;

@@ -9,18 +9,12 @@
 namespace leaseguard::report {
 namespace {
 
-std::string hex(uint64_t value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%" PRIx64, value);
-  return buffer;
-}
-
 void write_frame(JsonWriter &json, const Frame &frame) {
   json.begin_object();
   json.key("module");
   if (frame.module.empty()) json.null();
   else json.value(frame.module);
-  json.key("offset").value(hex(frame.offset));
+  json.key("offset").value(hex_address(frame.offset));
   json.key("function");
   if (frame.function) json.value(*frame.function);
   else json.null();
@@ -38,7 +32,7 @@ void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak
   json.key("api").value(api_name(leak.api));
   json.key("kind").value(kind_name(leak.kind));
   json.key("bytes").value(leak.bytes);
-  json.key("address").value(hex(leak.address));
+  json.key("address").value(hex_address(leak.address));
   json.key("device").value(static_cast<int64_t>(leak.device));
   json.key("thread").value(static_cast<uint64_t>(leak.thread));
   json.key("age_ms").value(leak.age_ms);
@@ -62,7 +56,7 @@ void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_
 void write_late_free(JsonWriter &json, const ProcessReport &process, const LateFree &late) {
   json.begin_object();
   json.key("api").value(api_name(late.api));
-  json.key("address").value(hex(late.address));
+  json.key("address").value(hex_address(late.address));
   json.key("thread").value(static_cast<uint64_t>(late.thread));
   json.key("time_ms").value(late.time_ms);
   json.key("forwarded").value(late.forwarded);  // false: reclaimed memory, kept from the driver

@@ -9,12 +9,6 @@
 namespace leaseguard::report {
 namespace {
 
-std::string hex(uint64_t value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%" PRIx64, value);
-  return buffer;
-}
-
 std::string command_line(const ProcessReport &process) {
   std::string text;
   for (const std::string &argument : process.command) {
@@ -32,14 +26,14 @@ std::string how_it_ended(const ProcessReport &process) {
 }
 
 void render_frame(std::string &out, size_t index, const Frame &frame) {
-  out += "    #" + std::to_string(index) + " " + hex(frame.address);
+  out += "    #" + std::to_string(index) + " " + hex_address(frame.address);
   if (frame.function) out += " in " + *frame.function;
   if (frame.file) {
     out += " " + *frame.file;
     if (frame.line) out += ":" + std::to_string(*frame.line);
   }
   if (frame.module.empty()) out += " (<unknown module>)";
-  else out += " (" + frame.module + "+" + hex(frame.offset) + ")";
+  else out += " (" + frame.module + "+" + hex_address(frame.offset) + ")";
   out += "\n";
 }
 
@@ -95,7 +89,7 @@ std::string render_text(const Report &report) {
         render_stack(out, process, group.stack_id);
       }
       for (const LateFree &late : lease.late_frees) {
-        out += "\nLate free of " + hex(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
+        out += "\nLate free of " + hex_address(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
                milliseconds(late.time_ms) + (late.forwarded ? "" : ", reclaimed memory: not passed to the driver") +
                ", from:\n";
         render_stack(out, process, late.stack_id);

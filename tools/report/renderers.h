@@ -19,6 +19,9 @@ struct LeakGroup {
   bool reclaimed = false;  // leaseguard gave these back to the device at the lease's end
 };
 
+// "0x1f40": how addresses and offsets are written in every format.
+std::string hex_address(uint64_t value);
+
 // Groups, largest first (bytes, then count, then entry point and stack for a stable order).
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease);
 
