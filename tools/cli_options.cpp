@@ -88,10 +88,15 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
   }
   if (name == "--suppressions") {
     ok = take_value(arguments, index, name, inline_value, value, error);
-    if (ok) {
-      error = "--suppressions is not available in this version of leaseguard";
+    common.suppressions = value;
+    return true;
+  }
+  if (name == "--gen-suppressions") {
+    if (inline_value) {
+      error = "--gen-suppressions takes no value";
       ok = false;
     }
+    common.gen_suppressions = true;
     return true;
   }
   return false;
@@ -238,10 +243,14 @@ Options of run:
   --on-expiry POLICY     report | reclaim | abort (default report)
   --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
   --format FMT[=PATH]    text | json; repeatable; without =PATH a file in DIR
-  --fail-on-leak[=CODE]  exit with CODE (default 23) when a leak remains
+  --suppressions FILE    leak suppressions: LeakSanitizer's leak:PATTERN lines, plus
+                         api=PATTERN and min_bytes=SIZE qualifiers (docs/suppressions.md)
+  --gen-suppressions     print a ready suppression line under each leak group
+  --fail-on-leak[=CODE]  exit with CODE (default 23) when an unsuppressed leak remains
   --quiet                nothing on stderr but leaseguard's own errors
 
-Options of report: --out, --format, --fail-on-leak, --quiet, as above.
+Options of report: --out, --format, --suppressions, --gen-suppressions, --fail-on-leak,
+--quiet, as above.
 
 Exit status of run: COMMAND's status; 128+N if it died of signal N; CODE with
 --fail-on-leak when a leak remains; 2 for leaseguard's own usage or I/O errors.

@@ -26,6 +26,8 @@ struct CommonOptions {
   std::vector<FormatRequest> formats;
   std::optional<int> fail_on_leak;  // the exit code when an unsuppressed leak remains
   bool quiet = false;
+  std::string suppressions;         // file of leak: lines; empty: none
+  bool gen_suppressions = false;    // print a ready suppression for each leak group
 };
 
 struct RunOptions {

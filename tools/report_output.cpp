@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "report/renderers.h"
+#include "report/suppressions.h"
 #include "report/symbolizer.h"
 
 namespace leaseguard::cli {
@@ -88,10 +89,14 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
   for (const std::string &file : inputs.exit_files)
     if (!report::read_exit_statuses(file, exits, error)) return false;
   if (!report::load_report(inputs.journals, exits, report, error)) return false;
+  report::Suppressions suppressions;
+  if (!options.suppressions.empty() && !suppressions.load(options.suppressions, error)) return false;
   report::Symbolizer symbolizer;
   symbolizer.symbolize(report);
   for (const auto &[module, why] : symbolizer.unusable_modules())
     report.problems.push_back("no symbols for " + module + ": it " + why);
+  suppressions.apply(report);  // matches symbolized frames, never raw addresses
+  report.suggest_suppressions = options.gen_suppressions;
 
   std::string text;
   auto text_report = [&]() -> const std::string & {

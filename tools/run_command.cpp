@@ -24,6 +24,7 @@
 #include "files.h"
 #include "install_paths.h"
 #include "report/report_model.h"
+#include "report/suppressions.h"
 #include "report_output.h"
 
 extern char **environ;
@@ -126,6 +127,12 @@ int run_command(const RunOptions &options) {
     return kUsageError;
   }
   if (!find_executable(options.command[0], error)) {
+    fail(error);
+    return kUsageError;
+  }
+  // A bad suppressions file is a usage error before the command runs, not after.
+  report::Suppressions suppressions;
+  if (!options.common.suppressions.empty() && !suppressions.load(options.common.suppressions, error)) {
     fail(error);
     return kUsageError;
   }

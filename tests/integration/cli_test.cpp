@@ -198,3 +198,50 @@ TEST(Cli, ReportOfDamagedOrMissingInputExits2) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Cli, SuppressionsSilenceMatchingLeaksAndTheSummaryCountsThem) {
+  TempDir dir;
+  std::ofstream(dir / "leaks.supp") << "# the blur scratch buffer is known\nleak:^blur$\n";
+  auto run = run_under_leaseguard(dir.path(), {kPipeline}, {"--suppressions", dir / "leaks.supp", "--fail-on-leak"});
+  // One leak remains (upload_frame), so --fail-on-leak still fails.
+  EXPECT_EQ(run.result.exit_code, 23) << run.result.err;
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 1);
+  EXPECT_EQ(run.json["summary"]["suppressed_allocations"].as_number(), 3);
+  EXPECT_NE(run.result.err.find("Suppressions used:\n  count      bytes template\n      3      12288 leak:^blur$\n"),
+            std::string::npos)
+      << run.result.err;
+  EXPECT_NE(run.result.err.find("SUMMARY: leaseguard: 2048 byte(s) leaked in 1 allocation(s)."), std::string::npos);
+
+  // Suppressing both: nothing left to fail on.
+  std::ofstream(dir / "all.supp") << "leak:leaky_pipeline.c\n";
+  auto clean = run_under_leaseguard(dir.path(), {kPipeline}, {"--suppressions", dir / "all.supp", "--fail-on-leak"});
+  EXPECT_EQ(clean.result.exit_code, 0);
+  EXPECT_EQ(clean.json["summary"]["suppressed_allocations"].as_number(), 4);
+}
+
+TEST(Cli, GenSuppressionsPrintsAReadyLinePerGroup) {
+  TempDir dir;
+  auto result = leaseguard({"run", "--sim", "--out", dir.path(), "--gen-suppressions", "--", kPipeline});
+  EXPECT_NE(result.err.find("  Suppress with: leak:^blur$\n"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("  Suppress with: leak:^upload_frame$\n"), std::string::npos);
+  // The suggested lines work as a suppressions file.
+  std::ofstream(dir / "gen.supp") << "leak:^blur$\nleak:^upload_frame$\n";
+  auto quiet = leaseguard({"report", "--suppressions", dir / "gen.supp", "--fail-on-leak", dir.path()});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
+}
+
+TEST(Cli, ABadSuppressionsFileIsAUsageErrorBeforeTheCommandRuns) {
+  TempDir dir;
+  std::ofstream(dir / "bad.supp") << "leak:ok\nleak:x colour=red\n";
+  auto result = leaseguard({"run", "--sim", "--out", dir / "out", "--suppressions", dir / "bad.supp", "--", kPipeline});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "leaseguard: error: " + (dir / "bad.supp") + ":2: unknown qualifier 'colour=red' (api=PATTERN, min_bytes=SIZE)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));  // the command never ran
+  EXPECT_EQ(leaseguard({"run", "--sim", "--suppressions", dir / "missing.supp", "--", kPipeline}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

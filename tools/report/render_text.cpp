@@ -5,6 +5,7 @@
 #include <string>
 
 #include "renderers.h"
+#include "suppressions.h"
 
 namespace leaseguard::report {
 namespace {
@@ -87,6 +88,10 @@ std::string render_text(const Report &report) {
                " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
                (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
         render_stack(out, process, group.stack_id);
+        if (report.suggest_suppressions) {
+          std::string rule = suggest_suppression(process, group.stack_id);
+          if (!rule.empty()) out += "  Suppress with: " + rule + "\n";
+        }
       }
       for (const LateFree &late : lease.late_frees) {
         out += "\nLate free of " + hex_address(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
@@ -97,6 +102,16 @@ std::string render_text(const Report &report) {
     }
   }
   for (const std::string &problem : report.problems) out += "\nleaseguard: warning: " + problem + "\n";
+  if (!report.suppressions_used.empty()) {
+    // LeakSanitizer's table of the suppressions that matched.
+    char line[96];
+    out += "\nSuppressions used:\n  count      bytes template\n";
+    for (const SuppressionUse &use : report.suppressions_used) {
+      std::snprintf(line, sizeof line, "%7llu %10llu ", static_cast<unsigned long long>(use.allocations),
+                    static_cast<unsigned long long>(use.bytes));
+      out += line + use.rule + "\n";
+    }
+  }
   out += "\nSUMMARY: leaseguard: " + std::to_string(report.leaked_bytes()) + " byte(s) leaked in " +
          std::to_string(report.leaked_allocations()) + " allocation(s).\n";
   return out;

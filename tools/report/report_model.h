@@ -93,9 +93,18 @@ struct ProcessReport {
   uint64_t leaked_allocations() const;
 };
 
+struct SuppressionUse {
+  std::string rule;    // "leak:PATTERN [qualifiers]"
+  std::string source;  // file:line
+  uint64_t allocations = 0;
+  uint64_t bytes = 0;
+};
+
 struct Report {
   std::vector<ProcessReport> processes;
   uint64_t suppressed_allocations = 0;
+  std::vector<SuppressionUse> suppressions_used;  // those that matched something
+  bool suggest_suppressions = false;              // --gen-suppressions
   std::vector<std::string> problems;  // damaged inputs, said in the report
 
   uint64_t leaked_bytes() const;

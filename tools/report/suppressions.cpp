@@ -1,0 +1,174 @@
+// Parsing and applying leak suppressions (see suppressions.h).
+#include "suppressions.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "options.h"
+
+namespace leaseguard::report {
+namespace {
+
+// Glob match of `pattern` (only `*` is special) against all of `text`, iteratively (no
+// recursion: a hostile pattern cannot exhaust the stack, and the cost is O(n*m) at worst).
+bool glob_matches(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::optional<uint64_t> parse_size(std::string_view text) {
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': scale = 1ull << 10; break;
+      case 'M': case 'm': scale = 1ull << 20; break;
+      case 'G': case 'g': scale = 1ull << 30; break;
+      default: break;
+    }
+    if (scale != 1) text.remove_suffix(1);
+  }
+  auto value = parse_integer(text, 0, INT64_MAX);
+  if (!value || static_cast<uint64_t>(*value) > UINT64_MAX / scale) return std::nullopt;
+  return static_cast<uint64_t>(*value) * scale;
+}
+
+}  // namespace
+
+bool suppression_pattern_matches(std::string_view pattern, std::string_view text) {
+  bool anchored_start = !pattern.empty() && pattern.front() == '^';
+  if (anchored_start) pattern.remove_prefix(1);
+  bool anchored_end = !pattern.empty() && pattern.back() == '$';
+  if (anchored_end) pattern.remove_suffix(1);
+  std::string glob;
+  if (!anchored_start) glob += '*';
+  glob += pattern;
+  if (!anchored_end) glob += '*';
+  return glob_matches(glob, text);
+}
+
+bool Suppressions::parse(std::string_view text, const std::string &name, std::string &error) {
+  std::istringstream lines{std::string(text)};
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    std::string where = name + ":" + std::to_string(number);
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::istringstream words(line.substr(first));
+    std::string rule;
+    words >> rule;
+    if (rule.rfind("leak:", 0) != 0) {
+      error = where + ": not a leak suppression (want leak:PATTERN)";
+      return false;
+    }
+    Suppression suppression;
+    suppression.pattern = rule.substr(5);
+    suppression.source = where;
+    if (suppression.pattern.empty()) {
+      error = where + ": empty pattern";
+      return false;
+    }
+    std::string qualifier;
+    while (words >> qualifier) {
+      if (qualifier.rfind("api=", 0) == 0 && qualifier.size() > 4) {
+        suppression.api_pattern = qualifier.substr(4);
+      } else if (qualifier.rfind("min_bytes=", 0) == 0) {
+        auto bytes = parse_size(std::string_view(qualifier).substr(10));
+        if (!bytes) {
+          error = where + ": min_bytes wants a size such as 4096, 64K or 1M";
+          return false;
+        }
+        suppression.min_bytes = *bytes;
+      } else {
+        error = where + ": unknown qualifier '" + qualifier + "' (api=PATTERN, min_bytes=SIZE)";
+        return false;
+      }
+    }
+    entries_.push_back(std::move(suppression));
+  }
+  return true;
+}
+
+bool Suppressions::load(const std::string &path, std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read suppressions " + path;
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path, error);
+}
+
+bool Suppressions::matches(const Suppression &suppression, const ProcessReport &process, const Leak &leak) const {
+  if (leak.bytes < suppression.min_bytes) return false;
+  if (!suppression.api_pattern.empty() && !glob_matches(suppression.api_pattern, api_name(leak.api))) return false;
+  auto stack = process.stacks.find(leak.stack_id);
+  if (stack == process.stacks.end()) return false;
+  for (const Frame &frame : stack->second) {
+    if (!frame.module.empty() && suppression_pattern_matches(suppression.pattern, frame.module)) return true;
+    if (frame.function && suppression_pattern_matches(suppression.pattern, *frame.function)) return true;
+    if (frame.file && suppression_pattern_matches(suppression.pattern, *frame.file)) return true;
+  }
+  return false;
+}
+
+void Suppressions::apply(Report &report) {
+  if (entries_.empty()) return;
+  for (ProcessReport &process : report.processes) {
+    for (LeaseEnding &lease : process.leases) {
+      std::vector<Leak> kept;
+      for (Leak &leak : lease.leaks) {
+        Suppression *hit = nullptr;
+        for (Suppression &suppression : entries_)
+          if (matches(suppression, process, leak)) {
+            hit = &suppression;
+            break;
+          }
+        if (hit == nullptr) {
+          kept.push_back(std::move(leak));
+          continue;
+        }
+        ++hit->hit_allocations;
+        hit->hit_bytes += leak.bytes;
+        ++report.suppressed_allocations;
+      }
+      lease.leaks = std::move(kept);
+    }
+  }
+  for (const Suppression &suppression : entries_) {
+    if (suppression.hit_allocations == 0) continue;
+    std::string rule = "leak:" + suppression.pattern;
+    if (!suppression.api_pattern.empty()) rule += " api=" + suppression.api_pattern;
+    if (suppression.min_bytes != 0) rule += " min_bytes=" + std::to_string(suppression.min_bytes);
+    report.suppressions_used.push_back({rule, suppression.source, suppression.hit_allocations, suppression.hit_bytes});
+  }
+}
+
+std::string suggest_suppression(const ProcessReport &process, uint32_t stack_id) {
+  auto stack = process.stacks.find(stack_id);
+  if (stack == process.stacks.end()) return "";
+  for (const Frame &frame : stack->second)
+    if (frame.function) return "leak:^" + *frame.function + "$";
+  for (const Frame &frame : stack->second)
+    if (!frame.module.empty()) return "leak:" + frame.module.substr(frame.module.rfind('/') + 1);
+  return "";
+}
+
+}  // namespace leaseguard::report
