@@ -7,7 +7,7 @@ namespace leaseguard::cli {
 namespace {
 
 const char *const kFormats[] = {"text", "json", "sarif", "junit", "html", "folded"};
-const char *const kAvailableFormats[] = {"text", "json"};
+const char *const kAvailableFormats[] = {"text", "json", "sarif", "junit", "folded"};
 
 bool known(const char *const *list, size_t size, const std::string &name) {
   for (size_t i = 0; i < size; ++i)
@@ -56,7 +56,8 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
       error = "unknown format '" + request.format + "' (text, json, sarif, junit, html, folded)";
       ok = false;
     } else if (!known(kAvailableFormats, std::size(kAvailableFormats), request.format)) {
-      error = "format '" + request.format + "' is not available in this version of leaseguard (available: text, json)";
+      error = "format '" + request.format +
+              "' is not available in this version of leaseguard (available: text, json, sarif, junit, folded)";
       ok = false;
     } else if (equals != std::string::npos && request.path.empty()) {
       error = "--format " + request.format + "= needs a path after '='";
@@ -89,6 +90,11 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
   if (name == "--suppressions") {
     ok = take_value(arguments, index, name, inline_value, value, error);
     common.suppressions = value;
+    return true;
+  }
+  if (name == "--source-root") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    common.source_root = value;
     return true;
   }
   if (name == "--gen-suppressions") {
@@ -242,15 +248,18 @@ Options of run:
   --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
   --on-expiry POLICY     report | reclaim | abort (default report)
   --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
-  --format FMT[=PATH]    text | json; repeatable; without =PATH a file in DIR
+  --format FMT[=PATH]    text | json | sarif | junit | folded; repeatable; without =PATH
+                         a file in DIR
+  --source-root DIR      SARIF file locations are relative to DIR (default: the current
+                         directory)
   --suppressions FILE    leak suppressions: LeakSanitizer's leak:PATTERN lines, plus
                          api=PATTERN and min_bytes=SIZE qualifiers (docs/suppressions.md)
   --gen-suppressions     print a ready suppression line under each leak group
   --fail-on-leak[=CODE]  exit with CODE (default 23) when an unsuppressed leak remains
   --quiet                nothing on stderr but leaseguard's own errors
 
-Options of report: --out, --format, --suppressions, --gen-suppressions, --fail-on-leak,
---quiet, as above.
+Options of report: --out, --format, --source-root, --suppressions, --gen-suppressions,
+--fail-on-leak, --quiet, as above.
 
 Exit status of run: COMMAND's status; 128+N if it died of signal N; CODE with
 --fail-on-leak when a leak remains; 2 for leaseguard's own usage or I/O errors.

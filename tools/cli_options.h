@@ -16,7 +16,7 @@ inline constexpr int kUsageError = 2;
 inline constexpr int kDefaultLeakExitCode = 23;
 
 struct FormatRequest {
-  std::string format;  // text | json
+  std::string format;  // text | json | sarif | junit | folded
   std::string path;    // empty: a file in the output directory
 };
 
@@ -28,6 +28,7 @@ struct CommonOptions {
   bool quiet = false;
   std::string suppressions;         // file of leak: lines; empty: none
   bool gen_suppressions = false;    // print a ready suppression for each leak group
+  std::string source_root;          // SARIF paths are relative to it; empty: the cwd
 };
 
 struct RunOptions {

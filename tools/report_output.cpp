@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "report/renderers.h"
 #include "report/suppressions.h"
@@ -103,10 +104,25 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     if (text.empty()) text = report::render_text(report);
     return text;
   };
+  std::string source_root = options.source_root;
+  if (source_root.empty()) {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) != nullptr) source_root = cwd;
+  } else if (source_root[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) != nullptr) source_root = std::string(cwd) + "/" + source_root;
+  }
   for (const FormatRequest &request : options.formats) {
-    std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + (request.format == "text" ? "txt" : request.format)
+    static const std::map<std::string, std::string> kExtensions = {
+        {"text", "txt"}, {"json", "json"}, {"sarif", "sarif"}, {"junit", "junit.xml"}, {"folded", "folded"}};
+    std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
                                             : request.path;
-    std::string content = request.format == "json" ? report::render_json(report) : text_report();
+    std::string content;
+    if (request.format == "json") content = report::render_json(report);
+    else if (request.format == "sarif") content = report::render_sarif(report, source_root);
+    else if (request.format == "junit") content = report::render_junit(report);
+    else if (request.format == "folded") content = report::render_folded(report);
+    else content = text_report();
     if (!write_file(path, content, error)) return false;
   }
   if (!options.quiet && text_stream != nullptr) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "process_runner.h"
 #include "../unit/test_support.h"
@@ -241,6 +242,63 @@ TEST(Cli, ABadSuppressionsFileIsAUsageErrorBeforeTheCommandRuns) {
   EXPECT_EQ(result.err, "leaseguard: error: " + (dir / "bad.supp") + ":2: unknown qualifier 'colour=red' (api=PATTERN, min_bytes=SIZE)\n");
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));  // the command never ran
   EXPECT_EQ(leaseguard({"run", "--sim", "--suppressions", dir / "missing.supp", "--", kPipeline}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Cli, SarifJunitAndFoldedFormats) {
+  TempDir dir;
+  auto run_once = [&](const std::string &name) {
+    return leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--source-root", LEASEGUARD_SOURCE_ROOT,
+                       "--format", "sarif=" + (dir / (name + ".sarif")), "--format",
+                       "junit=" + (dir / (name + ".xml")), "--format", "folded=" + (dir / (name + ".folded")), "--",
+                       kPipeline});
+  };
+  ASSERT_EQ(run_once("a").exit_code, 0);
+  ASSERT_EQ(run_once("b").exit_code, 0);
+
+  JsonValue a, b;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "a.sarif"), a, error)) << error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "b.sarif"), b, error)) << error;
+  EXPECT_EQ(a["version"].as_string(), "2.1.0");
+  const JsonValue &results = a["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 2u);  // one result per leak group
+  EXPECT_EQ(a["runs"][0]["tool"]["driver"]["rules"][0]["id"].as_string(), results[0]["ruleId"].as_string());
+  const JsonValue &location = results[0]["locations"][0]["physicalLocation"];
+  EXPECT_EQ(location["artifactLocation"]["uri"].as_string(), "examples/leaky_pipeline.c");  // relative to the root
+  EXPECT_EQ(location["artifactLocation"]["uriBaseId"].as_string(), "SRCROOT");
+  EXPECT_EQ(location["region"]["startLine"].as_number(), 40);
+  EXPECT_GE(results[0]["codeFlows"][0]["threadFlows"][0]["locations"].size(), 2u);
+  // Fingerprints are stable across runs (different pids and address-space layouts).
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(results[i]["partialFingerprints"]["leaseguardStack/v1"].as_string(),
+              b["runs"][0]["results"][i]["partialFingerprints"]["leaseguardStack/v1"].as_string());
+  EXPECT_NE(results[0]["partialFingerprints"]["leaseguardStack/v1"].as_string(),
+            results[1]["partialFingerprints"]["leaseguardStack/v1"].as_string());
+
+  std::string junit = read_text(dir / "a.xml");
+  EXPECT_EQ(junit.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"1\" failures=\"1\">", 0), 0u) << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"leaseguard.leaky_pipeline\" name=\"lease 1 process (exit)\">"), std::string::npos);
+  size_t failures = 0;
+  for (size_t at = junit.find("<failure "); at != std::string::npos; at = junit.find("<failure ", at + 1)) ++failures;
+  EXPECT_EQ(failures, 2u);
+
+  std::istringstream folded(read_text(dir / "a.folded"));
+  std::string line;
+  uint64_t total = 0;
+  int lines = 0;
+  while (std::getline(folded, line)) {
+    ++lines;
+    EXPECT_NE(line.find(";main;"), std::string::npos) << line;
+    total += std::stoull(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_EQ(lines, 4);
+  EXPECT_EQ(total, 14336u);
 }
 
 }  // namespace

@@ -31,4 +31,14 @@ std::string render_text(const Report &report);
 // Schema leaseguard-report/1 (docs/report-format.md).
 std::string render_json(const Report &report);
 
+// SARIF 2.1.0: one result per leak group, the stack as a code flow, fingerprints stable
+// across runs; file URIs relative to `source_root` when under it.
+std::string render_sarif(const Report &report, const std::string &source_root);
+
+// JUnit XML: a testsuite per process, a testcase per lease ending, a failure per leak group.
+std::string render_junit(const Report &report);
+
+// Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak.
+std::string render_folded(const Report &report);
+
 }  // namespace leaseguard::report

@@ -1,0 +1,237 @@
+// Formats for CI systems: SARIF 2.1.0 (code scanning), JUnit XML (test dashboards) and
+// folded stacks (flame graphs). Each leak group of each lease ending is one result, one
+// failure, one folded line per leak.
+#include <cstdio>
+#include <string>
+
+#include "json_writer.h"
+#include "renderers.h"
+
+namespace leaseguard::report {
+namespace {
+
+constexpr const char *kRuleId = "leaseguard/device-memory-leak";
+
+std::string frame_name(const Frame &frame) {
+  if (frame.function) return *frame.function;
+  std::string module = frame.module.empty() ? "<unknown>" : frame.module.substr(frame.module.rfind('/') + 1);
+  return module + "+" + hex_address(frame.offset);
+}
+
+const std::vector<Frame> *stack_of(const ProcessReport &process, uint32_t stack_id) {
+  auto it = process.stacks.find(stack_id);
+  return it == process.stacks.end() ? nullptr : &it->second;
+}
+
+// Stable across runs, rebuilds that keep the code, and address-space randomisation: built
+// from the entry point and symbolized frames (module offsets only where no name is known).
+std::string fingerprint(const ProcessReport &process, const LeakGroup &group) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  auto mix = [&](const std::string &text) {
+    for (unsigned char c : text) {
+      hash ^= c;
+      hash *= 0x100000001b3ull;
+    }
+    hash ^= 0xff;
+    hash *= 0x100000001b3ull;
+  };
+  mix(std::string(api_name(group.api)));
+  if (const auto *stack = stack_of(process, group.stack_id))
+    for (const Frame &frame : *stack) mix(frame_name(frame) + (frame.file ? "@" + *frame.file : ""));
+  char text[32];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+std::string group_message(const ProcessReport &process, const LeaseEnding &lease, const LeakGroup &group) {
+  std::string program = process.executable.substr(process.executable.rfind('/') + 1);
+  return "Leak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
+         " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
+         "] in lease \"" + lease.name + "\" (ended by " + std::string(ended_by_name(lease.ended_by)) + ") of " + program +
+         " (pid " + std::to_string(process.pid) + ")";
+}
+
+// A file URI relative to the source root when the file is under it (so code scanning can
+// place it in the repository), else absolute.
+void write_artifact(JsonWriter &json, const std::string &file, const std::string &source_root) {
+  json.key("artifactLocation").begin_object();
+  std::string root = source_root;
+  if (!root.empty() && root.back() != '/') root += '/';
+  if (!root.empty() && file.rfind(root, 0) == 0) {
+    json.key("uri").value(file.substr(root.size()));
+    json.key("uriBaseId").value("SRCROOT");
+  } else {
+    json.key("uri").value((file.empty() || file[0] != '/') ? file : "file://" + file);
+  }
+  json.end_object();
+}
+
+void write_location(JsonWriter &json, const Frame &frame, const std::string &source_root) {
+  json.key("physicalLocation").begin_object();
+  if (frame.file) {
+    write_artifact(json, *frame.file, source_root);
+    if (frame.line) json.key("region").begin_object().key("startLine").value(*frame.line).end_object();
+  } else {
+    write_artifact(json, frame.module, source_root);
+    json.key("address").begin_object().key("relativeAddress").value(frame.offset).end_object();
+  }
+  json.end_object();
+  json.key("message").begin_object().key("text").value(frame_name(frame)).end_object();
+}
+
+std::string xml_escape(const std::string &text) {
+  std::string out;
+  for (unsigned char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if (c < 0x20 && c != '\n' && c != '\t') out += "&#xfffd;";  // not allowed in XML 1.0
+        else out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_sarif(const Report &report, const std::string &source_root) {
+  JsonWriter json;
+  json.begin_object();
+  json.key("version").value("2.1.0");
+  json.key("runs").begin_array().begin_object();
+  json.key("tool").begin_object().key("driver").begin_object();
+  json.key("name").value("leaseguard");
+  json.key("rules").begin_array().begin_object();
+  json.key("id").value(kRuleId);
+  json.key("name").value("DeviceMemoryLeak");
+  json.key("shortDescription").begin_object().key("text").value("GPU memory still allocated when its lease ended").end_object();
+  json.key("defaultConfiguration").begin_object().key("level").value("error").end_object();
+  json.end_object().end_array();
+  json.end_object().end_object();
+  if (!source_root.empty()) {
+    json.key("originalUriBaseIds").begin_object().key("SRCROOT").begin_object();
+    json.key("uri").value("file://" + source_root + (source_root.back() == '/' ? "" : "/"));
+    json.end_object().end_object();
+  }
+  json.key("results").begin_array();
+  for (const ProcessReport &process : report.processes) {
+    for (const LeaseEnding &lease : process.leases) {
+      for (const LeakGroup &group : group_leaks(process, lease)) {
+        json.begin_object();
+        json.key("ruleId").value(kRuleId);
+        json.key("level").value("error");
+        json.key("message").begin_object().key("text").value(group_message(process, lease, group)).end_object();
+        const auto *stack = stack_of(process, group.stack_id);
+        json.key("locations").begin_array();
+        if (stack != nullptr && !stack->empty()) {
+          // The innermost frame with a source file, else the innermost frame.
+          const Frame *best = &stack->front();
+          for (const Frame &frame : *stack)
+            if (frame.file) {
+              best = &frame;
+              break;
+            }
+          json.begin_object();
+          write_location(json, *best, source_root);
+          json.end_object();
+        }
+        json.end_array();
+        json.key("partialFingerprints").begin_object().key("leaseguardStack/v1").value(fingerprint(process, group)).end_object();
+        json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
+        json.key("locations").begin_array();
+        if (stack != nullptr)
+          for (const Frame &frame : *stack) {
+            json.begin_object().key("location").begin_object();
+            write_location(json, frame, source_root);
+            json.end_object().end_object();
+          }
+        json.end_array();
+        json.end_object().end_array().end_object().end_array();
+        json.key("properties").begin_object();
+        json.key("bytes").value(group.bytes);
+        json.key("allocations").value(group.allocations);
+        json.key("api").value(api_name(group.api));
+        json.key("lease").value(lease.name);
+        json.end_object();
+        json.end_object();
+      }
+    }
+  }
+  json.end_array();
+  json.end_object().end_array();
+  json.end_object();
+  return json.text() + "\n";
+}
+
+std::string render_junit(const Report &report) {
+  size_t total_cases = 0, total_failures = 0;
+  std::string suites;
+  for (const ProcessReport &process : report.processes) {
+    size_t cases = 0, failures = 0;
+    std::string body;
+    std::string program = process.executable.substr(process.executable.rfind('/') + 1);
+    for (const LeaseEnding &lease : process.leases) {
+      ++cases;
+      std::string name = "lease " + std::to_string(lease.id) + " " + lease.name + " (" +
+                         std::string(ended_by_name(lease.ended_by)) + ")";
+      body += "    <testcase classname=\"leaseguard." + xml_escape(program) + "\" name=\"" + xml_escape(name) + "\"";
+      auto groups = group_leaks(process, lease);
+      if (groups.empty()) {
+        body += "/>\n";
+        continue;
+      }
+      ++failures;
+      body += ">\n";
+      for (const LeakGroup &group : groups) {
+        std::string trace;
+        if (const auto *stack = stack_of(process, group.stack_id))
+          for (size_t i = 0; i < stack->size(); ++i) {
+            const Frame &frame = (*stack)[i];
+            trace += "#" + std::to_string(i) + " " + frame_name(frame);
+            if (frame.file) trace += " " + *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "");
+            trace += "\n";
+          }
+        std::string message = group_message(process, lease, group);
+        body += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(trace) +
+                "</failure>\n";
+      }
+      body += "    </testcase>\n";
+    }
+    suites += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") +
+              "\" tests=\"" + std::to_string(cases) + "\" failures=\"" + std::to_string(failures) + "\">\n" + body +
+              "  </testsuite>\n";
+    total_cases += cases;
+    total_failures += failures;
+  }
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"" +
+         std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n" + suites +
+         "</testsuites>\n";
+}
+
+std::string render_folded(const Report &report) {
+  std::string out;
+  for (const ProcessReport &process : report.processes) {
+    for (const LeaseEnding &lease : process.leases) {
+      for (const Leak &leak : lease.leaks) {
+        // Root first, as flame graph tools expect; the entry point as the leaf.
+        std::string line;
+        if (const auto *stack = stack_of(process, leak.stack_id))
+          for (auto it = stack->rbegin(); it != stack->rend(); ++it) {
+            std::string name = frame_name(*it);
+            for (char &c : name)
+              if (c == ';' || c == ' ' || c == '\n') c = '_';
+            line += name + ";";
+          }
+        line += std::string(api_name(leak.api)) + " " + std::to_string(leak.bytes) + "\n";
+        out += line;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace leaseguard::report
