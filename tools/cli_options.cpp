@@ -3,6 +3,8 @@
 
 #include "options.h"
 
+#include <cstdint>
+
 namespace leaseguard::cli {
 namespace {
 
@@ -90,6 +92,52 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
   if (name == "--suppressions") {
     ok = take_value(arguments, index, name, inline_value, value, error);
     common.suppressions = value;
+    return true;
+  }
+  if (name == "--min-bytes") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    auto bytes = ok ? parse_integer(value, 0, INT64_MAX) : std::nullopt;
+    if (ok && !bytes) {
+      error = "--min-bytes " + value + ": must be a byte count";
+      ok = false;
+    }
+    if (bytes) common.min_bytes = static_cast<uint64_t>(*bytes);
+    return true;
+  }
+  if (name == "--lease") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    common.lease_pattern = value;
+    return true;
+  }
+  if (name == "--api") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    common.api_pattern = value;
+    return true;
+  }
+  if (name == "--kind") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    if (!ok) return true;
+    for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
+      if (kind_name(static_cast<Kind>(i)) == value) common.kind = static_cast<Kind>(i);
+    if (!common.kind) {
+      error = "--kind " + value + ": must be device, pitched, managed, async, host, vmm or array";
+      ok = false;
+    }
+    return true;
+  }
+  if (name == "--max-groups") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    auto groups = ok ? parse_integer(value, 1, 1000000) : std::nullopt;
+    if (ok && !groups) {
+      error = "--max-groups " + value + ": must be a number from 1 to 1000000";
+      ok = false;
+    }
+    if (groups) common.max_groups = static_cast<size_t>(*groups);
+    return true;
+  }
+  if (name == "--baseline") {
+    ok = take_value(arguments, index, name, inline_value, value, error);
+    common.baseline = value;
     return true;
   }
   if (name == "--source-root") {
@@ -227,8 +275,15 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
     return parse_report(arguments, 1, command.report, error);
   }
   if (first == "diff") {
-    error = "'diff' is not available in this version of leaseguard";
-    return false;
+    command.subcommand = Subcommand::Diff;
+    if (!parse_report(arguments, 1, command.report, error)) return false;
+    if (command.report.paths.size() != 2) {
+      error = "'diff' needs exactly two inputs: leaseguard diff BASELINE CURRENT";
+      return false;
+    }
+    command.report.common.baseline = command.report.paths[0];
+    command.report.paths.erase(command.report.paths.begin());
+    return true;
   }
   error = "unknown command '" + first + "'";
   return false;
@@ -239,7 +294,9 @@ std::string usage_text() {
 
 Usage:
   leaseguard run [OPTIONS] -- COMMAND [ARG...]
-  leaseguard report [OPTIONS] PATH...     render journals (a directory is searched)
+  leaseguard report [OPTIONS] PATH...     render journals (a directory is searched) and
+                                          JSON reports, merged into one report
+  leaseguard diff [OPTIONS] BASELINE CURRENT   the leak groups in CURRENT that BASELINE lacks
   leaseguard --help | --version
 
 Options of run:
@@ -258,8 +315,15 @@ Options of run:
   --fail-on-leak[=CODE]  exit with CODE (default 23) when an unsuppressed leak remains
   --quiet                nothing on stderr but leaseguard's own errors
 
-Options of report: --out, --format, --source-root, --suppressions, --gen-suppressions,
---fail-on-leak, --quiet, as above.
+Filters (run, report, diff):
+  --min-bytes N  --lease NAME  --api NAME  --kind KIND   (NAME may use * wildcards)
+  --max-groups N         show at most N leak groups per lease in the text ("omitting K more")
+  --baseline PATH        leave out leak groups that PATH (journals or a JSON report) has too;
+                         groups match by entry point and symbolized frames, never addresses
+
+Options of report and diff: --out, --format, --source-root, --suppressions,
+--gen-suppressions, --fail-on-leak, --quiet, as above. diff exits 23 when CURRENT has a
+leak group BASELINE lacks, 0 when it has none.
 
 Exit status of run: COMMAND's status; 128+N if it died of signal N; CODE with
 --fail-on-leak when a leak remains; 2 for leaseguard's own usage or I/O errors.

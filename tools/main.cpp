@@ -15,15 +15,16 @@ namespace {
 
 using namespace leaseguard::cli;
 
-int report_command(const ReportOptions &options) {
+// `report`, and `diff` (the same with a baseline, failing when something is new).
+int report_command(const ReportOptions &options, bool diff) {
   std::string error;
   Inputs inputs;
   if (!collect_inputs(options.paths, "", inputs, error)) {
     std::fprintf(stderr, "leaseguard: error: %s\n", error.c_str());
     return kUsageError;
   }
-  if (inputs.journals.empty()) {
-    std::fprintf(stderr, "leaseguard: error: no journals found in the given paths\n");
+  if (inputs.journals.empty() && inputs.report_files.empty()) {
+    std::fprintf(stderr, "leaseguard: error: no journals or JSON reports found in the given paths\n");
     return kUsageError;
   }
   leaseguard::report::Report report;
@@ -38,6 +39,7 @@ int report_command(const ReportOptions &options) {
     std::fprintf(stderr, "leaseguard: error: damaged journal input; the report above is partial\n");
     return kUsageError;
   }
+  if (diff) return report.leaked_allocations() > 0 ? options.common.fail_on_leak.value_or(kDefaultLeakExitCode) : 0;
   if (options.common.fail_on_leak && report.leaked_allocations() > 0) return *options.common.fail_on_leak;
   return 0;
 }
@@ -62,7 +64,9 @@ int main(int argc, char **argv) {
     case Subcommand::Run:
       return run_command(command.run);
     case Subcommand::Report:
-      return report_command(command.report);
+      return report_command(command.report, false);
+    case Subcommand::Diff:
+      return report_command(command.report, true);
   }
   return kUsageError;
 }

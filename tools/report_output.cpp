@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "report/renderers.h"
 #include "report/suppressions.h"
@@ -76,6 +77,7 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
     } else {
       std::string name = fs::path(path).filename().string();
       if (ends_with(name, ".exits")) inputs.exit_files.push_back(path);
+      else if (ends_with(name, ".json")) inputs.report_files.push_back(path);
       else inputs.journals.push_back(path);  // any other file is read as a journal
     }
   }
@@ -84,20 +86,74 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
   return true;
 }
 
-bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
-                    FILE *text_stream, report::Report &report, std::string &error) {
+// Journals and JSON reports into one symbolized report.
+bool load_inputs(const Inputs &inputs, report::Report &report, report::Symbolizer &symbolizer, std::string &error) {
   report::ExitStatuses exits;
   for (const std::string &file : inputs.exit_files)
     if (!report::read_exit_statuses(file, exits, error)) return false;
   if (!report::load_report(inputs.journals, exits, report, error)) return false;
+  for (const std::string &file : inputs.report_files)
+    if (!report::load_report_json(file, report, error)) return false;
+  symbolizer.symbolize(report);
+  return true;
+}
+
+// Removes the leaks `keep` rejects, counting them in `counter`.
+template <typename Keep>
+void remove_leaks(report::Report &report, uint64_t &counter, Keep keep) {
+  for (report::ProcessReport &process : report.processes)
+    for (report::LeaseEnding &lease : process.leases) {
+      std::vector<report::Leak> kept;
+      for (report::Leak &leak : lease.leaks) {
+        if (keep(process, lease, leak)) kept.push_back(std::move(leak));
+        else ++counter;
+      }
+      lease.leaks = std::move(kept);
+    }
+}
+
+bool apply_baseline(report::Report &report, const std::string &baseline_path, report::Symbolizer &symbolizer,
+                    std::string &error) {
+  Inputs baseline_inputs;
+  if (!collect_inputs({baseline_path}, "", baseline_inputs, error)) return false;
+  if (baseline_inputs.journals.empty() && baseline_inputs.report_files.empty()) {
+    error = "the baseline " + baseline_path + " holds no journal or JSON report";
+    return false;
+  }
+  report::Report baseline;
+  if (!load_inputs(baseline_inputs, baseline, symbolizer, error)) {
+    error = "baseline: " + error;
+    return false;
+  }
+  std::set<std::string> known;
+  for (const report::ProcessReport &process : baseline.processes)
+    for (const report::LeaseEnding &lease : process.leases)
+      for (const report::Leak &leak : lease.leaks) known.insert(report::leak_signature(process, leak.stack_id, leak.api));
+  remove_leaks(report, report.baseline_allocations,
+               [&](const report::ProcessReport &process, const report::LeaseEnding &, const report::Leak &leak) {
+                 return known.count(report::leak_signature(process, leak.stack_id, leak.api)) == 0;
+               });
+  return true;
+}
+
+bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
+                    FILE *text_stream, report::Report &report, std::string &error) {
   report::Suppressions suppressions;
   if (!options.suppressions.empty() && !suppressions.load(options.suppressions, error)) return false;
   report::Symbolizer symbolizer;
-  symbolizer.symbolize(report);
+  if (!load_inputs(inputs, report, symbolizer, error)) return false;
   for (const auto &[module, why] : symbolizer.unusable_modules())
     report.problems.push_back("no symbols for " + module + ": it " + why);
   suppressions.apply(report);  // matches symbolized frames, never raw addresses
+  remove_leaks(report, report.filtered_allocations,
+               [&](const report::ProcessReport &, const report::LeaseEnding &lease, const report::Leak &leak) {
+                 return leak.bytes >= options.min_bytes && (!options.kind || leak.kind == *options.kind) &&
+                        (options.lease_pattern.empty() || report::wildcard_matches(options.lease_pattern, lease.name)) &&
+                        (options.api_pattern.empty() || report::wildcard_matches(options.api_pattern, api_name(leak.api)));
+               });
+  if (!options.baseline.empty() && !apply_baseline(report, options.baseline, symbolizer, error)) return false;
   report.suggest_suppressions = options.gen_suppressions;
+  report.max_groups = options.max_groups;
 
   std::string text;
   auto text_report = [&]() -> const std::string & {

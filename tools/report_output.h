@@ -10,10 +10,13 @@
 namespace leaseguard::cli {
 
 // Journals (*.journal) and exit-status files (*.exits) under `paths` (directories are
-// searched recursively), or only those whose name starts with `run_id` + "." if given.
+// searched recursively), or only those whose name starts with `run_id` + "." if given; and
+// JSON reports (*.json) named directly (not searched for: a directory's report.json would
+// count its journals twice).
 struct Inputs {
   std::vector<std::string> journals;
   std::vector<std::string> exit_files;
+  std::vector<std::string> report_files;  // JSON reports named on the command line
 };
 bool collect_inputs(const std::vector<std::string> &paths, const std::string &run_id, Inputs &inputs,
                     std::string &error);

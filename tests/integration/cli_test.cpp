@@ -303,3 +303,78 @@ TEST(Cli, SarifJunitAndFoldedFormats) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Cli, JsonReportsAreInputsAndMergeWithJournals) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "a", "--format", "json=" + (dir / "a.json"), "--",
+                        kPipeline})
+                .exit_code,
+            0);
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "b", "--", victim("threads")}).exit_code, 0);
+  auto from_json = leaseguard({"report", dir / "a.json"});
+  EXPECT_EQ(from_json.exit_code, 0) << from_json.err;
+  EXPECT_NE(from_json.out.find("SUMMARY: leaseguard: 14336 byte(s) leaked in 4 allocation(s)."), std::string::npos);
+  EXPECT_NE(from_json.out.find("in blur "), std::string::npos);  // frames come back symbolized
+  auto merged = leaseguard({"report", "--format", "json=" + (dir / "merged.json"), dir / "a.json", dir / "b"});
+  EXPECT_EQ(merged.exit_code, 0) << merged.err;
+  JsonValue json;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "merged.json"), json, error));
+  EXPECT_EQ(json["summary"]["processes"].as_number(), 2);
+  EXPECT_EQ(json["summary"]["leaked_allocations"].as_number(), 4 + 8);
+  EXPECT_EQ(leaseguard({"report", dir / "not-there.json"}).exit_code, 2);
+  std::ofstream(dir / "other.json") << "{\"schema\": \"something-else/1\"}";
+  auto wrong = leaseguard({"report", dir / "other.json"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("not a leaseguard report"), std::string::npos);
+}
+
+TEST(Cli, FiltersAndMaxGroups) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
+  auto big = leaseguard({"report", "--min-bytes", "3000", "--format", "json=" + (dir / "big.json"), dir.path()});
+  EXPECT_NE(big.out.find("SUMMARY: leaseguard: 12288 byte(s) leaked in 3 allocation(s)."), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("1 leaked allocation(s) left out by filters"), std::string::npos);
+  JsonValue json;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "big.json"), json, error));
+  EXPECT_EQ(json["summary"]["filtered_allocations"].as_number(), 1);
+  EXPECT_NE(leaseguard({"report", "--api", "cuMemAlloc*", "--lease", "proc*", dir.path()})
+                .out.find("leaked in 4 allocation(s)"),
+            std::string::npos);
+  EXPECT_NE(leaseguard({"report", "--kind", "host", dir.path()}).out.find("leaked in 0 allocation(s)"), std::string::npos);
+  EXPECT_NE(leaseguard({"report", "--lease", "job", dir.path()}).out.find("leaked in 0 allocation(s)"), std::string::npos);
+  auto one = leaseguard({"report", "--max-groups", "1", dir.path()});
+  EXPECT_NE(one.out.find("(omitting 1 more leak group(s))"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("upload_frame"), std::string::npos);  // the smaller group is the one left out
+}
+
+TEST(Cli, DiffReportsOnlyLeakGroupsTheBaselineLacks) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "base", "--format", "json=" + (dir / "base.json"),
+                        "--", kPipeline})
+                .exit_code,
+            0);
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "same", "--", kPipeline}).exit_code, 0);
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "new", "--", victim("threads")}).exit_code, 0);
+  // The same program again: other pids, other addresses, same leaks -> nothing new.
+  auto same = leaseguard({"diff", dir / "base", dir / "same"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("4 leaked allocation(s) also in the baseline, left out"), std::string::npos) << same.out;
+  EXPECT_EQ(leaseguard({"diff", dir / "base.json", dir / "same"}).exit_code, 0);  // a JSON baseline too
+  // Another program's leaks are new.
+  auto fresh = leaseguard({"diff", dir / "base", dir / "new"});
+  EXPECT_EQ(fresh.exit_code, 23);
+  EXPECT_NE(fresh.out.find("in leak_last_one "), std::string::npos) << fresh.out;
+  // --baseline on run: only new leak groups fail the build.
+  auto gated = leaseguard({"run", "--sim", "--quiet", "--out", dir / "gated", "--baseline", dir / "base.json",
+                           "--fail-on-leak", "--", kPipeline});
+  EXPECT_EQ(gated.exit_code, 0) << gated.err;
+  EXPECT_EQ(leaseguard({"diff", dir / "nothing-here", dir / "new"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

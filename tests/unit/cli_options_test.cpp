@@ -85,7 +85,11 @@ TEST(CommandLine, EachBadInputIsOneClearLine) {
       {"run", "--gen-suppressions=yes", "--", "p"},
       {"report"},
       {"report", "--bogus", "x"},
-      {"diff", "a", "b"},
+      {"diff", "a"},
+      {"diff", "a", "b", "c"},
+      {"report", "--min-bytes", "-1", "x"},
+      {"report", "--kind", "gpu", "x"},
+      {"report", "--max-groups", "0", "x"},
   };
   for (const auto &arguments : cases) {
     Command command;

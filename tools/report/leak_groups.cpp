@@ -16,6 +16,34 @@ std::string hex_address(uint64_t value) {
   return buffer;
 }
 
+std::string frame_name(const Frame &frame) {
+  if (frame.function) return *frame.function;
+  std::string module = frame.module.empty() ? "<unknown>" : frame.module.substr(frame.module.rfind('/') + 1);
+  return module + "+" + hex_address(frame.offset);
+}
+
+std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api api) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  auto mix = [&](const std::string &text) {
+    for (unsigned char c : text) {
+      hash ^= c;
+      hash *= 0x100000001b3ull;
+    }
+    hash ^= 0xff;
+    hash *= 0x100000001b3ull;
+  };
+  mix(std::string(api_name(api)));
+  if (auto stack = process.stacks.find(stack_id); stack != process.stacks.end())
+    for (const Frame &frame : stack->second) {
+      // Files by their last component: the same code built in another checkout matches.
+      std::string file = frame.file ? frame.file->substr(frame.file->rfind('/') + 1) : "";
+      mix(frame_name(frame) + "@" + file);
+    }
+  char text[32];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease) {
   (void)process;
   std::map<std::tuple<uint32_t, uint16_t, int32_t, bool>, LeakGroup> groups;

@@ -12,35 +12,13 @@ namespace {
 
 constexpr const char *kRuleId = "leaseguard/device-memory-leak";
 
-std::string frame_name(const Frame &frame) {
-  if (frame.function) return *frame.function;
-  std::string module = frame.module.empty() ? "<unknown>" : frame.module.substr(frame.module.rfind('/') + 1);
-  return module + "+" + hex_address(frame.offset);
-}
-
 const std::vector<Frame> *stack_of(const ProcessReport &process, uint32_t stack_id) {
   auto it = process.stacks.find(stack_id);
   return it == process.stacks.end() ? nullptr : &it->second;
 }
 
-// Stable across runs, rebuilds that keep the code, and address-space randomisation: built
-// from the entry point and symbolized frames (module offsets only where no name is known).
 std::string fingerprint(const ProcessReport &process, const LeakGroup &group) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  auto mix = [&](const std::string &text) {
-    for (unsigned char c : text) {
-      hash ^= c;
-      hash *= 0x100000001b3ull;
-    }
-    hash ^= 0xff;
-    hash *= 0x100000001b3ull;
-  };
-  mix(std::string(api_name(group.api)));
-  if (const auto *stack = stack_of(process, group.stack_id))
-    for (const Frame &frame : *stack) mix(frame_name(frame) + (frame.file ? "@" + *frame.file : ""));
-  char text[32];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
+  return leak_signature(process, group.stack_id, group.api);
 }
 
 std::string group_message(const ProcessReport &process, const LeaseEnding &lease, const LeakGroup &group) {

@@ -74,6 +74,8 @@ std::string render_json(const Report &report) {
   json.key("leaked_bytes").value(report.leaked_bytes());
   json.key("leaked_allocations").value(report.leaked_allocations());
   json.key("suppressed_allocations").value(report.suppressed_allocations);
+  json.key("filtered_allocations").value(report.filtered_allocations);
+  json.key("baseline_allocations").value(report.baseline_allocations);
   json.key("processes").value(static_cast<uint64_t>(report.processes.size()));
   json.key("leases").value(static_cast<uint64_t>(report.lease_count()));
   json.end_object();

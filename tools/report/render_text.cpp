@@ -83,7 +83,10 @@ std::string render_text(const Report &report) {
              milliseconds(lease.end_ms) + ": " +
              std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaks.size()) +
              " allocation(s)\n";
-      for (const LeakGroup &group : group_leaks(process, lease)) {
+      std::vector<LeakGroup> groups = group_leaks(process, lease);
+      const size_t shown = report.max_groups != 0 && groups.size() > report.max_groups ? report.max_groups : groups.size();
+      for (size_t index = 0; index < shown; ++index) {
+        const LeakGroup &group = groups[index];
         out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
                " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
                (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
@@ -93,6 +96,7 @@ std::string render_text(const Report &report) {
           if (!rule.empty()) out += "  Suppress with: " + rule + "\n";
         }
       }
+      if (shown < groups.size()) out += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
       for (const LateFree &late : lease.late_frees) {
         out += "\nLate free of " + hex_address(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
                milliseconds(late.time_ms) + (late.forwarded ? "" : ", reclaimed memory: not passed to the driver") +
@@ -112,6 +116,11 @@ std::string render_text(const Report &report) {
       out += line + use.rule + "\n";
     }
   }
+  if (report.filtered_allocations != 0)
+    out += "\nleaseguard: " + std::to_string(report.filtered_allocations) + " leaked allocation(s) left out by filters\n";
+  if (report.baseline_allocations != 0)
+    out += "\nleaseguard: " + std::to_string(report.baseline_allocations) +
+           " leaked allocation(s) also in the baseline, left out\n";
   out += "\nSUMMARY: leaseguard: " + std::to_string(report.leaked_bytes()) + " byte(s) leaked in " +
          std::to_string(report.leaked_allocations()) + " allocation(s).\n";
   return out;

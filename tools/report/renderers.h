@@ -22,6 +22,13 @@ struct LeakGroup {
 // "0x1f40": how addresses and offsets are written in every format.
 std::string hex_address(uint64_t value);
 
+// A frame's name for fingerprints and flame graphs: its function, else module+offset.
+std::string frame_name(const Frame &frame);
+
+// What identifies a leak across runs and builds: the entry point and the symbolized frames
+// (module offsets only where no name is known), hashed. Never raw addresses.
+std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api api);
+
 // Groups, largest first (bytes, then count, then entry point and stack for a stable order).
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease);
 

@@ -105,6 +105,9 @@ struct Report {
   uint64_t suppressed_allocations = 0;
   std::vector<SuppressionUse> suppressions_used;  // those that matched something
   bool suggest_suppressions = false;              // --gen-suppressions
+  uint64_t filtered_allocations = 0;              // left out by --min-bytes, --lease, --api, --kind
+  uint64_t baseline_allocations = 0;              // left out because the baseline has them
+  size_t max_groups = 0;                          // text: at most this many groups per lease; 0: all
   std::vector<std::string> problems;  // damaged inputs, said in the report
 
   uint64_t leaked_bytes() const;
@@ -128,6 +131,9 @@ bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &p
 // journals replaced by exec. Journals that cannot be read at all are errors.
 bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
                  std::string &error);
+
+// Reads a JSON report (schema leaseguard-report/1) and appends its processes to `report`.
+bool load_report_json(const std::string &path, Report &report, std::string &error);
 
 // Reads "<pid> code <n>" / "<pid> signal <n>" lines (`name` is for error messages).
 bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error);

@@ -49,6 +49,8 @@ std::optional<uint64_t> parse_size(std::string_view text) {
 
 }  // namespace
 
+bool wildcard_matches(std::string_view pattern, std::string_view text) { return glob_matches(pattern, text); }
+
 bool suppression_pattern_matches(std::string_view pattern, std::string_view text) {
   bool anchored_start = !pattern.empty() && pattern.front() == '^';
   if (anchored_start) pattern.remove_prefix(1);

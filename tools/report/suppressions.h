@@ -19,6 +19,9 @@
 
 namespace leaseguard::report {
 
+// `pattern` against all of `text`, `*` matching any run of characters.
+bool wildcard_matches(std::string_view pattern, std::string_view text);
+
 // `pattern` against `text`, LeakSanitizer's way: substring unless anchored, `*` wildcard.
 bool suppression_pattern_matches(std::string_view pattern, std::string_view text);
 

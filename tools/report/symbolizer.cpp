@@ -87,7 +87,9 @@ Symbolizer::Module *Symbolizer::module_for(const std::string &path, const std::s
 }
 
 void Symbolizer::symbolize(Frame &frame) {
-  if (frame.module.empty()) return;
+  // Frames read back from a report file come symbolized already; so do frames without a
+  // module, which cannot be.
+  if (frame.module.empty() || frame.function || frame.file) return;
   auto key = std::make_tuple(frame.module, frame.build_id, frame.offset);
   if (auto cached = cache_.find(key); cached != cache_.end()) {
     frame.function = cached->second.function;
