@@ -29,6 +29,6 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/leaseguardConfig.cmake
   ${CMAKE_BINARY_DIR}/leaseguardConfig.cmake INSTALL_DESTINATION lib/cmake/leaseguard)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/leaseguardConfigVersion.cmake COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/leaseguardConfig.cmake ${CMAKE_BINARY_DIR}/leaseguardConfigVersion.cmake
-  DESTINATION lib/cmake/leaseguard)
+  ${PROJECT_SOURCE_DIR}/cmake/leaseguardTesting.cmake DESTINATION lib/cmake/leaseguard)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/leaseguard.pc.in ${CMAKE_BINARY_DIR}/leaseguard.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/leaseguard.pc DESTINATION lib/pkgconfig)

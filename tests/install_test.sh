@@ -18,12 +18,15 @@ echo "$out" | grep -q "in blur " || { echo "$out"; exit 1; }
 
 # A consumer project finds the package and its imported targets.
 mkdir -p "$prefix/consumer"
-cat > "$prefix/consumer/CMakeLists.txt" <<'CMAKE'
+cat > "$prefix/consumer/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.25)
 project(consumer C)
 find_package(leaseguard CONFIG REQUIRED)
 add_executable(consumer main.c)
 target_link_libraries(consumer PRIVATE leaseguard::annotate)
+enable_testing()
+leaseguard_add_test(NAME leaky COMMAND "$example" OPTIONS --sim --quiet)
+leaseguard_add_test(NAME clean COMMAND /bin/true OPTIONS --sim --quiet)
 CMAKE
 cat > "$prefix/consumer/main.c" <<'C'
 #include <leaseguard/annotate.h>
@@ -32,4 +35,10 @@ C
 cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/consumer/build" >/dev/null
 "$prefix/consumer/build/consumer"   # without the preload every annotation is a no-op: exit 0
+# leaseguard_add_test: the leaky program's test fails with 23, in its own output directory.
+(cd "$prefix/consumer/build" && ctest -R clean >/dev/null) || { echo "clean test failed"; exit 1; }
+if (cd "$prefix/consumer/build" && ctest -R leaky --output-on-failure > "$prefix/leaky.log" 2>&1); then
+  echo "the leaky test passed under leaseguard_add_test"; cat "$prefix/leaky.log"; exit 1
+fi
+ls "$prefix/consumer/build/leaseguard/leaky/"*.journal >/dev/null || { echo "no per-test output directory"; exit 1; }
 echo "install layout ok"
