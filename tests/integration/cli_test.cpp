@@ -378,3 +378,22 @@ TEST(Cli, DiffReportsOnlyLeakGroupsTheBaselineLacks) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Cli, ALeakInAPluginUnloadedBeforeExitIsStillNamed) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("dlclose_leak"), victim("libleaky_plugin.so")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 1u);
+  const JsonValue &frame = (*leaks[0])["stack"][0];
+  EXPECT_NE(frame["module"].as_string().find("libleaky_plugin.so"), std::string::npos);
+  EXPECT_EQ(frame["function"].as_string(), "leak_in_plugin");
+  EXPECT_NE(frame["file"].as_string().find("leaky_plugin.c"), std::string::npos);
+  EXPECT_EQ(frame["line"].as_number(), 7);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
