@@ -9,7 +9,7 @@ namespace leaseguard::cli {
 namespace {
 
 const char *const kFormats[] = {"text", "json", "sarif", "junit", "html", "folded"};
-const char *const kAvailableFormats[] = {"text", "json", "sarif", "junit", "folded"};
+const char *const kAvailableFormats[] = {"text", "json", "sarif", "junit", "html", "folded"};
 
 bool known(const char *const *list, size_t size, const std::string &name) {
   for (size_t i = 0; i < size; ++i)
@@ -59,7 +59,7 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
       ok = false;
     } else if (!known(kAvailableFormats, std::size(kAvailableFormats), request.format)) {
       error = "format '" + request.format +
-              "' is not available in this version of leaseguard (available: text, json, sarif, junit, folded)";
+              "' is not available in this version of leaseguard";
       ok = false;
     } else if (equals != std::string::npos && request.path.empty()) {
       error = "--format " + request.format + "= needs a path after '='";
@@ -305,7 +305,7 @@ Options of run:
   --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
   --on-expiry POLICY     report | reclaim | abort (default report)
   --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
-  --format FMT[=PATH]    text | json | sarif | junit | folded; repeatable; without =PATH
+  --format FMT[=PATH]    text | json | sarif | junit | html | folded; repeatable; without =PATH
                          a file in DIR
   --source-root DIR      SARIF file locations are relative to DIR (default: the current
                          directory)

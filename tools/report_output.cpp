@@ -170,7 +170,8 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
   }
   for (const FormatRequest &request : options.formats) {
     static const std::map<std::string, std::string> kExtensions = {
-        {"text", "txt"}, {"json", "json"}, {"sarif", "sarif"}, {"junit", "junit.xml"}, {"folded", "folded"}};
+        {"text", "txt"}, {"json", "json"}, {"sarif", "sarif"}, {"junit", "junit.xml"}, {"html", "html"},
+        {"folded", "folded"}};
     std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
                                             : request.path;
     std::string content;
@@ -178,6 +179,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     else if (request.format == "sarif") content = report::render_sarif(report, source_root);
     else if (request.format == "junit") content = report::render_junit(report);
     else if (request.format == "folded") content = report::render_folded(report);
+    else if (request.format == "html") content = report::render_html(report);
     else content = text_report();
     if (!write_file(path, content, error)) return false;
   }

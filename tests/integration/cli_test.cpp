@@ -397,3 +397,47 @@ TEST(Cli, ALeakInAPluginUnloadedBeforeExitIsStillNamed) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+// The HTML report loaded in a real browser (headless Chromium): it draws the timeline, the
+// leak table and the flame graph, logs no console error, needs no network, and fits a
+// phone-sized window.
+TEST(Html, RendersInARealBrowserWithoutErrors) {
+  const char *chromium = "/usr/bin/chromium";
+  if (access(chromium, X_OK) != 0) GTEST_SKIP() << "no Chromium here (scripts/setup.sh installs it)";
+  TempDir dir;
+  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--ttl", "1ms", "--format",
+                         "html=" + (dir / "report.html"), "--", kPipeline});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string page = read_text(dir / "report.html");
+  EXPECT_EQ(page.find(" src="), std::string::npos);  // self-contained: nothing to fetch
+  EXPECT_EQ(page.find(" href="), std::string::npos);
+  for (const char *width : {"1200,900", "390,844"}) {
+    auto browser = run_process({chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                                "--v=0", std::string("--window-size=") + width, "--dump-dom",
+                                "file://" + (dir / "report.html")});
+    ASSERT_EQ(browser.exit_code, 0) << browser.err;
+    const std::string &dom = browser.out;
+    EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
+    EXPECT_NE(dom.find("data-overflow=\"no\""), std::string::npos) << "wider than a " << width << " window";
+    EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);            // blur and upload_frame
+    EXPECT_GE(occurrences(dom, "class=\"lease-line\""), 1u);            // the timeline
+    EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);          // lease expiry / end marks
+    EXPECT_GE(occurrences(dom, "class=\"flame-frame\""), 5u);           // the flame graph
+    EXPECT_NE(dom.find("14.0 KiB leaked in 4 allocation(s)"), std::string::npos);
+    EXPECT_NE(dom.find(">blur<"), std::string::npos);
+    EXPECT_EQ(browser.err.find("Uncaught"), std::string::npos) << browser.err;
+    EXPECT_EQ(browser.err.find(":CONSOLE"), std::string::npos) << browser.err;  // the page logs nothing
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

@@ -72,7 +72,7 @@ TEST(CommandLine, EachBadInputIsOneClearLine) {
       {"run", "--stack-depth", "65", "--", "p"},
       {"run", "--stack-depth", "99999999999999999999", "--", "p"},
       {"run", "--format", "pdf", "--", "p"},
-      {"run", "--format", "html", "--", "p"},
+      {"run", "--format", "svg", "--", "p"},
       {"run", "--source-root", "", "--", "p"},
       {"run", "--format", "json=", "--", "p"},
       {"run", "--fail-on-leak=0", "--", "p"},

@@ -44,7 +44,25 @@ struct LiveAllocation {
 struct LeaseBytes {
   uint64_t live = 0;
   uint64_t peak = 0;
+  std::vector<std::pair<double, uint64_t>> points;  // thinned timeline of `live`
 };
+
+// Keeps at most this many points per lease: when full, every other point is dropped, so
+// the plot keeps its shape over the whole run at bounded cost.
+constexpr size_t kMaxTimelinePoints = 2048;
+
+void add_point(LeaseBytes &bytes, double ms) {
+  if (!bytes.points.empty() && bytes.points.back().first == ms) {
+    bytes.points.back().second = bytes.live;
+    return;
+  }
+  if (bytes.points.size() >= kMaxTimelinePoints) {
+    size_t kept = 0;
+    for (size_t i = 0; i < bytes.points.size(); i += 2) bytes.points[kept++] = bytes.points[i];
+    bytes.points.resize(kept);
+  }
+  bytes.points.emplace_back(ms, bytes.live);
+}
 
 class Replay : public journal::JournalVisitor {
  public:
@@ -93,6 +111,7 @@ class Replay : public journal::JournalVisitor {
     LeaseBytes &bytes = lease_bytes_[alloc.lease_id];
     bytes.live += alloc.bytes;
     bytes.peak = std::max(bytes.peak, bytes.live);
+    add_point(bytes, since_start_ms(alloc.time_ns));
   }
 
   void on_free(const journal::FreePayload &free_record) override {
@@ -179,8 +198,17 @@ class Replay : public journal::JournalVisitor {
 
   // Called after the last record.
   void finish(bool replaced_by_exec) {
-    if (process_.complete) return;
-    end_remaining(replaced_by_exec ? EndedBy::Exit : EndedBy::Crash, last_ns_);
+    if (!process_.complete) end_remaining(replaced_by_exec ? EndedBy::Exit : EndedBy::Crash, last_ns_);
+    for (auto &[lease_id, bytes] : lease_bytes_) {
+      if (bytes.points.empty()) continue;
+      add_point(bytes, since_start_ms(last_ns_));  // hold the last level to the end
+      Timeline timeline;
+      timeline.lease_id = lease_id;
+      auto lease = leases_.find(lease_id);
+      timeline.lease_name = lease != leases_.end() ? lease->second.name : (lease_id == 1 ? "process" : "lease");
+      timeline.points = std::move(bytes.points);
+      process_.timelines.push_back(std::move(timeline));
+    }
   }
 
  private:
@@ -219,6 +247,7 @@ class Replay : public journal::JournalVisitor {
   std::map<uint64_t, LiveAllocation>::iterator release(std::map<uint64_t, LiveAllocation>::iterator it) {
     LeaseBytes &bytes = lease_bytes_[it->second.record.lease_id];
     bytes.live -= std::min(bytes.live, it->second.record.bytes);
+    add_point(bytes, since_start_ms(last_ns_));
     return live_.erase(it);
   }
 

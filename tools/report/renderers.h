@@ -45,6 +45,10 @@ std::string render_sarif(const Report &report, const std::string &source_root);
 // JUnit XML: a testsuite per process, a testcase per lease ending, a failure per leak group.
 std::string render_junit(const Report &report);
 
+// One self-contained HTML page: a timeline of live bytes per lease, a table of leak groups
+// with expandable stacks, a flame graph of leaked bytes.
+std::string render_html(const Report &report);
+
 // Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak.
 std::string render_folded(const Report &report);
 

@@ -69,6 +69,14 @@ struct LeaseEnding {
   uint64_t leaked_bytes() const;
 };
 
+// Live bytes of one lease over the process's life, for plots: (ms since start, bytes),
+// thinned to a bounded number of points.
+struct Timeline {
+  uint32_t lease_id = 0;
+  std::string lease_name;
+  std::vector<std::pair<double, uint64_t>> points;
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -82,6 +90,7 @@ struct ProcessReport {
   uint64_t start_realtime_ns = 0;
   std::vector<LeaseEnding> leases;
   std::unordered_map<uint32_t, std::vector<Frame>> stacks;  // by stack id
+  std::vector<Timeline> timelines;                          // one per lease that held memory
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t unknown_frees = 0;
