@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "process_runner.h"
@@ -437,6 +438,90 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
     EXPECT_EQ(browser.err.find("Uncaught"), std::string::npos) << browser.err;
     EXPECT_EQ(browser.err.find(":CONSOLE"), std::string::npos) << browser.err;  // the page logs nothing
   }
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+// What changes from run to run in every format: addresses, pids, thread ids, times, paths.
+std::string normalize_any(std::string text, const std::string &out_dir) {
+  text = normalize(text);
+  text = std::regex_replace(text, std::regex(out_dir), "OUT");
+  text = std::regex_replace(text, std::regex(LEASEGUARD_SOURCE_ROOT), "SOURCE");
+  text = std::regex_replace(text, std::regex("\"(pid|ppid|thread)\": ?[0-9]+"), "\"$1\": 0");
+  text = std::regex_replace(text, std::regex("\"(begin_ms|end_ms|time_ms|age_ms)\": ?[0-9.]+"), "\"$1\": 0");
+  text = std::regex_replace(text, std::regex("pid [0-9]+"), "pid PID");
+  text = std::regex_replace(text, std::regex("\\[[0-9.]+,([0-9]+)\\]"), "[T,$1]");  // timeline points
+  text = std::regex_replace(text, std::regex("lg-[0-9a-f]+-[0-9]+\\.[0-9]+"), "RUN.PID");
+  return text;
+}
+
+TEST(Cli, GoldenFilesForEveryFormat) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> formats = {
+      {"json", "json"}, {"sarif", "sarif"}, {"junit", "junit.xml"}, {"folded", "folded"}, {"html", "html"}, {"text", "txt"}};
+  std::vector<std::string> arguments = {"run", "--sim", "--quiet", "--out", dir.path(), "--stack-depth", "2",
+                                        "--source-root", LEASEGUARD_SOURCE_ROOT};
+  for (const auto &[format, extension] : formats) {
+    arguments.push_back("--format");
+    arguments.push_back(format + "=" + (dir / ("report." + extension)));
+  }
+  arguments.push_back("--");
+  arguments.push_back(kPipeline);
+  ASSERT_EQ(leaseguard(arguments).exit_code, 0);
+  for (const auto &[format, extension] : formats) {
+    std::string golden_path = std::string(LEASEGUARD_GOLDEN) + "/formats/leaky_pipeline." + extension;
+    std::string actual = normalize_any(read_text(dir / ("report." + extension)), dir.path());
+    if (std::getenv("LEASEGUARD_UPDATE_GOLDEN") != nullptr) std::ofstream(golden_path) << actual;
+    EXPECT_EQ(actual, read_text(golden_path)) << format;
+  }
+}
+
+// SARIF's required structure (2.1.0) and well-formed JUnit XML, beyond the golden files.
+TEST(Cli, SarifAndJunitFollowTheirSchemas) {
+  TempDir dir;
+  auto direct = run_process({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", dir.path(), "--format",
+                             "sarif=" + (dir / "r.sarif"), "--format", "junit=" + (dir / "r.xml"), "--",
+                             victim("direct_calls")},
+                            {{"LEASEGUARD_SIM_DEVICES", "2"}});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  JsonValue sarif;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "r.sarif"), sarif, error)) << error;
+  EXPECT_EQ(sarif["version"].as_string(), "2.1.0");
+  ASSERT_EQ(sarif["runs"].size(), 1u);
+  const JsonValue &run = sarif["runs"][0];
+  EXPECT_FALSE(run["tool"]["driver"]["name"].as_string().empty());
+  std::set<std::string> rule_ids;
+  for (const auto &rule : run["tool"]["driver"]["rules"].items()) rule_ids.insert(rule["id"].as_string());
+  ASSERT_GT(run["results"].size(), 10u);
+  for (const auto &result : run["results"].items()) {
+    EXPECT_TRUE(rule_ids.count(result["ruleId"].as_string()));
+    EXPECT_FALSE(result["message"]["text"].as_string().empty());
+    EXPECT_EQ(result["partialFingerprints"]["leaseguardStack/v1"].as_string().size(), 16u);
+    for (const auto &step : result["codeFlows"][0]["threadFlows"][0]["locations"].items())
+      EXPECT_EQ(step["location"]["physicalLocation"]["artifactLocation"]["uri"].type(), JsonValue::Type::String);
+  }
+  // JUnit: elements nest and close properly, counts add up.
+  std::string xml = read_text(dir / "r.xml");
+  std::vector<std::string> open;
+  std::regex tag("<(/?)(testsuites|testsuite|testcase|failure)\\b[^>]*?(/?)>");
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::smatch &m = *it;
+    if (m[1] == "/") {
+      ASSERT_FALSE(open.empty());
+      ASSERT_EQ(open.back(), m[2].str());
+      open.pop_back();
+    } else if (m[3] != "/") {
+      open.push_back(m[2].str());
+    }
+  }
+  EXPECT_TRUE(open.empty());
+  EXPECT_NE(xml.find("<testsuites name=\"leaseguard\" tests=\""), std::string::npos);
+  EXPECT_EQ(xml.find("&&"), std::string::npos);
 }
 
 }  // namespace

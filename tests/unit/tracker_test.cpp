@@ -312,3 +312,30 @@ TEST(Leases, AnAllocationThatCompletesAfterItsLeaseEndedBelongsToTheProcessLease
 
 }  // namespace
 }  // namespace leaseguard
+
+namespace leaseguard {
+namespace {
+
+__attribute__((noinline)) void allocate_many_from_one_place(Tracker &tracker, int count) {
+  for (int i = 0; i < count; ++i) tracker.on_alloc(event(0x100000 + static_cast<uint64_t>(i) * 256, 8));
+  asm volatile("");
+}
+
+TEST(Symbolizer, EachDistinctFrameIsLookedUpOnce) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  allocate_many_from_one_place(tracker, 100000);
+  tracker.finish_process();
+  report::Report report;
+  report.processes.push_back(replay(tracker));
+  ASSERT_EQ(report.leaked_allocations(), 100000u);
+  size_t frames = 0;
+  for (const auto &[id, stack] : report.processes[0].stacks) frames += stack.size();
+  report::Symbolizer symbolizer;
+  symbolizer.symbolize(report);
+  EXPECT_LE(symbolizer.lookups(), frames);  // 100,000 leaks, one stack: its frames, once
+  EXPECT_GT(symbolizer.lookups(), 0u);
+}
+
+}  // namespace
+}  // namespace leaseguard

@@ -98,6 +98,7 @@ void Symbolizer::symbolize(Frame &frame) {
     return;
   }
   Frame result = frame;
+  ++lookups_;
   if (Module *module = module_for(frame.module, frame.build_id)) {
     // Frames hold return addresses; the call instruction is the byte before.
     Dwarf_Addr address = module->bias + (frame.offset > 0 ? frame.offset - 1 : 0);

@@ -24,6 +24,9 @@ class Symbolizer {
   void symbolize(Frame &frame);
   void symbolize(Report &report);
 
+  // How many frames were looked up in debug information (each distinct frame once).
+  uint64_t lookups() const { return lookups_; }
+
   // Modules whose file was missing or rebuilt since the run.
   const std::map<std::string, std::string> &unusable_modules() const { return unusable_; }
 
@@ -34,6 +37,7 @@ class Symbolizer {
   std::map<std::pair<std::string, std::string>, std::unique_ptr<Module>> modules_;
   std::map<std::tuple<std::string, std::string, uint64_t>, Frame> cache_;
   std::map<std::string, std::string> unusable_;
+  uint64_t lookups_ = 0;
 };
 
 std::string demangle(const char *name);
