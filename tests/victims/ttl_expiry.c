@@ -1,4 +1,4 @@
-/* Outlives its process lease's time-to-live (run with --ttl 100ms): the 6000-byte
+/* Outlives its process lease's time-to-live (run with --ttl 250ms): the 6000-byte
  * allocation made before expiry is reported as leaked at expiry; it is freed afterwards (a
  * late free). The 7000-byte allocation made after expiry is still live at exit. */
 #include <time.h>
@@ -25,7 +25,7 @@ static VICTIM_NOINLINE void allocate_after_expiry(void) {
 int main(void) {
   victim_primary_context();
   CUdeviceptr early = allocate_before_expiry();
-  sleep_ms(600);
+  sleep_ms(1200);
   CHECK(cuMemFree_v2(early));
   allocate_after_expiry();
   printf("ttl_expiry done\n");
