@@ -432,6 +432,7 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
     EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);            // blur and upload_frame
     EXPECT_GE(occurrences(dom, "class=\"lease-line\""), 1u);            // the timeline
     EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);          // lease expiry / end marks
+    EXPECT_GE(occurrences(dom, "class=\"lease-begin\""), 1u);           // and begin marks
     EXPECT_GE(occurrences(dom, "class=\"flame-frame\""), 5u);           // the flame graph
     EXPECT_NE(dom.find("14.0 KiB leaked in 4 allocation(s)"), std::string::npos);
     EXPECT_NE(dom.find(">blur<"), std::string::npos);

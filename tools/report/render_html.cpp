@@ -1,5 +1,6 @@
 // The HTML report: one self-contained file (no network, no external script or font) with,
-// per process, a timeline of live device bytes per lease with lease endings marked, a table
+// per process, a timeline of live device bytes per lease with lease begins, ends and
+// expiries marked, a table
 // of leak groups whose stacks expand, and a flame graph of leaked bytes. The data is
 // embedded as JSON and drawn by a small inline script into SVG; the layout is fluid, so the
 // page reads on a phone.
@@ -178,6 +179,16 @@ const char *const kPage = R"HTML(<!DOCTYPE html>
       const key = el("span"); key.append(el("i", {style: "background:" + color}), "lease " + line.lease + " “" + line.name + "”");
       legend.append(key);
     });
+    const begun = new Set();
+    for (const ending of process.endings) {       // lease begins (once per lease)
+      if (begun.has(ending.lease)) continue;
+      begun.add(ending.lease);
+      const marker = el("svg:line", {x1: x(ending.begin_ms), x2: x(ending.begin_ms), y1: top, y2: height - bottom,
+                                     stroke: "#2ca02c", "stroke-dasharray": "1 3", class: "lease-begin"});
+      marker.append(el("svg:title", {}, "lease " + ending.lease + " \"" + ending.name + "\" began at " +
+                                         ending.begin_ms.toFixed(1) + " ms"));
+      svg.append(marker);
+    }
     for (const ending of process.endings) {       // lease ends and expiries
       const marker = el("svg:line", {x1: x(ending.end_ms), x2: x(ending.end_ms), y1: top, y2: height - bottom,
                                      stroke: ending.ended_by === "expiry" ? "#d62728" : "#888", "stroke-dasharray": "4 3",
