@@ -26,11 +26,4 @@ size_t HandleTable::size() const {
   return total;
 }
 
-void HandleTable::clear() {
-  for (Shard &shard : shards_) {
-    std::lock_guard lock(shard.mutex);
-    shard.records.clear();
-  }
-}
-
 }  // namespace leaseguard

@@ -96,7 +96,6 @@ class HandleTable {
   }
 
   size_t size() const;
-  void clear();
 
  private:
   static constexpr size_t kShards = 64;

@@ -39,7 +39,6 @@ class JournalWriter {
 
   bool is_open() const noexcept { return base_ != nullptr; }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
-  uint64_t slots_used() const noexcept { return next_slot_.load(std::memory_order_relaxed); }
   const std::string &path() const noexcept { return path_; }
 
   // Unmaps and closes without writing anything: for a forked child, whose journal is not

@@ -86,7 +86,6 @@ class Tracker {
   const Options &options() const noexcept { return options_; }
   size_t live_allocations() const { return table_.size(); }
   const std::string &journal_path() const noexcept { return journal_.path(); }
-  bool journal_open() noexcept { return ensure_journal(); }
 
  private:
   bool ensure_journal() noexcept;

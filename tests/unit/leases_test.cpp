@@ -54,11 +54,5 @@ TEST(Leases, WatchdogExpiresEachLeaseOnceInDeadlineOrder) {
   EXPECT_EQ(expired.size(), 2u);
 }
 
-TEST(Leases, NoWatchdogThreadWithoutADeadline) {
-  // A registry without deadlines is destroyed at once: nothing to join.
-  LeaseRegistry registry(monotonic_ns(), 0, Policy::Report, [](Lease &) { FAIL(); });
-  registry.begin("x", 0, Policy::Report, monotonic_ns());
-}
-
 }  // namespace
 }  // namespace leaseguard

@@ -296,7 +296,7 @@ TEST(Reclaim, AtExitLeaksAreReportedNotReclaimed) {
   EXPECT_TRUE(backend.released.empty());
 }
 
-TEST(Leases, AnAllocationThatCompletesAfterItsLeaseEndedBelongsToTheProcessLease) {
+TEST(Leases, AThreadWhoseEnteredLeaseWasEndedElsewhereAllocatesIntoTheProcessLease) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir));
   uint64_t lease = tracker.lease_begin("short", 0, Policy::Report);

@@ -1,8 +1,6 @@
 // Reads a JSON report (schema leaseguard-report/1) back into the report model, so reports
 // from many machines can be merged, filtered and compared like journals.
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "json_value.h"
 #include "report_model.h"
@@ -50,15 +48,13 @@ uint32_t stack_id_for(ProcessReport &process, std::map<std::string, uint32_t> &i
 }  // namespace
 
 bool load_report_json(const std::string &path, Report &report, std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
+  std::string text;
+  if (!read_text_file(path, text)) {
     error = "cannot read " + path;
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
   JsonValue json;
-  if (!JsonValue::parse(text.str(), json, error)) {
+  if (!JsonValue::parse(text, json, error)) {
     error = path + ": not JSON: " + error;
     return false;
   }

@@ -110,15 +110,22 @@ bool parse_exit_statuses(const std::string &text, const std::string &name, ExitS
   return true;
 }
 
-bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error) {
+bool read_text_file(const std::string &path, std::string &text) {
   std::ifstream in(path);
-  if (!in) {
+  if (!in) return false;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  text = buffer.str();
+  return !in.bad();
+}
+
+bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error) {
+  std::string text;
+  if (!read_text_file(path, text)) {
     error = "cannot read " + path;
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_exit_statuses(text.str(), path, exits, error);
+  return parse_exit_statuses(text, path, exits, error);
 }
 
 bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std::string &error) {

@@ -141,6 +141,9 @@ bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &p
 bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
                  std::string &error);
 
+// The whole of a text file; false if it cannot be read.
+bool read_text_file(const std::string &path, std::string &text);
+
 // Reads a JSON report (schema leaseguard-report/1) and appends its processes to `report`.
 bool load_report_json(const std::string &path, Report &report, std::string &error);
 
