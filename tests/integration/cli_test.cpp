@@ -415,8 +415,13 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
   const char *chromium = "/usr/bin/chromium";
   if (access(chromium, X_OK) != 0) GTEST_SKIP() << "no Chromium here (scripts/setup.sh installs it)";
   TempDir dir;
+  // Run the example from a long path without break opportunities, as CI checkouts have: the
+  // command line and every frame's file must still wrap on a phone.
+  const std::string deep = dir / "a_checkout_directory_with_a_long_name_and_nowhere_to_break/build_tree/examples";
+  std::filesystem::create_directories(deep);
+  std::filesystem::copy_file(kPipeline, deep + "/leaky_pipeline");
   auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--ttl", "1ms", "--format",
-                         "html=" + (dir / "report.html"), "--", kPipeline});
+                         "html=" + (dir / "report.html"), "--", deep + "/leaky_pipeline"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string page = read_text(dir / "report.html");
   EXPECT_EQ(page.find(" src="), std::string::npos);  // self-contained: nothing to fetch
@@ -428,7 +433,8 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
     ASSERT_EQ(browser.exit_code, 0) << browser.err;
     const std::string &dom = browser.out;
     EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
-    EXPECT_NE(dom.find("data-overflow=\"no\""), std::string::npos) << "wider than a " << width << " window";
+    EXPECT_NE(dom.find("data-overflow=\"no\""), std::string::npos)
+        << "wider than a " << width << " window: " << dom.substr(dom.find("<body"), dom.find("<h1") - dom.find("<body"));
     EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);            // blur and upload_frame
     EXPECT_GE(occurrences(dom, "class=\"lease-line\""), 1u);            // the timeline
     EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);          // lease expiry / end marks

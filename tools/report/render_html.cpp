@@ -102,7 +102,7 @@ const char *const kPage = R"HTML(<!DOCTYPE html>
 <style>
   :root { --fg:#1d2330; --muted:#5c6578; --line:#d8dce5; --bg:#fff; --leak:#c0392b; --ok:#2e7d32; }
   body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg);
-         margin: 0 auto; padding: 1rem; max-width: 72rem; }
+         margin: 0 auto; padding: 1rem; max-width: 72rem; overflow-wrap: anywhere; }
   h1 { font-size: 1.4rem; margin: 0 0 .25rem; } h2 { font-size: 1.15rem; margin: 1.6rem 0 .4rem; }
   h3 { font-size: 1rem; margin: 1.2rem 0 .3rem; color: var(--muted); }
   .summary { font-size: 1.05rem; } .summary b.leak { color: var(--leak); } .summary b.ok { color: var(--ok); }
@@ -271,8 +271,14 @@ const char *const kPage = R"HTML(<!DOCTYPE html>
     if (flame) { section.append(el("h3", {}, "Leaked bytes by call stack")); section.append(flame); }
     container.append(section);
   });
-  // For automated checks: the page drew, and nothing is wider than the window (phones).
-  document.body.dataset.overflow = document.documentElement.scrollWidth > window.innerWidth + 1 ? "yes" : "no";
+  // For automated checks: the page drew, and nothing is wider than the window (phones); when
+  // something is, name the first element that sticks out so the check says what to fix.
+  const tooWide = document.documentElement.scrollWidth > window.innerWidth + 1;
+  document.body.dataset.overflow = tooWide ? "yes" : "no";
+  if (tooWide) {
+    const culprit = Array.from(document.body.querySelectorAll("*")).find(node => node.getBoundingClientRect().right > window.innerWidth + 1);
+    if (culprit) document.body.dataset.overflowCulprit = culprit.tagName.toLowerCase() + (culprit.className ? "." + culprit.className : "");
+  }
   document.body.dataset.rendered = "yes";
 })();
 </script>
