@@ -6,35 +6,17 @@
 namespace leaseguard {
 namespace {
 
-constexpr std::array<std::string_view, static_cast<size_t>(Api::Count)> kApiNames = {
-    "unknown",
-    "cuMemAlloc",
-    "cuMemAlloc_v2",
-    "cuMemAllocPitch",
-    "cuMemAllocPitch_v2",
-    "cuMemAllocManaged",
-    "cuMemAllocHost",
-    "cuMemAllocHost_v2",
-    "cuMemHostAlloc",
-    "cuMemAllocAsync",
-    "cuMemAllocAsync_ptsz",
-    "cuMemAllocFromPoolAsync",
-    "cuMemAllocFromPoolAsync_ptsz",
-    "cuMemFree",
-    "cuMemFree_v2",
-    "cuMemFreeHost",
-    "cuMemFreeAsync",
-    "cuMemFreeAsync_ptsz",
-    "cuCtxDestroy",
-    "cuCtxDestroy_v2",
-    "cuDevicePrimaryCtxRelease",
-    "cuDevicePrimaryCtxRelease_v2",
-    "cuDevicePrimaryCtxReset",
-    "cuDevicePrimaryCtxReset_v2",
-};
+constexpr std::array<std::string_view, static_cast<size_t>(Api::Count)> kApiNames = [] {
+  std::array<std::string_view, static_cast<size_t>(Api::Count)> names{};
+  names[0] = "unknown";
+#define LG_API_NAME(name, id) names[id] = #name;
+  LG_API_IDS(LG_API_NAME)
+#undef LG_API_NAME
+  return names;
+}();
 
 constexpr std::array<std::string_view, static_cast<size_t>(Kind::Count)> kKindNames = {
-    "device", "pitched", "managed", "async", "host", "vmm", "array"};
+    "device", "pitched", "managed", "async", "host", "vmm", "array", "pool", "ipc", "registered", "external"};
 
 constexpr std::array<std::string_view, static_cast<size_t>(EndedBy::Count)> kEndedByNames = {
     "exit", "end", "expiry", "context_destroy", "crash"};

@@ -9,35 +9,68 @@
 
 namespace leaseguard {
 
+// X(name, id): every driver entry point the journal can name. Append only.
+#define LG_API_IDS(X) \
+  X(cuMemAlloc, 1) \
+  X(cuMemAlloc_v2, 2) \
+  X(cuMemAllocPitch, 3) \
+  X(cuMemAllocPitch_v2, 4) \
+  X(cuMemAllocManaged, 5) \
+  X(cuMemAllocHost, 6) \
+  X(cuMemAllocHost_v2, 7) \
+  X(cuMemHostAlloc, 8) \
+  X(cuMemAllocAsync, 9) \
+  X(cuMemAllocAsync_ptsz, 10) \
+  X(cuMemAllocFromPoolAsync, 11) \
+  X(cuMemAllocFromPoolAsync_ptsz, 12) \
+  X(cuMemFree, 13) \
+  X(cuMemFree_v2, 14) \
+  X(cuMemFreeHost, 15) \
+  X(cuMemFreeAsync, 16) \
+  X(cuMemFreeAsync_ptsz, 17) \
+  X(cuCtxDestroy, 18) \
+  X(cuCtxDestroy_v2, 19) \
+  X(cuDevicePrimaryCtxRelease, 20) \
+  X(cuDevicePrimaryCtxRelease_v2, 21) \
+  X(cuDevicePrimaryCtxReset, 22) \
+  X(cuDevicePrimaryCtxReset_v2, 23) \
+  X(cuMemCreate, 24) \
+  X(cuMemRelease, 25) \
+  X(cuMemAddressReserve, 26) \
+  X(cuMemAddressFree, 27) \
+  X(cuMemRetainAllocationHandle, 28) \
+  X(cuMemImportFromShareableHandle, 29) \
+  X(cuMemPoolCreate, 30) \
+  X(cuMemPoolDestroy, 31) \
+  X(cuArrayCreate, 32) \
+  X(cuArrayCreate_v2, 33) \
+  X(cuArray3DCreate, 34) \
+  X(cuArray3DCreate_v2, 35) \
+  X(cuMipmappedArrayCreate, 36) \
+  X(cuArrayDestroy, 37) \
+  X(cuMipmappedArrayDestroy, 38) \
+  X(cuIpcOpenMemHandle, 39) \
+  X(cuIpcOpenMemHandle_v2, 40) \
+  X(cuIpcCloseMemHandle, 41) \
+  X(cuMemHostRegister, 42) \
+  X(cuMemHostRegister_v2, 43) \
+  X(cuMemHostUnregister, 44) \
+  X(cuImportExternalMemory, 45) \
+  X(cuExternalMemoryGetMappedBuffer, 46) \
+  X(cuDestroyExternalMemory, 47)
+
 enum class Api : uint16_t {
   Unknown = 0,
-  cuMemAlloc = 1,
-  cuMemAlloc_v2 = 2,
-  cuMemAllocPitch = 3,
-  cuMemAllocPitch_v2 = 4,
-  cuMemAllocManaged = 5,
-  cuMemAllocHost = 6,
-  cuMemAllocHost_v2 = 7,
-  cuMemHostAlloc = 8,
-  cuMemAllocAsync = 9,
-  cuMemAllocAsync_ptsz = 10,
-  cuMemAllocFromPoolAsync = 11,
-  cuMemAllocFromPoolAsync_ptsz = 12,
-  cuMemFree = 13,
-  cuMemFree_v2 = 14,
-  cuMemFreeHost = 15,
-  cuMemFreeAsync = 16,
-  cuMemFreeAsync_ptsz = 17,
-  cuCtxDestroy = 18,
-  cuCtxDestroy_v2 = 19,
-  cuDevicePrimaryCtxRelease = 20,
-  cuDevicePrimaryCtxRelease_v2 = 21,
-  cuDevicePrimaryCtxReset = 22,
-  cuDevicePrimaryCtxReset_v2 = 23,
+#define LG_API_ENUM(name, id) name = id,
+  LG_API_IDS(LG_API_ENUM)
+#undef LG_API_ENUM
   Count
 };
 
-enum class Kind : uint8_t { Device = 0, Pitched, Managed, Async, Host, Vmm, Array, Count };
+// What an allocation is. `Ipc` is another process's memory opened here, `Registered` host
+// memory pinned for the device, `External` memory imported from another API (the imported
+// object or a buffer mapped from it), `Pool` a memory pool the program created.
+enum class Kind : uint8_t { Device = 0, Pitched, Managed, Async, Host, Vmm, Array, Pool, Ipc, Registered, External, Count };
 
 enum class EndedBy : uint8_t { Exit = 0, End, Expiry, ContextDestroy, Crash, Count };
 

@@ -1,8 +1,11 @@
-// The live allocation records of one process: a concurrent table keyed by address.
+// The live allocation records of one process: a concurrent table keyed by what the driver
+// handed out (an address, or an opaque handle in its own namespace).
 //
-// Sharded by address so that threads allocating at once rarely share a lock; each shard's
+// Sharded by value so that threads allocating at once rarely share a lock; each shard's
 // lock is held only for the map operation itself, never across a driver call or a journal
-// write. Insert and remove are O(1) on average.
+// write. Insert and remove are O(1) on average. A value that counts references (a VMM handle
+// retained while live) holds one record per reference, numbered 0, 1, 2...; a release takes
+// the newest.
 #pragma once
 
 #include <array>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "api_ids.h"
+#include "resource_rules.h"
 
 namespace leaseguard {
 
@@ -28,50 +32,87 @@ struct HandleRecord {
   int32_t device = 0;
   Api api = Api::Unknown;
   Kind kind = Kind::Device;
+  uint16_t reference = 0;  // which reference to a value that counts references
   bool reported = false;  // already counted as a leak by an ended or expired lease
 };
 
+struct HandleKey {
+  uint64_t value = 0;
+  Space space = Space::Address;
+  uint16_t reference = 0;
+  bool operator==(const HandleKey &) const = default;
+};
+
+struct HandleKeyHash {
+  size_t operator()(const HandleKey &key) const noexcept {
+    return static_cast<size_t>((key.value ^ (uint64_t{key.reference} << 48) ^ (uint64_t(key.space) << 56)) *
+                               0x9E3779B97F4A7C15ull >> 16);
+  }
+};
+
+inline HandleKey key_of(const HandleRecord &record) {
+  return HandleKey{record.address, space_of(record.api), record.reference};
+}
+
 class HandleTable {
  public:
-  // Inserts `record`; if a record already holds the address (its free was never seen),
-  // that record is replaced and returned. `under_lock(stored)` runs while the address's
+  // Inserts `record`; if a record already holds its key (its free was never seen), that
+  // record is replaced and returned. With `another_reference`, a live value gets a new
+  // reference instead (record.reference is set). `under_lock(stored)` runs while the
   // shard is locked, may still adjust the stored record, and whatever it writes is ordered
-  // before any later removal of the address.
+  // before any later removal of the key.
   template <typename UnderLock>
-  std::optional<HandleRecord> insert(const HandleRecord &record, UnderLock under_lock) {
-    Shard &shard = shard_for(record.address);
+  std::optional<HandleRecord> insert(const HandleRecord &record, bool another_reference, UnderLock under_lock) {
+    HandleKey key = key_of(record);
+    Shard &shard = shard_for(key.value);
     std::lock_guard lock(shard.mutex);
-    auto [it, inserted] = shard.records.try_emplace(record.address, record);
+    if (another_reference)
+      while (shard.records.count(key) != 0 && key.reference < UINT16_MAX) ++key.reference;
+    auto [it, inserted] = shard.records.try_emplace(key, record);
     std::optional<HandleRecord> displaced;
     if (!inserted) {
       displaced = it->second;
       it->second = record;
     }
+    it->second.reference = key.reference;
     under_lock(it->second);
     return displaced;
   }
   std::optional<HandleRecord> insert(const HandleRecord &record) {
-    return insert(record, [](HandleRecord &) {});
+    return insert(record, false, [](HandleRecord &) {});
   }
 
-  // Removes the record of `address`; `under_lock` gets it (or nullptr if there was none)
-  // while the shard is still locked.
-  template <typename UnderLock>
-  std::optional<HandleRecord> remove(uint64_t address, UnderLock under_lock) {
-    Shard &shard = shard_for(address);
+  // Removes the newest reference to `value` in `space` if `accept(record)` agrees;
+  // `under_lock` gets the removed record, or nullptr if there was none, or the record and
+  // false if `accept` refused it, while the shard is still locked.
+  template <typename Accept, typename UnderLock>
+  std::optional<HandleRecord> remove(Space space, uint64_t value, Accept accept, UnderLock under_lock) {
+    Shard &shard = shard_for(value);
     std::lock_guard lock(shard.mutex);
-    auto it = shard.records.find(address);
+    HandleKey key{value, space, 0};
+    auto it = shard.records.find(key);
     if (it == shard.records.end()) {
-      under_lock(static_cast<const HandleRecord *>(nullptr));
+      under_lock(static_cast<const HandleRecord *>(nullptr), true);
+      return std::nullopt;
+    }
+    for (HandleKey next = key; next.reference < UINT16_MAX;) {  // the newest reference
+      ++next.reference;
+      auto newer = shard.records.find(next);
+      if (newer == shard.records.end()) break;
+      it = newer;
+    }
+    if (!accept(it->second)) {
+      under_lock(&it->second, false);
       return std::nullopt;
     }
     HandleRecord record = it->second;
     shard.records.erase(it);
-    under_lock(&record);
+    under_lock(&record, true);
     return record;
   }
   std::optional<HandleRecord> remove(uint64_t address) {
-    return remove(address, [](const HandleRecord *) {});
+    return remove(Space::Address, address, [](const HandleRecord &) { return true; },
+                  [](const HandleRecord *, bool) {});
   }
 
   // Marks every unreported record of `lease_id` as reported; returns how many there were.
@@ -101,11 +142,12 @@ class HandleTable {
   static constexpr size_t kShards = 64;
   struct alignas(64) Shard {
     mutable std::mutex mutex;
-    std::unordered_map<uint64_t, HandleRecord> records;
+    std::unordered_map<HandleKey, HandleRecord, HandleKeyHash> records;
   };
-  Shard &shard_for(uint64_t address) {
-    // Device addresses are at least 256-byte aligned: mix the bits above that.
-    uint64_t mixed = (address >> 8) * 0x9E3779B97F4A7C15ull;
+  Shard &shard_for(uint64_t value) {
+    // Every reference to a value shares its shard. Device addresses are at least 256-byte
+    // aligned: mix the bits above that (handles are mixed just the same).
+    uint64_t mixed = (value >> 8 ^ value) * 0x9E3779B97F4A7C15ull;
     return shards_[mixed >> 58];
   }
   std::array<Shard, kShards> shards_;

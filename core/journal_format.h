@@ -111,6 +111,8 @@ enum FreeFlags : uint8_t {
   kFreeImplicit = 2,   // the driver handed the address out again: the old record is gone
   kFreeReclaimed = 4,  // leaseguard freed it when its lease ended (status: the driver's)
   kFreeLate = 8,       // the program freed a reclaimed allocation: not passed to the driver
+  kFreeMismatched = 16,  // with kFreeUnknown: a live value, but this entry point does not free
+                         // its kind (the driver fails the call; the allocation stays live)
 };
 
 struct FreePayload {

@@ -225,10 +225,11 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.api = event.api;
   record.kind = event.kind;
 
+  const HandleKey key{event.address, space_of(event.api), 0};
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
     std::lock_guard lock(reclaimed_mutex_);
-    auto it = reclaimed_.find(event.address);
-    if (it != reclaimed_.end()) it->second.reissued = true;
+    auto [first, last] = reclaimed_.equal_range(key);
+    for (auto it = first; it != last; ++it) it->second.reissued = true;
   }
 
   journal::AllocPayload alloc{};
@@ -247,7 +248,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
     // address on another thread is always journaled after it. Ending a lease marks it ended
     // before it scans the table; an allocation that completes after that belongs to the
     // process lease, so every allocation is counted by exactly one lease ending.
-    std::optional<HandleRecord> displaced = table_.insert(record, [&](HandleRecord &stored) {
+    std::optional<HandleRecord> displaced = table_.insert(record, counts_references(record.api), [&](HandleRecord &stored) {
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
       if (journaling) journal_.append(journal::RecordType::Alloc, &alloc, sizeof alloc);
@@ -276,13 +277,14 @@ void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uin
   journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
 }
 
-FreeOutcome Tracker::on_free(Api api, uint64_t address) noexcept {
+FreeOutcome Tracker::on_free(Api api, uint64_t value) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
+  const Space space = space_of(api);
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
     std::optional<Reclaimed> late;
     {
       std::lock_guard lock(reclaimed_mutex_);
-      auto it = reclaimed_.find(address);
+      auto it = reclaimed_.find(HandleKey{value, space, 0});
       if (it != reclaimed_.end()) {
         late = it->second;
         reclaimed_.erase(it);
@@ -291,30 +293,32 @@ FreeOutcome Tracker::on_free(Api api, uint64_t address) noexcept {
     }
     if (late) {
       // Already given back to the device: passing this free on would be a double free (or,
-      // if the address was handed out again, would free someone else's memory).
+      // if the value was handed out again, would free someone else's memory).
       if (journaling) {
         HandleRecord record;
         record.id = late->id;
-        record.address = address;
+        record.address = value;
         write_free(record, api, journal::kFreeLate, capture_and_intern(), 0);
       }
       return FreeOutcome::Reclaimed;
     }
   }
   bool late_free = false;
-  std::optional<HandleRecord> record = table_.remove(address, [&](const HandleRecord *removed) {
-    if (!journaling) return;
-    if (removed == nullptr) {
-      HandleRecord unknown;
-      unknown.address = address;
-      write_free(unknown, api, journal::kFreeUnknown, 0, 0);
-    } else if (removed->reported) {
-      late_free = true;  // journaled below, with the stack that freed it late
-    } else {
-      write_free(*removed, api, 0, 0, 0);
-    }
-  });
-  // The driver cannot hand the address out again before this free reaches it, so writing
+  std::optional<HandleRecord> record = table_.remove(
+      space, value, [&](const HandleRecord &live) { return frees(api, live.api); },
+      [&](const HandleRecord *removed, bool accepted) {
+        if (!journaling) return;
+        if (removed == nullptr || !accepted) {
+          HandleRecord unknown;
+          unknown.address = value;
+          write_free(unknown, api, journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0), 0, 0);
+        } else if (removed->reported) {
+          late_free = true;  // journaled below, with the stack that freed it late
+        } else {
+          write_free(*removed, api, 0, 0, 0);
+        }
+      });
+  // The driver cannot hand the value out again before this free reaches it, so writing
   // after the lock is released keeps the order.
   if (late_free) write_free(*record, api, 0, capture_and_intern(), 0);
   return record ? FreeOutcome::Known : FreeOutcome::Unknown;
@@ -323,9 +327,8 @@ FreeOutcome Tracker::on_free(Api api, uint64_t address) noexcept {
 void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept {
   std::vector<HandleRecord> freed;
   try {
-    // Stream-ordered memory belongs to its pool and outlives the context, as on the driver.
     freed = table_.remove_if([context](const HandleRecord &record) {
-      return record.context == context && record.kind != Kind::Async;
+      return record.context == context && dies_with_context(record.api, record.kind);
     });
   } catch (...) {
   }
@@ -376,7 +379,8 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
       records = table_.remove_if(
           [&](const HandleRecord &record) { return record.lease_id == lease.id && !record.reported; });
       std::lock_guard lock(reclaimed_mutex_);
-      for (const HandleRecord &record : records) reclaimed_[record.address] = Reclaimed{record.id, lease.id, false};
+      for (const HandleRecord &record : records)
+        reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0}, Reclaimed{record.id, lease.id, false});
       reclaimed_count_.store(reclaimed_.size(), std::memory_order_release);
     } catch (...) {
       log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
@@ -397,10 +401,16 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
                     status);
         {
           std::lock_guard lock(reclaimed_mutex_);
-          if (reclaimed_.erase(record.address) != 0) reclaimed_count_.fetch_sub(1, std::memory_order_release);
+          auto [first, last] = reclaimed_.equal_range(HandleKey{record.address, space_of(record.api), 0});
+          for (auto it = first; it != last; ++it) {
+            if (it->second.id != record.id) continue;
+            reclaimed_.erase(it);
+            reclaimed_count_.fetch_sub(1, std::memory_order_release);
+            break;
+          }
         }
         record.reported = true;
-        table_.insert(record);
+        table_.insert(record, counts_references(record.api), [](HandleRecord &) {});
       }
     }
   }

@@ -18,6 +18,7 @@
 #include "journal_writer.h"
 #include "leases.h"
 #include "options.h"
+#include "resource_rules.h"
 #include "reclaim_backend.h"
 #include "stack_capture.h"
 #include "stack_table.h"
@@ -57,8 +58,10 @@ class Tracker {
 
   // Called after the driver returned success for an allocation.
   void on_alloc(const AllocationEvent &event) noexcept;
-  // Called before the driver frees `address`; says whether to forward the free.
-  FreeOutcome on_free(Api api, uint64_t address) noexcept;
+  // Called before the driver frees `value` (an address, or a handle in the namespace of
+  // `api`); says whether to forward the free. A free entry point that does not release what
+  // the value is (cuMemFree of an IPC mapping) leaves the record live: the driver fails it.
+  FreeOutcome on_free(Api api, uint64_t value) noexcept;
   // Called after the driver destroyed `context` (and with it its allocations).
   void on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept;
 
@@ -122,7 +125,7 @@ class Tracker {
     bool reissued;
   };
   std::mutex reclaimed_mutex_;
-  std::unordered_map<uint64_t, Reclaimed> reclaimed_;
+  std::unordered_multimap<HandleKey, Reclaimed, HandleKeyHash> reclaimed_;  // reference 0 in keys
   std::atomic<size_t> reclaimed_count_{0};
 
   LeaseRegistry leases_;  // last: its watchdog calls back into the members above

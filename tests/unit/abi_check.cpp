@@ -87,4 +87,25 @@ static_assert(static_cast<int>(ours::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
 static_assert(static_cast<int>(ours::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT) ==
               static_cast<int>(::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT));
 
+// Structures the hooks read or the simulator fills: same size and the fields leaseguard reads
+// at the same offsets.
+static_assert(sizeof(ours::CUmemAllocationProp) == sizeof(::CUmemAllocationProp));
+static_assert(offsetof(ours::CUmemAllocationProp, location) == offsetof(::CUmemAllocationProp, location));
+static_assert(sizeof(ours::CUmemAccessDesc) == sizeof(::CUmemAccessDesc));
+static_assert(sizeof(ours::CUmemPoolProps) == sizeof(::CUmemPoolProps));
+static_assert(sizeof(ours::CUDA_ARRAY_DESCRIPTOR) == sizeof(::CUDA_ARRAY_DESCRIPTOR));
+static_assert(sizeof(ours::CUDA_ARRAY_DESCRIPTOR_v1) == sizeof(::CUDA_ARRAY_DESCRIPTOR_v1));
+static_assert(sizeof(ours::CUDA_ARRAY3D_DESCRIPTOR) == sizeof(::CUDA_ARRAY3D_DESCRIPTOR));
+static_assert(sizeof(ours::CUDA_ARRAY3D_DESCRIPTOR_v1) == sizeof(::CUDA_ARRAY3D_DESCRIPTOR_v1));
+static_assert(offsetof(ours::CUDA_ARRAY3D_DESCRIPTOR, Flags) == offsetof(::CUDA_ARRAY3D_DESCRIPTOR, Flags));
+static_assert(sizeof(ours::CUipcMemHandle) == sizeof(::CUipcMemHandle));
+static_assert(sizeof(ours::CUDA_EXTERNAL_MEMORY_HANDLE_DESC) == sizeof(::CUDA_EXTERNAL_MEMORY_HANDLE_DESC));
+static_assert(offsetof(ours::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size) == offsetof(::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size));
+static_assert(sizeof(ours::CUDA_EXTERNAL_MEMORY_BUFFER_DESC) == sizeof(::CUDA_EXTERNAL_MEMORY_BUFFER_DESC));
+static_assert(static_cast<int>(ours::CU_MEM_LOCATION_TYPE_HOST) == static_cast<int>(::CU_MEM_LOCATION_TYPE_HOST));
+static_assert(static_cast<int>(ours::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+              static_cast<int>(::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+static_assert(static_cast<int>(ours::CU_AD_FORMAT_FLOAT) == static_cast<int>(::CU_AD_FORMAT_FLOAT));
+static_assert(static_cast<int>(ours::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) ==
+              static_cast<int>(::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD));
 }  // namespace

@@ -44,13 +44,66 @@ TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
 TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
   HandleTable table;
   bool ran = false;
-  table.insert(record(1, 0x1000), [&](HandleRecord &stored) { ran = stored.id == 1; });
+  table.insert(record(1, 0x1000), false, [&](HandleRecord &stored) { ran = stored.id == 1; });
   EXPECT_TRUE(ran);
+  auto accept_all = [](const HandleRecord &) { return true; };
   uint64_t seen = 0;
-  table.remove(0x1000, [&](const HandleRecord *r) { seen = r != nullptr ? r->id : 99; });
+  table.remove(Space::Address, 0x1000, accept_all, [&](const HandleRecord *r, bool) { seen = r != nullptr ? r->id : 99; });
   EXPECT_EQ(seen, 1u);
-  table.remove(0x1000, [&](const HandleRecord *r) { seen = r != nullptr ? r->id : 99; });
+  table.remove(Space::Address, 0x1000, accept_all, [&](const HandleRecord *r, bool) { seen = r != nullptr ? r->id : 99; });
   EXPECT_EQ(seen, 99u);
+}
+
+// A VMM handle and an array are opaque values that may equal a device address: each lives in
+// its own namespace, so neither displaces nor frees the other.
+TEST(HandleTable, HandlesAndAddressesWithTheSameValueAreDistinct) {
+  HandleTable table;
+  HandleRecord device = record(1, 0x5000);
+  HandleRecord handle = record(2, 0x5000);
+  handle.api = Api::cuMemCreate;
+  HandleRecord array = record(3, 0x5000);
+  array.api = Api::cuArrayCreate_v2;
+  EXPECT_FALSE(table.insert(device));
+  EXPECT_FALSE(table.insert(handle));
+  EXPECT_FALSE(table.insert(array));
+  EXPECT_EQ(table.size(), 3u);
+  auto accept_all = [](const HandleRecord &) { return true; };
+  auto ignore = [](const HandleRecord *, bool) {};
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x5000, accept_all, ignore)->id, 2u);
+  EXPECT_EQ(table.remove(Space::Array, 0x5000, accept_all, ignore)->id, 3u);
+  EXPECT_EQ(table.remove(0x5000)->id, 1u);
+}
+
+// Each retain of a live handle is a reference of its own; releases take the newest first.
+TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
+  HandleTable table;
+  auto reference = [](uint64_t id) {
+    HandleRecord r = record(id, 0x77);
+    r.api = Api::cuMemCreate;
+    return r;
+  };
+  uint16_t numbers[3];
+  for (uint64_t id = 1; id <= 3; ++id)
+    EXPECT_FALSE(table.insert(reference(id), true, [&](HandleRecord &stored) { numbers[id - 1] = stored.reference; }));
+  EXPECT_EQ(numbers[0], 0);
+  EXPECT_EQ(numbers[1], 1);
+  EXPECT_EQ(numbers[2], 2);
+  auto accept_all = [](const HandleRecord &) { return true; };
+  auto ignore = [](const HandleRecord *, bool) {};
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->id, 3u);
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->id, 2u);
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->id, 1u);
+  EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
+}
+
+TEST(HandleTable, ARefusedRemovalKeepsTheRecord) {
+  HandleTable table;
+  table.insert(record(1, 0x1000));
+  bool refused = false;
+  EXPECT_FALSE(table.remove(Space::Address, 0x1000, [](const HandleRecord &) { return false; },
+                            [&](const HandleRecord *r, bool accepted) { refused = r != nullptr && !accepted; }));
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(table.size(), 1u);
 }
 
 TEST(HandleTable, MarksALeaseOnceAndRemovesByPredicate) {

@@ -22,6 +22,7 @@
 #include <set>
 
 #include "report_model.h"
+#include "resource_rules.h"
 
 namespace leaseguard::report {
 namespace {
@@ -175,7 +176,8 @@ class Replay : public journal::JournalVisitor {
     std::map<uint32_t, LeaseEnding> by_lease;
     for (auto it = live_.begin(); it != live_.end();) {
       const journal::AllocPayload &record = it->second.record;
-      if (record.context != destroy.context || record.kind == static_cast<uint8_t>(Kind::Async)) {
+      const Api api = record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(record.api) : Api::Unknown;
+      if (record.context != destroy.context || !dies_with_context(api, static_cast<Kind>(record.kind))) {
         ++it;
         continue;
       }

@@ -1,0 +1,73 @@
+// The drivers' allocation rules (see resource_rules.h).
+#include "resource_rules.h"
+
+namespace leaseguard {
+namespace {
+
+// The family a free entry point belongs to, or a create's family.
+enum class Family { DeviceMemory, HostMemory, Reservation, VmmHandle, Array, MipmappedArray, Pool, Ipc,
+                    Registration, ExternalMemory, Other };
+
+Family family_of(Api api) noexcept {
+  switch (api) {
+    case Api::cuMemAlloc: case Api::cuMemAlloc_v2: case Api::cuMemAllocPitch: case Api::cuMemAllocPitch_v2:
+    case Api::cuMemAllocManaged: case Api::cuMemAllocAsync: case Api::cuMemAllocAsync_ptsz:
+    case Api::cuMemAllocFromPoolAsync: case Api::cuMemAllocFromPoolAsync_ptsz:
+    case Api::cuExternalMemoryGetMappedBuffer:  // mapped buffers are freed with cuMemFree
+    case Api::cuMemFree: case Api::cuMemFree_v2: case Api::cuMemFreeAsync: case Api::cuMemFreeAsync_ptsz:
+      return Family::DeviceMemory;
+    case Api::cuMemAllocHost: case Api::cuMemAllocHost_v2: case Api::cuMemHostAlloc: case Api::cuMemFreeHost:
+      return Family::HostMemory;
+    case Api::cuMemAddressReserve: case Api::cuMemAddressFree:
+      return Family::Reservation;
+    case Api::cuMemCreate: case Api::cuMemRetainAllocationHandle: case Api::cuMemImportFromShareableHandle:
+    case Api::cuMemRelease:
+      return Family::VmmHandle;
+    case Api::cuArrayCreate: case Api::cuArrayCreate_v2: case Api::cuArray3DCreate: case Api::cuArray3DCreate_v2:
+    case Api::cuArrayDestroy:
+      return Family::Array;
+    case Api::cuMipmappedArrayCreate: case Api::cuMipmappedArrayDestroy:
+      return Family::MipmappedArray;
+    case Api::cuMemPoolCreate: case Api::cuMemPoolDestroy:
+      return Family::Pool;
+    case Api::cuIpcOpenMemHandle: case Api::cuIpcOpenMemHandle_v2: case Api::cuIpcCloseMemHandle:
+      return Family::Ipc;
+    case Api::cuMemHostRegister: case Api::cuMemHostRegister_v2: case Api::cuMemHostUnregister:
+      return Family::Registration;
+    case Api::cuImportExternalMemory: case Api::cuDestroyExternalMemory:
+      return Family::ExternalMemory;
+    default:
+      return Family::Other;
+  }
+}
+
+}  // namespace
+
+Space space_of(Api api) noexcept {
+  switch (family_of(api)) {
+    case Family::VmmHandle: return Space::VmmHandle;
+    case Family::Array: case Family::MipmappedArray: return Space::Array;
+    case Family::Pool: return Space::Pool;
+    case Family::ExternalMemory: return Space::ExternalMemory;
+    default: return Space::Address;
+  }
+}
+
+bool frees(Api free_api, Api alloc_api) noexcept {
+  Family family = family_of(free_api);
+  return family != Family::Other && family == family_of(alloc_api);
+}
+
+bool dies_with_context(Api alloc_api, Kind kind) noexcept {
+  if (kind == Kind::Async) return false;  // pool memory belongs to the pool
+  switch (family_of(alloc_api)) {
+    case Family::Reservation: case Family::VmmHandle: case Family::Pool: case Family::ExternalMemory:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool counts_references(Api alloc_api) noexcept { return family_of(alloc_api) == Family::VmmHandle; }
+
+}  // namespace leaseguard

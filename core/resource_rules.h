@@ -1,0 +1,34 @@
+// What each entry point creates and destroys, as the drivers define it.
+//
+// One place for the rules the tracker (live) and the report (replay) both apply:
+//   - which namespace a value lives in: device and host addresses share one, but a VMM
+//     handle, an array, a pool or an external-memory object is an opaque value that may
+//     equal some address, so each has its own;
+//   - which free entry point releases what (cuMemFree does not close an IPC mapping; the
+//     driver fails such a call and the allocation stays live);
+//   - what a context destroy takes with it.
+#pragma once
+
+#include <cstdint>
+
+#include "api_ids.h"
+
+namespace leaseguard {
+
+enum class Space : uint8_t { Address = 0, VmmHandle, Array, Pool, ExternalMemory };
+
+// The namespace of the value an allocating or freeing entry point names.
+Space space_of(Api api) noexcept;
+
+// True if `free_api` releases something `alloc_api` created.
+bool frees(Api free_api, Api alloc_api) noexcept;
+
+// True if destroying the context an allocation was made in releases it. VMM memory, pools,
+// stream-ordered (pool) memory and imported external objects outlive their context.
+bool dies_with_context(Api alloc_api, Kind kind) noexcept;
+
+// True if the entry point may hand out the same value again while it is still live (a VMM
+// handle retained or imported twice): each handout is its own reference, released once.
+bool counts_references(Api alloc_api) noexcept;
+
+}  // namespace leaseguard
