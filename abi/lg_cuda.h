@@ -26,10 +26,15 @@ typedef enum cudaError_enum {
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_ALREADY_MAPPED = 208,
+  CUDA_ERROR_NOT_MAPPED = 211,
+  CUDA_ERROR_OPERATING_SYSTEM = 304,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_UNKNOWN = 999
@@ -141,6 +146,17 @@ typedef struct CUmemPoolProps_st {
   unsigned short usage;
   unsigned char reserved[54];
 } CUmemPoolProps;
+
+typedef enum CUmemPool_attribute_enum {
+  CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH
+} CUmemPool_attribute;
 
 /* Arrays. */
 typedef struct CUarray_st *CUarray;
@@ -294,6 +310,8 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
   X(cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps), (pool, poolProps))  \
   X(cuMemPoolDestroy, (CUmemoryPool pool), (pool))                                              \
   X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))        \
+  X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),          \
+    (pool, attr, value))                                                                        \
   X(cuMemCreate,                                                                                \
     (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,        \
      unsigned long long flags),                                                                 \

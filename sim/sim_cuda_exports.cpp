@@ -8,17 +8,11 @@
 
 #include "lg_cuda.h"
 #include "sim_device.h"
-#include "sim_faults.h"
+#include "sim_entry.h"
 
 using leaseguard::sim::MemoryKind;
 using leaseguard::sim::SimDriver;
 
-#define LG_SIM_EXPORT extern "C" __attribute__((visibility("default")))
-#define LG_SIM_ENTRY(name)                                                      \
-  do {                                                                          \
-    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
-      return static_cast<CUresult>(*fault);                                     \
-  } while (0)
 
 namespace {
 
@@ -65,8 +59,12 @@ CUresult host_alloc(void **pp, size_t bytes) {
   return status;
 }
 
-CUresult async_alloc(CUdeviceptr *dptr, size_t bytes) {
-  return allocate_into(dptr, bytes, MemoryKind::Async);
+CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool = nullptr) {
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  CUresult status = driver().allocate(bytes, MemoryKind::Async, &address, reinterpret_cast<leaseguard::sim::SimPool *>(pool));
+  if (status == CUDA_SUCCESS) *dptr = address;
+  return status;
 }
 
 CUresult async_free(CUdeviceptr dptr) {
@@ -101,10 +99,17 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
+    {CUDA_ERROR_NOT_MAPPED, "CUDA_ERROR_NOT_MAPPED", "resource not mapped"},
+    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
     {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
@@ -394,7 +399,7 @@ LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesiz
   LG_SIM_ENTRY(cuMemAllocFromPoolAsync);
   (void)hStream;
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return async_alloc(dptr, bytesize);
+  return async_alloc(dptr, bytesize, pool);
 }
 
 LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
@@ -402,7 +407,7 @@ LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t by
   LG_SIM_ENTRY(cuMemAllocFromPoolAsync_ptsz);
   (void)hStream;
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return async_alloc(dptr, bytesize);
+  return async_alloc(dptr, bytesize, pool);
 }
 
 LG_SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
@@ -421,7 +426,7 @@ LG_SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevic
   LG_SIM_ENTRY(cuDeviceGetDefaultMemPool);
   if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
-  *pool_out = static_cast<CUmemoryPool>(driver().default_pool(dev));
+  *pool_out = reinterpret_cast<CUmemoryPool>(driver().default_pool(dev));
   return CUDA_SUCCESS;
 }
 

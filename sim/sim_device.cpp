@@ -83,7 +83,13 @@ SimDriver::SimDriver() {
     primaries_.push_back(primary);
     contexts_.push_back(primary);
   }
-  pools_.resize(static_cast<size_t>(device_count_) + 1);
+  for (int d = 0; d < device_count_; ++d) {
+    auto *pool = new SimPool;
+    pool->device = d;
+    pool->is_default = true;
+    default_pools_.push_back(pool);
+    pools_.push_back(pool);
+  }
   // fork() while another thread is inside the driver must not leave the child's copy of
   // the lock held forever.
   pthread_atfork([] { SimDriver::instance().mutex_.lock(); }, [] { SimDriver::instance().mutex_.unlock(); },
@@ -120,6 +126,14 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+// Host memory, another process's memory opened over IPC and imported external memory do not
+// take device capacity here.
+bool takes_capacity(MemoryKind kind) {
+  return kind != MemoryKind::Host && kind != MemoryKind::Ipc && kind != MemoryKind::ExternalBuffer;
+}
+}  // namespace
+
 void SimDriver::unmap_locked(uint64_t address, const SimAllocation &allocation) {
   void *base = reinterpret_cast<void *>(address);
   if (allocation.mapped) {
@@ -127,10 +141,25 @@ void SimDriver::unmap_locked(uint64_t address, const SimAllocation &allocation) 
   } else {
     std::free(base);
   }
-  if (allocation.kind != MemoryKind::Host) used_ -= allocation.reserved;
+  if (takes_capacity(allocation.kind)) used_ -= allocation.reserved;
+  if (allocation.pool != nullptr) allocation.pool->used -= allocation.reserved;
 }
 
 void SimDriver::free_context_memory_locked(SimContext *ctx) {
+  // Arrays and host registrations go with their context too; VMM memory and external
+  // memory objects do not.
+  for (auto it = arrays_.begin(); it != arrays_.end();) {
+    if (it->second->context == ctx) {
+      used_ -= it->second->bytes;
+      std::free(it->second->storage);
+      delete it->second;
+      it = arrays_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = registrations_.begin(); it != registrations_.end();)
+    it = it->second.context == ctx ? registrations_.erase(it) : std::next(it);
   for (auto it = allocations_.begin(); it != allocations_.end();) {
     // Stream-ordered memory belongs to its pool, not the context (as on the real driver).
     if (it->second.context == ctx && it->second.kind != MemoryKind::Async) {
@@ -249,7 +278,15 @@ CUresult SimDriver::current_device(int *device) const {
   return CUDA_SUCCESS;
 }
 
-CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address) {
+CUresult SimDriver::checked_context_locked(SimContext **out) const {
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  CUcontext ctx = current();
+  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *out = reinterpret_cast<SimContext *>(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool) {
   if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
@@ -257,8 +294,12 @@ CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address) {
   if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   size_t reserved = round_up(bytes, kAlignment);
   if (reserved < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (kind != MemoryKind::Host && (reserved > capacity_ || used_ > capacity_ - reserved))
+  if (takes_capacity(kind) && (reserved > capacity_ || used_ > capacity_ - reserved))
     return CUDA_ERROR_OUT_OF_MEMORY;
+  if (kind == MemoryKind::Async && pool == nullptr)
+    pool = default_pools_[static_cast<size_t>(reinterpret_cast<SimContext *>(ctx)->device)];
+  else if (kind == MemoryKind::Async && usable_pool_locked(reinterpret_cast<CUmemoryPool>(pool)) == nullptr)
+    return CUDA_ERROR_INVALID_VALUE;
 
   SimAllocation allocation;
   allocation.bytes = bytes;
@@ -278,7 +319,12 @@ CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address) {
     if (base == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   allocation.reserved = reserved;
-  if (kind != MemoryKind::Host) used_ += reserved;
+  if (takes_capacity(kind)) used_ += reserved;
+  if (kind == MemoryKind::Async) {
+    allocation.pool = pool;
+    pool->used += reserved;
+    pool->used_high = std::max(pool->used_high, pool->used);
+  }
   *address = reinterpret_cast<uint64_t>(base);
   allocations_.emplace(*address, allocation);
   return CUDA_SUCCESS;
@@ -298,6 +344,7 @@ CUresult SimDriver::release(uint64_t address, std::initializer_list<MemoryKind> 
 
 bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
   std::lock_guard lock(mutex_);
+  if (vmm_range_accessible_locked(address, bytes)) return true;
   // Allocations are few in tests and copies are rare next to them; a linear scan is enough.
   for (const auto &[base, allocation] : allocations_) {
     if (address >= base && address - base <= allocation.bytes &&
@@ -305,11 +352,6 @@ bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
       return true;
   }
   return false;
-}
-
-void *SimDriver::default_pool(int device) {
-  if (device < 0 || device >= device_count_) return nullptr;
-  return &pools_[static_cast<size_t>(device)];
 }
 
 }  // namespace leaseguard::sim

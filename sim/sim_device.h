@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -18,13 +19,56 @@
 
 namespace leaseguard::sim {
 
-enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32 };
-
 struct SimContext {
   int device = 0;
   bool primary = false;
   bool alive = true;
   int primary_refs = 0;
+};
+
+enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer };
+
+struct SimPool {
+  int device = 0;
+  bool is_default = false;
+  bool destroyed = false;  // destroyed with allocations outstanding: released with the last
+  size_t used = 0;         // bytes allocated from it and not yet freed
+  size_t used_high = 0;
+};
+
+// VMM physical memory: a memfd, so that every mapping of it shares the same pages.
+struct SimPhysical {
+  size_t size = 0;
+  int fd = -1;
+  int device = -1;        // -1: host-located
+  bool exportable = false;
+  bool counted = false;   // counts against the device's capacity (not imported copies)
+  int handles = 0;        // cuMemCreate / retain / import references not yet released
+  int mappings = 0;
+};
+
+struct SimMapping {
+  size_t size = 0;
+  size_t offset = 0;
+  SimPhysical *physical = nullptr;
+  bool accessible = false;  // cuMemSetAccess made it readable (copies and memsets check this)
+};
+
+struct SimArray {
+  size_t bytes = 0;
+  SimContext *context = nullptr;
+  bool mipmapped = false;
+  void *storage = nullptr;
+};
+
+struct SimRegistration {
+  size_t bytes = 0;
+  SimContext *context = nullptr;
+};
+
+struct SimExternalMemory {
+  int fd = -1;
+  size_t size = 0;
 };
 
 struct SimAllocation {
@@ -33,6 +77,7 @@ struct SimAllocation {
   SimContext *context = nullptr;
   MemoryKind kind = MemoryKind::Device;
   bool mapped = false;     // mmap'd (large or 32-bit) rather than heap-allocated
+  SimPool *pool = nullptr;  // stream-ordered memory: the pool it came from
 };
 
 class SimDriver {
@@ -60,20 +105,56 @@ class SimDriver {
   CUresult current_device(int *device) const;
 
   // Allocations need a current, live context (except Async from a pool, which uses the
-  // device of the current context too).
-  CUresult allocate(size_t bytes, MemoryKind kind, uint64_t *address);
+  // device of the current context too). Async allocations name their pool (null: the
+  // current device's default pool).
+  CUresult allocate(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool = nullptr);
   // Frees an allocation whose kind is one of `allowed`; unknown or mismatched: INVALID_VALUE.
   CUresult release(uint64_t address, std::initializer_list<MemoryKind> allowed);
 
   // Checks [address, address+bytes) lies inside one live allocation.
   bool range_valid(uint64_t address, size_t bytes) const;
 
-  void *default_pool(int device);
+  // Pools (sim_pools.cpp).
+  SimPool *default_pool(int device);
+  CUresult create_pool(const CUmemPoolProps *props, CUmemoryPool *out);
+  CUresult destroy_pool(CUmemoryPool pool);
+  CUresult trim_pool(CUmemoryPool pool);
+  CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void *value);
+  // The pool a stream-ordered allocation may come from, or null if it is not one.
+  SimPool *usable_pool_locked(CUmemoryPool pool) const;
+
+  // Virtual memory management (sim_vmm.cpp).
+  static constexpr size_t kVmmGranularity = 2u << 20;
+  CUresult vmm_create(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop);
+  CUresult vmm_release(CUmemGenericAllocationHandle handle);
+  CUresult vmm_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr hint);
+  CUresult vmm_free_range(CUdeviceptr ptr, size_t size);
+  CUresult vmm_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle);
+  CUresult vmm_unmap(CUdeviceptr ptr, size_t size);
+  CUresult vmm_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+  CUresult vmm_retain(CUmemGenericAllocationHandle *handle, void *address);
+  CUresult vmm_export(void *shareable, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType type);
+  CUresult vmm_import(CUmemGenericAllocationHandle *handle, void *os_handle, CUmemAllocationHandleType type);
+
+  // Arrays, IPC, host registration, external memory (sim_objects.cpp).
+  CUresult create_array(size_t bytes, bool mipmapped, void **out);
+  CUresult destroy_array(void *array, bool mipmapped);
+  CUresult ipc_get_handle(CUipcMemHandle *handle, CUdeviceptr address);
+  CUresult ipc_open(CUdeviceptr *address, const CUipcMemHandle &handle);
+  CUresult register_host(void *pointer, size_t bytes);
+  CUresult unregister_host(void *pointer);
+  CUresult import_external(CUexternalMemory *out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *desc);
+  CUresult map_external_buffer(CUdeviceptr *address, CUexternalMemory memory,
+                               const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc);
+  CUresult destroy_external(CUexternalMemory memory);
 
  private:
   SimDriver();
   void free_context_memory_locked(SimContext *ctx);
   void unmap_locked(uint64_t address, const SimAllocation &allocation);
+  void release_physical_if_unused_locked(SimPhysical *physical);
+  bool vmm_range_accessible_locked(uint64_t address, size_t bytes) const;
+  CUresult checked_context_locked(SimContext **out) const;
   bool context_valid_locked(CUcontext ctx) const;
 
   mutable std::mutex mutex_;
@@ -83,8 +164,15 @@ class SimDriver {
   size_t used_ = 0;
   std::vector<SimContext *> contexts_;         // never deleted: handles stay comparable
   std::vector<SimContext *> primaries_;        // one per device
-  std::vector<char> pools_;                    // one byte per device: a pool handle's identity
+  std::vector<SimPool *> default_pools_;       // one per device
+  std::vector<SimPool *> pools_;               // every pool ever made; never deleted
   std::unordered_map<uint64_t, SimAllocation> allocations_;
+  std::unordered_map<uint64_t, SimPhysical *> physicals_;    // by handle value
+  std::map<uint64_t, size_t> reservations_;                  // base -> size
+  std::map<uint64_t, SimMapping> mappings_;                  // base -> mapping
+  std::unordered_map<void *, SimArray *> arrays_;
+  std::map<uint64_t, SimRegistration> registrations_;        // host base -> registration
+  std::unordered_map<void *, SimExternalMemory *> external_;
 };
 
 }  // namespace leaseguard::sim

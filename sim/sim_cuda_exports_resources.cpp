@@ -1,0 +1,247 @@
+// The simulated driver's entry points for VMM, pools, arrays, IPC, host registration and
+// external memory (the semantics are in sim_vmm.cpp, sim_pools.cpp and sim_objects.cpp).
+#include "lg_array_bytes.h"
+#include "sim_device.h"
+#include "sim_entry.h"
+
+using leaseguard::sim::SimDriver;
+
+namespace {
+
+SimDriver &driver() { return SimDriver::instance(); }
+
+CUresult array_create(CUarray *handle, size_t width, size_t height, size_t depth, CUarray_format format,
+                      unsigned channels, unsigned flags) {
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t bytes = lg_array_bytes(width, height, depth, format, channels, flags, 1);
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void *array = nullptr;
+  CUresult status = driver().create_array(bytes, false, &array);
+  if (status == CUDA_SUCCESS) *handle = static_cast<CUarray>(array);
+  return status;
+}
+
+CUresult ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle &handle, unsigned flags) {
+  if ((flags & ~static_cast<unsigned>(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().ipc_open(pdptr, handle);
+}
+
+CUresult host_register(void *p, size_t bytesize, unsigned flags) {
+  if ((flags & ~0x3fu) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().register_host(p, bytesize);
+}
+
+}  // namespace
+
+// Pools.
+LG_SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type) {
+  LG_SIM_ENTRY(cuMemGetDefaultMemPool);
+  if (pool_out == nullptr || location == nullptr || type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto *pool = driver().default_pool(location->id);
+  if (pool == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  *pool_out = reinterpret_cast<CUmemoryPool>(pool);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
+  LG_SIM_ENTRY(cuMemPoolCreate);
+  return driver().create_pool(poolProps, pool);
+}
+
+LG_SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  LG_SIM_ENTRY(cuMemPoolDestroy);
+  return driver().destroy_pool(pool);
+}
+
+LG_SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  LG_SIM_ENTRY(cuMemPoolTrimTo);
+  (void)minBytesToKeep;
+  return driver().trim_pool(pool);
+}
+
+LG_SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  LG_SIM_ENTRY(cuMemPoolGetAttribute);
+  return driver().pool_attribute(pool, attr, value);
+}
+
+// Virtual memory management.
+LG_SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                                   unsigned long long flags) {
+  LG_SIM_ENTRY(cuMemCreate);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().vmm_create(handle, size, prop);
+}
+
+LG_SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  LG_SIM_ENTRY(cuMemRelease);
+  return driver().vmm_release(handle);
+}
+
+LG_SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                           unsigned long long flags) {
+  LG_SIM_ENTRY(cuMemAddressReserve);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().vmm_reserve(ptr, size, alignment, addr);
+}
+
+LG_SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  LG_SIM_ENTRY(cuMemAddressFree);
+  return driver().vmm_free_range(ptr, size);
+}
+
+LG_SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                                unsigned long long flags) {
+  LG_SIM_ENTRY(cuMemMap);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().vmm_map(ptr, size, offset, handle);
+}
+
+LG_SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  LG_SIM_ENTRY(cuMemUnmap);
+  return driver().vmm_unmap(ptr, size);
+}
+
+LG_SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+  LG_SIM_ENTRY(cuMemSetAccess);
+  return driver().vmm_set_access(ptr, size, desc, count);
+}
+
+LG_SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                     CUmemAllocationGranularity_flags option) {
+  LG_SIM_ENTRY(cuMemGetAllocationGranularity);
+  if (granularity == nullptr || prop == nullptr || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                                                    option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  *granularity = SimDriver::kVmmGranularity;
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
+  LG_SIM_ENTRY(cuMemRetainAllocationHandle);
+  return driver().vmm_retain(handle, addr);
+}
+
+LG_SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                                    CUmemAllocationHandleType handleType, unsigned long long flags) {
+  LG_SIM_ENTRY(cuMemExportToShareableHandle);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return driver().vmm_export(shareableHandle, handle, handleType);
+}
+
+LG_SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                      CUmemAllocationHandleType shHandleType) {
+  LG_SIM_ENTRY(cuMemImportFromShareableHandle);
+  return driver().vmm_import(handle, osHandle, shHandleType);
+}
+
+// Arrays.
+LG_SIM_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray) {
+  LG_SIM_ENTRY(cuArrayCreate);
+  if (pAllocateArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto &d = *pAllocateArray;
+  return array_create(pHandle, d.Width, d.Height, 0, d.Format, d.NumChannels, 0);
+}
+
+LG_SIM_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray) {
+  LG_SIM_ENTRY(cuArrayCreate_v2);
+  if (pAllocateArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto &d = *pAllocateArray;
+  return array_create(pHandle, d.Width, d.Height, 0, d.Format, d.NumChannels, 0);
+}
+
+LG_SIM_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray) {
+  LG_SIM_ENTRY(cuArray3DCreate);
+  if (pAllocateArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto &d = *pAllocateArray;
+  return array_create(pHandle, d.Width, d.Height, d.Depth, d.Format, d.NumChannels, d.Flags);
+}
+
+LG_SIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray) {
+  LG_SIM_ENTRY(cuArray3DCreate_v2);
+  if (pAllocateArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto &d = *pAllocateArray;
+  return array_create(pHandle, d.Width, d.Height, d.Depth, d.Format, d.NumChannels, d.Flags);
+}
+
+LG_SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                              unsigned int numMipmapLevels) {
+  LG_SIM_ENTRY(cuMipmappedArrayCreate);
+  if (pHandle == nullptr || desc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t bytes = lg_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, desc->Flags,
+                                numMipmapLevels);
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void *array = nullptr;
+  CUresult status = driver().create_array(bytes, true, &array);
+  if (status == CUDA_SUCCESS) *pHandle = static_cast<CUmipmappedArray>(array);
+  return status;
+}
+
+LG_SIM_EXPORT CUresult cuArrayDestroy(CUarray hArray) {
+  LG_SIM_ENTRY(cuArrayDestroy);
+  return driver().destroy_array(hArray, false);
+}
+
+LG_SIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  LG_SIM_ENTRY(cuMipmappedArrayDestroy);
+  return driver().destroy_array(hMipmappedArray, true);
+}
+
+// IPC.
+LG_SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+  LG_SIM_ENTRY(cuIpcGetMemHandle);
+  return driver().ipc_get_handle(pHandle, dptr);
+}
+
+LG_SIM_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  LG_SIM_ENTRY(cuIpcOpenMemHandle);
+  return ipc_open(pdptr, handle, Flags);
+}
+
+LG_SIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  LG_SIM_ENTRY(cuIpcOpenMemHandle_v2);
+  return ipc_open(pdptr, handle, Flags);
+}
+
+LG_SIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+  LG_SIM_ENTRY(cuIpcCloseMemHandle);
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return driver().release(dptr, {leaseguard::sim::MemoryKind::Ipc});
+}
+
+// Host registration.
+LG_SIM_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags) {
+  LG_SIM_ENTRY(cuMemHostRegister);
+  return host_register(p, bytesize, Flags);
+}
+
+LG_SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+  LG_SIM_ENTRY(cuMemHostRegister_v2);
+  return host_register(p, bytesize, Flags);
+}
+
+LG_SIM_EXPORT CUresult cuMemHostUnregister(void *p) {
+  LG_SIM_ENTRY(cuMemHostUnregister);
+  return driver().unregister_host(p);
+}
+
+// External memory.
+LG_SIM_EXPORT CUresult cuImportExternalMemory(CUexternalMemory *extMem_out,
+                                              const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc) {
+  LG_SIM_ENTRY(cuImportExternalMemory);
+  return driver().import_external(extMem_out, memHandleDesc);
+}
+
+LG_SIM_EXPORT CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPtr, CUexternalMemory extMem,
+                                                       const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc) {
+  LG_SIM_ENTRY(cuExternalMemoryGetMappedBuffer);
+  return driver().map_external_buffer(devPtr, extMem, bufferDesc);
+}
+
+LG_SIM_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
+  LG_SIM_ENTRY(cuDestroyExternalMemory);
+  return driver().destroy_external(extMem);
+}

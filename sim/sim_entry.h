@@ -1,0 +1,13 @@
+// How the simulator's exported entry points begin: default visibility, and a failure a test
+// injected for this entry point (sim_faults.h) returned before anything else happens.
+#pragma once
+
+#include "lg_cuda.h"
+#include "sim_faults.h"
+
+#define LG_SIM_EXPORT extern "C" __attribute__((visibility("default")))
+#define LG_SIM_ENTRY(name)                                                      \
+  do {                                                                          \
+    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
+      return static_cast<CUresult>(*fault);                                     \
+  } while (0)
