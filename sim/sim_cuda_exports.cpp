@@ -37,7 +37,7 @@ CUresult allocate_into(CUdeviceptr *dptr, size_t bytes, MemoryKind kind) {
 CUresult free_device(CUdeviceptr dptr) {
   if (dptr == 0) return CUDA_SUCCESS;
   return driver().release(dptr, {MemoryKind::Device, MemoryKind::Pitched, MemoryKind::Managed,
-                                 MemoryKind::Async, MemoryKind::Legacy32});
+                                 MemoryKind::Async, MemoryKind::Legacy32, MemoryKind::ExternalBuffer});
 }
 
 CUresult pitch_alloc(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
