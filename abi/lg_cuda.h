@@ -386,6 +386,7 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
   X(cuMemsetD32_v2, (CUdeviceptr dstDevice, unsigned int ui, size_t N), (dstDevice, ui, N))     \
   X(cuMemsetD32_v2_ptds, (CUdeviceptr dstDevice, unsigned int ui, size_t N), (dstDevice, ui, N)) \
   X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                           \
+  X(cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr), (pbase, psize, dptr)) \
   X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))               \
   X(cuStreamDestroy, (CUstream hStream), (hStream))                                             \
   X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                          \
@@ -421,6 +422,7 @@ LG_CUDA_FUNCTIONS(LG_CUDA_DECLARE_PROTOTYPE)
 #define cuCtxPushCurrent cuCtxPushCurrent_v2
 #define cuCtxPopCurrent cuCtxPopCurrent_v2
 #define cuMemGetInfo cuMemGetInfo_v2
+#define cuMemGetAddressRange cuMemGetAddressRange_v2
 #define cuMemAlloc cuMemAlloc_v2
 #define cuMemAllocPitch cuMemAllocPitch_v2
 #define cuMemFree cuMemFree_v2

@@ -41,6 +41,7 @@ enum class RecordType : uint8_t {
   ContextDestroy = 9,
   ProcessEnd = 10,
   Continuation = 11,
+  PoolDestroy = 12,
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -154,6 +155,14 @@ struct ContextDestroyPayload {
   int32_t device;
 };
 
+// A memory pool destroyed while allocations from it were outstanding: the driver destroys it
+// for the program at once but releases it only when they are freed.
+struct PoolDestroyPayload {
+  uint64_t pool;
+  uint64_t time_ns;
+  uint64_t outstanding_bytes;
+};
+
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
@@ -168,5 +177,6 @@ static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBy
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(StackFrame) == 12);
+static_assert(sizeof(PoolDestroyPayload) == 24);
 
 }  // namespace leaseguard::journal

@@ -123,6 +123,12 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       visitor.on_process_end(end);
       return true;
     }
+    case RecordType::PoolDestroy: {
+      PoolDestroyPayload destroy;
+      if (!load(payload, destroy)) return false;
+      visitor.on_pool_destroy(destroy);
+      return true;
+    }
     case RecordType::Continuation:
       return true;
   }

@@ -40,6 +40,7 @@ class JournalVisitor {
   virtual void on_lease_end(const LeaseEndPayload &) {}
   virtual void on_context_destroy(const ContextDestroyPayload &) {}
   virtual void on_process_end(const ProcessEndPayload &) {}
+  virtual void on_pool_destroy(const PoolDestroyPayload &) {}
 };
 
 struct ReadStats {

@@ -68,6 +68,28 @@ bool dies_with_context(Api alloc_api, Kind kind) noexcept {
   }
 }
 
+const char *describe(Api alloc_api, Kind kind) noexcept {
+  switch (kind) {
+    case Kind::Device: return "device memory";
+    case Kind::Pitched: return "pitched device memory";
+    case Kind::Managed: return "managed memory";
+    case Kind::Async: return "stream-ordered memory";
+    case Kind::Host: return "pinned host memory";
+    case Kind::Vmm:
+      if (alloc_api == Api::cuMemAddressReserve) return "VMM reserved address range";
+      if (alloc_api == Api::cuMemCreate) return "VMM physical memory handle";
+      return "VMM handle reference";
+    case Kind::Array: return alloc_api == Api::cuMipmappedArrayCreate ? "mipmapped array" : "array";
+    case Kind::Pool: return "memory pool";
+    case Kind::Ipc: return "IPC mapping";
+    case Kind::Registered: return "host memory registration";
+    case Kind::External:
+      return alloc_api == Api::cuExternalMemoryGetMappedBuffer ? "buffer mapped from external memory"
+                                                               : "imported external memory";
+    default: return "allocation";
+  }
+}
+
 bool counts_references(Api alloc_api) noexcept { return family_of(alloc_api) == Family::VmmHandle; }
 
 }  // namespace leaseguard

@@ -31,4 +31,8 @@ bool dies_with_context(Api alloc_api, Kind kind) noexcept;
 // handle retained or imported twice): each handout is its own reference, released once.
 bool counts_references(Api alloc_api) noexcept;
 
+// What an allocation is, in words for reports: "device memory", "VMM physical memory
+// handle", "VMM reserved address range", "IPC mapping"...
+const char *describe(Api alloc_api, Kind kind) noexcept;
+
 }  // namespace leaseguard

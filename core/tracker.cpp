@@ -345,6 +345,17 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) no
     log_debug("context %#llx destroyed with %zu live allocation(s)", static_cast<unsigned long long>(context), leaked);
 }
 
+void Tracker::on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes) noexcept {
+  log_debug("memory pool %#llx destroyed with %llu bytes still allocated from it", static_cast<unsigned long long>(pool),
+            static_cast<unsigned long long>(outstanding_bytes));
+  if (journal_state_.load(std::memory_order_acquire) != 1) return;
+  journal::PoolDestroyPayload destroy{};
+  destroy.pool = pool;
+  destroy.time_ns = monotonic_ns();
+  destroy.outstanding_bytes = outstanding_bytes;
+  journal_.append(journal::RecordType::PoolDestroy, &destroy, sizeof destroy);
+}
+
 uint64_t Tracker::lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept {
   try {
     Lease &lease = leases_.begin(name != nullptr && *name != '\0' ? name : "lease", ttl_ms, policy, monotonic_ns());

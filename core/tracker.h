@@ -65,6 +65,10 @@ class Tracker {
   // Called after the driver destroyed `context` (and with it its allocations).
   void on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept;
 
+  // Called after the driver destroyed a memory pool from which `outstanding_bytes` were
+  // still allocated (they stay valid until freed, and are reported if they never are).
+  void on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes) noexcept;
+
   // The C ABI of include/leaseguard/leaseguard.h.
   uint64_t lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept;
   int lease_end(uint64_t lease_id) noexcept;  // leaked allocations, or -1

@@ -11,12 +11,7 @@
 //     when its lease ended (policy reclaim): it succeeds without reaching the driver;
 //   - a context destroy is recorded after the driver succeeded.
 // errno is preserved across leaseguard's own work.
-#include <cerrno>
-
-#include "driver_queries.h"
-#include "hook_table.h"
-#include "lg_cuda.h"
-#include "preload_state.h"
+#include "hook_support.h"
 
 using leaseguard::AllocationEvent;
 using leaseguard::Api;
@@ -28,38 +23,7 @@ namespace leaseguard::interpose {
 thread_local int ReentryGuard::t_depth __attribute__((tls_model("initial-exec"))) = 0;
 }
 
-#define LG_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace {
-
-class ErrnoKeeper {
- public:
-  ErrnoKeeper() : saved_(errno) {}
-  ~ErrnoKeeper() { errno = saved_; }
-
- private:
-  int saved_;
-};
-
-void record_alloc(Tracker *tracker, Api api, Kind kind, uint64_t address, uint64_t bytes, void *anchor) {
-  ErrnoKeeper keep;
-  ContextInfo context = current_context(anchor);
-  AllocationEvent event;
-  event.api = api;
-  event.kind = kind;
-  event.address = address;
-  event.bytes = bytes;
-  event.device = context.device;
-  event.context = context.context;
-  tracker->on_alloc(event);
-}
-
-// True if the free must not reach the driver: leaseguard already reclaimed the memory when
-// its lease ended, so the program's late free succeeds without a double free.
-bool already_reclaimed(Tracker *tracker, Api api, uint64_t address) {
-  ErrnoKeeper keep;
-  return tracker->on_free(api, address) == leaseguard::FreeOutcome::Reclaimed;
-}
 
 void record_context_destroyed(Tracker *tracker, Api api, CUcontext context, int32_t device) {
   ErrnoKeeper keep;
@@ -67,14 +31,6 @@ void record_context_destroyed(Tracker *tracker, Api api, CUcontext context, int3
 }
 
 }  // namespace
-
-// Resolves the real function or returns CUDA_ERROR_NOT_INITIALIZED, as a driver that is not
-// there would; then opens the re-entry scope.
-#define LG_HOOK_PROLOGUE(name)                                       \
-  auto real_fn = real<lg_pfn_##name>(Hook::name);                    \
-  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;         \
-  ReentryGuard guard;                                                \
-  Tracker *tracker = tracker_for(guard)
 
 #define LG_DEVICE_ALLOC_HOOK(name, kind)                                                       \
   LG_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize) {                                \

@@ -38,7 +38,33 @@ namespace leaseguard::interpose {
   X(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, false)            \
   X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, false)        \
   X(cuGetProcAddress, "cuGetProcAddress", 11030, false)                         \
-  X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, false)
+  X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, false)                     \
+  X(cuMemCreate, "cuMemCreate", 10020, false)                                   \
+  X(cuMemRelease, "cuMemRelease", 10020, false)                                 \
+  X(cuMemAddressReserve, "cuMemAddressReserve", 10020, false)                   \
+  X(cuMemAddressFree, "cuMemAddressFree", 10020, false)                         \
+  X(cuMemMap, "cuMemMap", 10020, false)                                         \
+  X(cuMemUnmap, "cuMemUnmap", 10020, false)                                     \
+  X(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle", 11000, false)   \
+  X(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle", 10020, false) \
+  X(cuMemPoolCreate, "cuMemPoolCreate", 11020, false)                           \
+  X(cuMemPoolDestroy, "cuMemPoolDestroy", 11020, false)                         \
+  X(cuArrayCreate, "cuArrayCreate", 2000, false)                                \
+  X(cuArrayCreate_v2, "cuArrayCreate", 3020, false)                             \
+  X(cuArray3DCreate, "cuArray3DCreate", 2000, false)                            \
+  X(cuArray3DCreate_v2, "cuArray3DCreate", 3020, false)                         \
+  X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", 5000, false)              \
+  X(cuArrayDestroy, "cuArrayDestroy", 2000, false)                              \
+  X(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", 5000, false)            \
+  X(cuIpcOpenMemHandle, "cuIpcOpenMemHandle", 4010, false)                      \
+  X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", 11000, false)                  \
+  X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, false)                    \
+  X(cuMemHostRegister, "cuMemHostRegister", 4000, false)                        \
+  X(cuMemHostRegister_v2, "cuMemHostRegister", 6050, false)                     \
+  X(cuMemHostUnregister, "cuMemHostUnregister", 4000, false)                    \
+  X(cuImportExternalMemory, "cuImportExternalMemory", 10000, false)             \
+  X(cuExternalMemoryGetMappedBuffer, "cuExternalMemoryGetMappedBuffer", 10000, false) \
+  X(cuDestroyExternalMemory, "cuDestroyExternalMemory", 10000, false)
 
 enum class Hook : int {
 #define LG_HOOK_ENUM(name, family, since, per_thread) name,

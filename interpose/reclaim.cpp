@@ -5,26 +5,34 @@
 #include "driver_queries.h"
 #include "hook_table.h"
 #include "lg_cuda.h"
+#include "vmm_mappings.h"
 
 namespace leaseguard::interpose {
 namespace {
 
 // The hook that made an allocation with `api`, whose real function locates the driver.
 Hook allocating_hook(Api api) {
-  switch (api) {
-    case Api::cuMemAlloc: return Hook::cuMemAlloc;
-    case Api::cuMemAllocPitch: return Hook::cuMemAllocPitch;
-    case Api::cuMemAllocPitch_v2: return Hook::cuMemAllocPitch_v2;
-    case Api::cuMemAllocManaged: return Hook::cuMemAllocManaged;
-    case Api::cuMemAllocHost: return Hook::cuMemAllocHost;
-    case Api::cuMemAllocHost_v2: return Hook::cuMemAllocHost_v2;
-    case Api::cuMemHostAlloc: return Hook::cuMemHostAlloc;
-    case Api::cuMemAllocAsync: return Hook::cuMemAllocAsync;
-    case Api::cuMemAllocAsync_ptsz: return Hook::cuMemAllocAsync_ptsz;
-    case Api::cuMemAllocFromPoolAsync: return Hook::cuMemAllocFromPoolAsync;
-    case Api::cuMemAllocFromPoolAsync_ptsz: return Hook::cuMemAllocFromPoolAsync_ptsz;
-    default: return Hook::cuMemAlloc_v2;
+  int hook = find_hook(api_name(api).data());  // the names are the hooks' own literals
+  return hook >= 0 ? static_cast<Hook>(hook) : Hook::cuMemAlloc_v2;
+}
+
+// Unmaps what the program left mapped in a reserved range, then frees the range.
+CUresult free_reservation(void *anchor, const HandleRecord &record) {
+  auto unmap = reinterpret_cast<lg_pfn_cuMemUnmap>(driver_symbol(anchor, "cuMemUnmap"));
+  auto free_range = reinterpret_cast<lg_pfn_cuMemAddressFree>(driver_symbol(anchor, "cuMemAddressFree"));
+  if (unmap == nullptr || free_range == nullptr) return CUDA_ERROR_NOT_FOUND;
+  for (const auto &[base, size] : mappings_within(record.address, record.bytes)) {
+    CUresult status = unmap(base, size);
+    if (status != CUDA_SUCCESS) return status;
+    note_unmapped(base, size);
   }
+  return free_range(record.address, record.bytes);
+}
+
+template <typename Release, typename Value>
+CUresult call(void *function, Value value) {
+  auto release = reinterpret_cast<Release>(function);
+  return release != nullptr ? release(value) : CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult free_with_matching_entry_point(void *anchor, const HandleRecord &record) {
@@ -55,7 +63,32 @@ CUresult free_with_matching_entry_point(void *anchor, const HandleRecord &record
       CUresult status = release(record.address, nullptr);
       return status == CUDA_SUCCESS ? synchronize(nullptr) : status;
     }
-    default: {
+    case Api::cuMemCreate:
+    case Api::cuMemRetainAllocationHandle:
+    case Api::cuMemImportFromShareableHandle:
+      return call<lg_pfn_cuMemRelease>(symbol("cuMemRelease"), record.address);
+    case Api::cuMemAddressReserve:
+      return free_reservation(anchor, record);
+    case Api::cuMemPoolCreate:
+      return call<lg_pfn_cuMemPoolDestroy>(symbol("cuMemPoolDestroy"), reinterpret_cast<CUmemoryPool>(record.address));
+    case Api::cuArrayCreate:
+    case Api::cuArrayCreate_v2:
+    case Api::cuArray3DCreate:
+    case Api::cuArray3DCreate_v2:
+      return call<lg_pfn_cuArrayDestroy>(symbol("cuArrayDestroy"), reinterpret_cast<CUarray>(record.address));
+    case Api::cuMipmappedArrayCreate:
+      return call<lg_pfn_cuMipmappedArrayDestroy>(symbol("cuMipmappedArrayDestroy"),
+                                                  reinterpret_cast<CUmipmappedArray>(record.address));
+    case Api::cuIpcOpenMemHandle:
+    case Api::cuIpcOpenMemHandle_v2:
+      return call<lg_pfn_cuIpcCloseMemHandle>(symbol("cuIpcCloseMemHandle"), record.address);
+    case Api::cuMemHostRegister:
+    case Api::cuMemHostRegister_v2:
+      return call<lg_pfn_cuMemHostUnregister>(symbol("cuMemHostUnregister"), reinterpret_cast<void *>(record.address));
+    case Api::cuImportExternalMemory:
+      return call<lg_pfn_cuDestroyExternalMemory>(symbol("cuDestroyExternalMemory"),
+                                                  reinterpret_cast<CUexternalMemory>(record.address));
+    default: {  // device memory, including buffers mapped from external memory
       auto release = reinterpret_cast<lg_pfn_cuMemFree_v2>(symbol("cuMemFree_v2"));
       return release ? release(record.address) : CUDA_ERROR_NOT_FOUND;
     }

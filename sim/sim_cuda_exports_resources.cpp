@@ -245,3 +245,14 @@ LG_SIM_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
   LG_SIM_ENTRY(cuDestroyExternalMemory);
   return driver().destroy_external(extMem);
 }
+
+LG_SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
+  LG_SIM_ENTRY(cuMemGetAddressRange_v2);
+  uint64_t base = 0;
+  size_t size = 0;
+  CUresult status = driver().address_range(dptr, &base, &size);
+  if (status != CUDA_SUCCESS) return status;
+  if (pbase != nullptr) *pbase = base;
+  if (psize != nullptr) *psize = size;
+  return CUDA_SUCCESS;
+}

@@ -342,6 +342,24 @@ CUresult SimDriver::release(uint64_t address, std::initializer_list<MemoryKind> 
   return CUDA_SUCCESS;
 }
 
+CUresult SimDriver::address_range(uint64_t address, uint64_t *base, size_t *size) const {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  for (const auto &[start, allocation] : allocations_) {
+    if (allocation.kind == MemoryKind::Host || address < start || address - start >= allocation.bytes) continue;
+    *base = start;
+    *size = allocation.bytes;
+    return CUDA_SUCCESS;
+  }
+  auto mapping = mappings_.upper_bound(address);
+  if (mapping != mappings_.begin() && address < std::prev(mapping)->first + std::prev(mapping)->second.size) {
+    *base = std::prev(mapping)->first;
+    *size = std::prev(mapping)->second.size;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
 bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
   std::lock_guard lock(mutex_);
   if (vmm_range_accessible_locked(address, bytes)) return true;

@@ -111,6 +111,9 @@ class SimDriver {
   // Frees an allocation whose kind is one of `allowed`; unknown or mismatched: INVALID_VALUE.
   CUresult release(uint64_t address, std::initializer_list<MemoryKind> allowed);
 
+  // The allocation or VMM mapping holding `address`: its base and size.
+  CUresult address_range(uint64_t address, uint64_t *base, size_t *size) const;
+
   // Checks [address, address+bytes) lies inside one live allocation.
   bool range_valid(uint64_t address, size_t bytes) const;
 

@@ -125,6 +125,8 @@ const Variant kVariants[] = {
     {"cuMemsetD32", "cuMemsetD32_v2_ptds", 7000, true, FN(cuMemsetD32_v2_ptds)},
     {"cuMemGetInfo", "cuMemGetInfo", 2000, false, nullptr},
     {"cuMemGetInfo", "cuMemGetInfo_v2", 3020, false, FN(cuMemGetInfo_v2)},
+    {"cuMemGetAddressRange", "cuMemGetAddressRange", 2000, false, nullptr},
+    {"cuMemGetAddressRange", "cuMemGetAddressRange_v2", 3020, false, FN(cuMemGetAddressRange_v2)},
     {"cuStreamCreate", "cuStreamCreate", 2000, false, FN(cuStreamCreate)},
     {"cuStreamDestroy", "cuStreamDestroy", 2000, false, FN(cuStreamDestroy)},
     {"cuStreamDestroy", "cuStreamDestroy_v2", 4000, false, FN(cuStreamDestroy_v2)},

@@ -191,6 +191,11 @@ class Replay : public journal::JournalVisitor {
     for (auto &[lease, ending] : by_lease) process_.leases.push_back(std::move(ending));
   }
 
+  void on_pool_destroy(const journal::PoolDestroyPayload &destroy) override {
+    touch(destroy.time_ns);
+    process_.pools_destroyed_in_use.push_back({destroy.pool, since_start_ms(destroy.time_ns), destroy.outstanding_bytes});
+  }
+
   void on_process_end(const journal::ProcessEndPayload &end) override {
     touch(end.time_ns);
     process_.complete = true;

@@ -99,6 +99,15 @@ std::string render_json(const Report &report) {
     json.key("frees").value(process.frees);
     json.key("unknown_frees").value(process.unknown_frees);
     json.key("late_frees").value(process.late_frees);
+    json.key("pools_destroyed_in_use").begin_array();
+    for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use) {
+      json.begin_object();
+      json.key("pool").value(hex_address(pool.pool));
+      json.key("time_ms").value(pool.time_ms);
+      json.key("outstanding_bytes").value(pool.outstanding_bytes);
+      json.end_object();
+    }
+    json.end_array();
     json.key("leases").begin_array();
     for (const LeaseEnding &lease : process.leases) {
       json.begin_object();

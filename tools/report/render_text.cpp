@@ -5,6 +5,7 @@
 #include <string>
 
 #include "renderers.h"
+#include "resource_rules.h"
 #include "suppressions.h"
 
 namespace leaseguard::report {
@@ -88,7 +89,8 @@ std::string render_text(const Report &report) {
       for (size_t index = 0; index < shown; ++index) {
         const LeakGroup &group = groups[index];
         out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
-               " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
+               " allocation(s) [" + std::string(api_name(group.api)) + ", " + describe(group.api, group.kind) +
+               ", device " + std::to_string(group.device) +
                (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
         render_stack(out, process, group.stack_id);
         if (report.suggest_suppressions) {
@@ -104,6 +106,10 @@ std::string render_text(const Report &report) {
         render_stack(out, process, late.stack_id);
       }
     }
+    for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use)
+      out += "\n" + tag + "note: memory pool " + hex_address(pool.pool) + " was destroyed at " +
+             milliseconds(pool.time_ms) + " with " + std::to_string(pool.outstanding_bytes) +
+             " byte(s) still allocated from it; the driver releases the pool only when they are freed\n";
   }
   for (const std::string &problem : report.problems) out += "\nleaseguard: warning: " + problem + "\n";
   if (!report.suppressions_used.empty()) {

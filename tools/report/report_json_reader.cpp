@@ -1,5 +1,6 @@
 // Reads a JSON report (schema leaseguard-report/1) back into the report model, so reports
 // from many machines can be merged, filtered and compared like journals.
+#include <cstdlib>
 #include <map>
 
 #include "json_value.h"
@@ -80,6 +81,13 @@ bool load_report_json(const std::string &path, Report &report, std::string &erro
     process.frees = count(item["frees"]);
     process.unknown_frees = count(item["unknown_frees"]);
     process.late_frees = count(item["late_frees"]);
+    for (const JsonValue &pool_item : item["pools_destroyed_in_use"].items()) {
+      PoolDestroyedInUse pool;
+      pool.pool = hex_value(pool_item["pool"]);
+      if (pool_item["time_ms"].type() == JsonValue::Type::Number) pool.time_ms = pool_item["time_ms"].as_number();
+      pool.outstanding_bytes = count(pool_item["outstanding_bytes"]);
+      process.pools_destroyed_in_use.push_back(pool);
+    }
     std::map<std::string, uint32_t> stack_ids;
     for (const JsonValue &lease_item : item["leases"].items()) {
       LeaseEnding lease;

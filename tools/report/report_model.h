@@ -77,6 +77,14 @@ struct Timeline {
   std::vector<std::pair<double, uint64_t>> points;
 };
 
+// A memory pool the program destroyed while allocations from it were outstanding: the
+// driver releases it only once they are freed.
+struct PoolDestroyedInUse {
+  uint64_t pool = 0;
+  double time_ms = 0;  // since the process started
+  uint64_t outstanding_bytes = 0;
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -96,6 +104,7 @@ struct ProcessReport {
   uint64_t unknown_frees = 0;
   uint64_t late_frees = 0;
   uint64_t dropped_records = 0;
+  std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
   journal::ReadStats read_stats;
 
   uint64_t leaked_bytes() const;
