@@ -121,7 +121,7 @@ TEST(Replay, TextReportGroupsByStackLargestFirst) {
   ASSERT_TRUE(load_report({journal.path()}, {{77, ExitStatus{0, std::nullopt}}}, report, error));
   std::string text = render_text(report);
   // All three share stack 0 ("no stack"), so one group of 5200 bytes.
-  EXPECT_NE(text.find("Leak of 5200 byte(s) in 3 allocation(s) [cuMemAlloc_v2, device 0] allocated from:"),
+  EXPECT_NE(text.find("Leak of 5200 byte(s) in 3 allocation(s) [cuMemAlloc_v2, device memory, device 0] allocated from:"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("exited with code 0"), std::string::npos);
