@@ -90,6 +90,8 @@ const char *describe(Api alloc_api, Kind kind) noexcept {
   }
 }
 
+bool program_chooses_value(Api alloc_api) noexcept { return family_of(alloc_api) == Family::Registration; }
+
 bool counts_references(Api alloc_api) noexcept { return family_of(alloc_api) == Family::VmmHandle; }
 
 }  // namespace leaseguard

@@ -31,6 +31,11 @@ bool dies_with_context(Api alloc_api, Kind kind) noexcept;
 // handle retained or imported twice): each handout is its own reference, released once.
 bool counts_references(Api alloc_api) noexcept;
 
+// True if the program, not the driver, chooses the value (the host buffer it registers): the
+// same value coming back after leaseguard reclaimed it is the program's new allocation, not
+// the driver reissuing a value whose late free is still to come.
+bool program_chooses_value(Api alloc_api) noexcept;
+
 // What an allocation is, in words for reports: "device memory", "VMM physical memory
 // handle", "VMM reserved address range", "IPC mapping"...
 const char *describe(Api alloc_api, Kind kind) noexcept;

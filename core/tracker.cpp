@@ -229,7 +229,13 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
     std::lock_guard lock(reclaimed_mutex_);
     auto [first, last] = reclaimed_.equal_range(key);
-    for (auto it = first; it != last; ++it) it->second.reissued = true;
+    if (program_chooses_value(event.api)) {
+      // Registering the buffer again: the program is done with the reclaimed registration.
+      reclaimed_count_.fetch_sub(static_cast<size_t>(std::distance(first, last)), std::memory_order_release);
+      reclaimed_.erase(first, last);
+    } else {
+      for (auto it = first; it != last; ++it) it->second.reissued = true;
+    }
   }
 
   journal::AllocPayload alloc{};

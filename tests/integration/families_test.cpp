@@ -1,0 +1,101 @@
+// Every allocation family beyond cuMemAlloc under `leaseguard run --sim`: VMM handles,
+// references and reserved ranges, pools, arrays, IPC mappings, host registrations and
+// external memory, each recorded with its kind, entry point and size, and each given back
+// through its own release when a reclaim lease ends (tests/victims/resource_families.c).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+#include <tuple>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+using LeakKey = std::tuple<std::string, std::string, double, double, std::string>;  // api, kind, bytes, device, function
+
+std::string first_function(const JsonValue &leak) {
+  const JsonValue &function = leak["stack"][0]["function"];
+  return function.is_null() ? "" : function.as_string();
+}
+
+// The function in the stack that names the leak site (import_memfd is a helper).
+std::string leak_site(const JsonValue &leak) {
+  for (const auto &frame : leak["stack"].items())
+    if (!frame["function"].is_null() && frame["function"].as_string().rfind("leak_", 0) == 0)
+      return frame["function"].as_string();
+  for (const auto &frame : leak["stack"].items())
+    if (!frame["function"].is_null() && frame["function"].as_string() == "ipc_child") return "ipc_child";
+  return first_function(leak);
+}
+
+TEST(Families, EveryFamilyIsRecordedWithItsKindEntryPointAndSize) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("resource_families")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  std::set<LeakKey> seen;
+  for (const JsonValue *leak : all_leaks(run.json))
+    seen.insert({(*leak)["api"].as_string(), (*leak)["kind"].as_string(), (*leak)["bytes"].as_number(),
+                 (*leak)["device"].as_number(), leak_site(*leak)});
+  const std::set<LeakKey> expected = {
+      {"cuMemCreate", "vmm", 4 << 20, 0, "leak_vmm_handle"},
+      {"cuMemAddressReserve", "vmm", 6 << 20, -1, "leak_vmm_range"},
+      // The retained reference outlives the create's: references to one handle are
+      // interchangeable, and the newest is released first.
+      {"cuMemCreate", "vmm", 2 << 20, 0, "leak_vmm_retained"},
+      {"cuMemCreate", "vmm", 2 << 20, -1, "leak_vmm_host_located"},  // host memory: no device
+      {"cuMemPoolCreate", "pool", 0, 0, "leak_pool"},
+      {"cuMemAllocFromPoolAsync", "async", 3000, 0, "leak_from_destroyed_pool"},
+      {"cuArrayCreate_v2", "array", 16000, 0, "leak_array_v2"},
+      {"cuArrayCreate", "array", 64, 0, "leak_array_legacy"},
+      {"cuMipmappedArrayCreate", "array", 585, 0, "leak_mipmapped"},
+      {"cuMemHostRegister_v2", "registered", 8192, 0, "leak_registration"},
+      {"cuImportExternalMemory", "external", 65536, 0, "leak_external"},
+      {"cuExternalMemoryGetMappedBuffer", "external", 4096, 0, "leak_external_buffer"},
+      {"cuIpcOpenMemHandle_v2", "ipc", 5000, 0, "ipc_child"},  // in the child; the refused cuMemFree kept it
+  };
+  EXPECT_EQ(seen, expected);
+
+  // The pool destroyed in use is said, with what was still allocated from it; the refused
+  // cuMemFree of the IPC mapping is an unknown free in the child.
+  ASSERT_EQ(run.json["processes"].size(), 2u);
+  std::vector<double> pool_bytes;
+  double unknown_frees = 0;
+  for (const auto &process : run.json["processes"].items()) {
+    for (const auto &pool : process["pools_destroyed_in_use"].items()) pool_bytes.push_back(pool["outstanding_bytes"].as_number());
+    unknown_frees += process["unknown_frees"].as_number();
+  }
+  EXPECT_EQ(pool_bytes, std::vector<double>{3072});
+  EXPECT_EQ(unknown_frees, 1);
+
+  // The text report names each family in words.
+  for (const char *words : {"VMM reserved address range", "VMM physical memory handle", "memory pool", "IPC mapping",
+                            "host memory registration", "imported external memory",
+                            "buffer mapped from external memory", "mipmapped array",
+                            "was destroyed at", "still allocated from it"})
+    EXPECT_NE((run.result.out + run.result.err).find(words), std::string::npos) << words;
+}
+
+TEST(Families, AReclaimLeaseGivesEveryFamilyBackThroughItsOwnRelease) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("resource_families"), "reclaim"});
+  // The victim checks the device memory is back, the registration gone and every late
+  // release answered with success; it exits non-zero otherwise.
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_NE(run.result.out.find("reclaimed every family"), std::string::npos);
+  EXPECT_EQ(run.result.err.find("failed with driver status"), std::string::npos) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  const JsonValue *families = nullptr;
+  for (const auto &lease : process["leases"].items())
+    if (lease["name"].as_string() == "families") families = &lease;
+  ASSERT_NE(families, nullptr);
+  EXPECT_EQ((*families)["leaks"].size(), 12u);
+  for (const auto &leak : (*families)["leaks"].items()) EXPECT_TRUE(leak["reclaimed"].as_bool()) << leak["api"].as_string();
+  EXPECT_EQ((*families)["late_frees"].size(), 11u);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
