@@ -107,7 +107,12 @@ const std::vector<std::string> kHookedNames = {
     "cuMemAllocFromPoolAsync_ptsz", "cuMemFree", "cuMemFree_v2", "cuMemFreeHost", "cuMemFreeAsync",
     "cuMemFreeAsync_ptsz", "cuCtxDestroy", "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease",
     "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", "cuGetProcAddress",
-    "cuGetProcAddress_v2"};
+    "cuGetProcAddress_v2", "cuMemCreate", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree", "cuMemMap",
+    "cuMemUnmap", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle", "cuMemPoolCreate",
+    "cuMemPoolDestroy", "cuArrayCreate", "cuArrayCreate_v2", "cuArray3DCreate", "cuArray3DCreate_v2",
+    "cuMipmappedArrayCreate", "cuArrayDestroy", "cuMipmappedArrayDestroy", "cuIpcOpenMemHandle",
+    "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle", "cuMemHostRegister", "cuMemHostRegister_v2",
+    "cuMemHostUnregister", "cuImportExternalMemory", "cuExternalMemoryGetMappedBuffer", "cuDestroyExternalMemory"};
 
 TEST(Victims, ReplayOfEveryCudartLookupThroughCuGetProcAddress) {
   TempDir out;
