@@ -5,7 +5,7 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS leaseguard RUNTIME DESTINATION bin)
 install(TARGETS leaseguard_preload LIBRARY DESTINATION lib)
-install(TARGETS leaseguard_sim_cuda LIBRARY DESTINATION lib/leaseguard/sim NAMELINK_SKIP)
+install(TARGETS leaseguard_sim_cuda leaseguard_sim_hip LIBRARY DESTINATION lib/leaseguard/sim NAMELINK_SKIP)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leaseguard DESTINATION include)
 
 # leaseguard::annotate needs nothing at link time (weak symbols); leaseguard::api is the C

@@ -57,7 +57,42 @@ namespace leaseguard {
   X(cuMemHostUnregister, 44) \
   X(cuImportExternalMemory, 45) \
   X(cuExternalMemoryGetMappedBuffer, 46) \
-  X(cuDestroyExternalMemory, 47)
+  X(cuDestroyExternalMemory, 47) \
+  X(hipMalloc, 48) \
+  X(hipExtMallocWithFlags, 49) \
+  X(hipMallocManaged, 50) \
+  X(hipMallocPitch, 51) \
+  X(hipMemAllocPitch, 52) \
+  X(hipMalloc3D, 53) \
+  X(hipMallocArray, 54) \
+  X(hipMalloc3DArray, 55) \
+  X(hipArrayCreate, 56) \
+  X(hipArray3DCreate, 57) \
+  X(hipHostMalloc, 58) \
+  X(hipHostAlloc, 59) \
+  X(hipMallocHost, 60) \
+  X(hipMemAllocHost, 61) \
+  X(hipMallocAsync, 62) \
+  X(hipMallocFromPoolAsync, 63) \
+  X(hipFreeAsync, 64) \
+  X(hipMemPoolCreate, 65) \
+  X(hipMemPoolDestroy, 66) \
+  X(hipMemCreate, 67) \
+  X(hipMemRelease, 68) \
+  X(hipMemAddressReserve, 69) \
+  X(hipMemAddressFree, 70) \
+  X(hipMemRetainAllocationHandle, 71) \
+  X(hipMemImportFromShareableHandle, 72) \
+  X(hipHostRegister, 73) \
+  X(hipHostUnregister, 74) \
+  X(hipIpcOpenMemHandle, 75) \
+  X(hipIpcCloseMemHandle, 76) \
+  X(hipFree, 77) \
+  X(hipFreeArray, 78) \
+  X(hipArrayDestroy, 79) \
+  X(hipHostFree, 80) \
+  X(hipFreeHost, 81) \
+  X(hipDeviceReset, 82)
 
 enum class Api : uint16_t {
   Unknown = 0,

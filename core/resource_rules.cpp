@@ -15,24 +15,37 @@ Family family_of(Api api) noexcept {
     case Api::cuMemAllocFromPoolAsync: case Api::cuMemAllocFromPoolAsync_ptsz:
     case Api::cuExternalMemoryGetMappedBuffer:  // mapped buffers are freed with cuMemFree
     case Api::cuMemFree: case Api::cuMemFree_v2: case Api::cuMemFreeAsync: case Api::cuMemFreeAsync_ptsz:
+    case Api::hipMalloc: case Api::hipExtMallocWithFlags: case Api::hipMallocManaged: case Api::hipMallocPitch:
+    case Api::hipMemAllocPitch: case Api::hipMalloc3D: case Api::hipMallocAsync: case Api::hipMallocFromPoolAsync:
+    case Api::hipFree: case Api::hipFreeAsync:
       return Family::DeviceMemory;
     case Api::cuMemAllocHost: case Api::cuMemAllocHost_v2: case Api::cuMemHostAlloc: case Api::cuMemFreeHost:
+    case Api::hipHostMalloc: case Api::hipHostAlloc: case Api::hipMallocHost: case Api::hipMemAllocHost:
+    case Api::hipHostFree: case Api::hipFreeHost:
       return Family::HostMemory;
     case Api::cuMemAddressReserve: case Api::cuMemAddressFree:
+    case Api::hipMemAddressReserve: case Api::hipMemAddressFree:
       return Family::Reservation;
     case Api::cuMemCreate: case Api::cuMemRetainAllocationHandle: case Api::cuMemImportFromShareableHandle:
     case Api::cuMemRelease:
+    case Api::hipMemCreate: case Api::hipMemRetainAllocationHandle: case Api::hipMemImportFromShareableHandle:
+    case Api::hipMemRelease:
       return Family::VmmHandle;
     case Api::cuArrayCreate: case Api::cuArrayCreate_v2: case Api::cuArray3DCreate: case Api::cuArray3DCreate_v2:
     case Api::cuArrayDestroy:
+    case Api::hipMallocArray: case Api::hipMalloc3DArray: case Api::hipArrayCreate: case Api::hipArray3DCreate:
+    case Api::hipFreeArray: case Api::hipArrayDestroy:
       return Family::Array;
     case Api::cuMipmappedArrayCreate: case Api::cuMipmappedArrayDestroy:
       return Family::MipmappedArray;
     case Api::cuMemPoolCreate: case Api::cuMemPoolDestroy:
+    case Api::hipMemPoolCreate: case Api::hipMemPoolDestroy:
       return Family::Pool;
     case Api::cuIpcOpenMemHandle: case Api::cuIpcOpenMemHandle_v2: case Api::cuIpcCloseMemHandle:
+    case Api::hipIpcOpenMemHandle: case Api::hipIpcCloseMemHandle:
       return Family::Ipc;
     case Api::cuMemHostRegister: case Api::cuMemHostRegister_v2: case Api::cuMemHostUnregister:
+    case Api::hipHostRegister: case Api::hipHostUnregister:
       return Family::Registration;
     case Api::cuImportExternalMemory: case Api::cuDestroyExternalMemory:
       return Family::ExternalMemory;
@@ -58,7 +71,10 @@ bool frees(Api free_api, Api alloc_api) noexcept {
   return family != Family::Other && family == family_of(alloc_api);
 }
 
+bool is_hip(Api api) noexcept { return api >= Api::hipMalloc && api <= Api::hipDeviceReset; }
+
 bool dies_with_context(Api alloc_api, Kind kind) noexcept {
+  if (is_hip(alloc_api)) return true;     // hipDeviceReset destroys everything on the device
   if (kind == Kind::Async) return false;  // pool memory belongs to the pool
   switch (family_of(alloc_api)) {
     case Family::Reservation: case Family::VmmHandle: case Family::Pool: case Family::ExternalMemory:
@@ -76,8 +92,9 @@ const char *describe(Api alloc_api, Kind kind) noexcept {
     case Kind::Async: return "stream-ordered memory";
     case Kind::Host: return "pinned host memory";
     case Kind::Vmm:
-      if (alloc_api == Api::cuMemAddressReserve) return "VMM reserved address range";
-      if (alloc_api == Api::cuMemCreate) return "VMM physical memory handle";
+      if (alloc_api == Api::cuMemAddressReserve || alloc_api == Api::hipMemAddressReserve)
+        return "VMM reserved address range";
+      if (alloc_api == Api::cuMemCreate || alloc_api == Api::hipMemCreate) return "VMM physical memory handle";
       return "VMM handle reference";
     case Kind::Array: return alloc_api == Api::cuMipmappedArrayCreate ? "mipmapped array" : "array";
     case Kind::Pool: return "memory pool";

@@ -23,7 +23,11 @@ Space space_of(Api api) noexcept;
 // True if `free_api` releases something `alloc_api` created.
 bool frees(Api free_api, Api alloc_api) noexcept;
 
-// True if destroying the context an allocation was made in releases it. VMM memory, pools,
+// True for the HIP runtime's entry points.
+bool is_hip(Api api) noexcept;
+
+// True if destroying the context an allocation was made in releases it (for HIP: resetting
+// its device). VMM memory, pools,
 // stream-ordered (pool) memory and imported external objects outlive their context.
 bool dies_with_context(Api alloc_api, Kind kind) noexcept;
 
