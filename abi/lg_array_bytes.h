@@ -43,4 +43,13 @@ static inline size_t lg_array_bytes(size_t width, size_t height, size_t depth, C
   return total;
 }
 
+/* Bytes per element of a HIP channel description (bits per channel x, y, z, w), or 0 if the
+ * description is not whole bytes. */
+static inline size_t lg_channel_element_bytes(int x, int y, int z, int w) {
+  int bits;
+  if (x < 0 || y < 0 || z < 0 || w < 0) return 0;
+  bits = x + y + z + w;
+  return bits % 8 == 0 ? (size_t)(bits / 8) : 0;
+}
+
 #endif /* LEASEGUARD_ABI_LG_ARRAY_BYTES_H */

@@ -6,13 +6,15 @@
 #include <cstring>
 
 #include "lg_cuda.h"
+#include "lg_hip.h"
 #include "log.h"
 #include "real_dlsym.h"
 
 namespace leaseguard::interpose {
 namespace {
 
-// The wrappers are the preload's exported definitions of the driver's names (cuda_hooks.cpp).
+// The wrappers are the preload's exported definitions of the driver's and the HIP runtime's
+// names (cuda_hooks.cpp, cuda_resource_hooks.cpp, hip_hooks.cpp).
 const HookInfo kHooks[] = {
 #define LG_HOOK_INFO(name, family, since, per_thread) \
   {#name, family, since, per_thread, reinterpret_cast<void *>(&::name)},
@@ -28,7 +30,10 @@ std::atomic<void *> g_real[kHookCount];
 const HookInfo &hook_info(int index) noexcept { return kHooks[index]; }
 
 int find_hook(const char *name) noexcept {
-  if (name == nullptr || name[0] != 'c' || name[1] != 'u') return -1;
+  if (name == nullptr) return -1;
+  const bool cuda = name[0] == 'c' && name[1] == 'u';
+  const bool hip = name[0] == 'h' && name[1] == 'i' && name[2] == 'p';
+  if (!cuda && !hip) return -1;
   for (int i = 0; i < kHookCount; ++i)
     if (std::strcmp(kHooks[i].name, name) == 0) return i;
   return -1;
@@ -54,8 +59,7 @@ void *real_function(Hook hook) noexcept {
   // the next one in the global scope after the preload.
   function = real_dlsym()(RTLD_NEXT, kHooks[index].name);
   if (function == nullptr) {
-    log_warning("%s: no driver implementation found; returning CUDA_ERROR_NOT_INITIALIZED",
-                kHooks[index].name);
+    log_warning("%s: no driver or runtime implementation found; returning 'not initialized'", kHooks[index].name);
     return nullptr;
   }
   remember_real(index, function);

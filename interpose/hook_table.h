@@ -12,7 +12,8 @@
 
 namespace leaseguard::interpose {
 
-// X(name, family, since, per_thread)
+// X(name, family, since, per_thread). HIP entry points have no variants: family is the name,
+// since is 0 (they are never asked for through cuGetProcAddress).
 #define LG_HOOKED_FUNCTIONS(X)                                                  \
   X(cuMemAlloc, "cuMemAlloc", 2000, false)                                      \
   X(cuMemAlloc_v2, "cuMemAlloc", 3020, false)                                   \
@@ -64,7 +65,44 @@ namespace leaseguard::interpose {
   X(cuMemHostUnregister, "cuMemHostUnregister", 4000, false)                    \
   X(cuImportExternalMemory, "cuImportExternalMemory", 10000, false)             \
   X(cuExternalMemoryGetMappedBuffer, "cuExternalMemoryGetMappedBuffer", 10000, false) \
-  X(cuDestroyExternalMemory, "cuDestroyExternalMemory", 10000, false)
+  X(cuDestroyExternalMemory, "cuDestroyExternalMemory", 10000, false) \
+  X(hipMalloc, "hipMalloc", 0, false) \
+  X(hipExtMallocWithFlags, "hipExtMallocWithFlags", 0, false) \
+  X(hipMallocManaged, "hipMallocManaged", 0, false) \
+  X(hipMallocPitch, "hipMallocPitch", 0, false) \
+  X(hipMemAllocPitch, "hipMemAllocPitch", 0, false) \
+  X(hipMalloc3D, "hipMalloc3D", 0, false) \
+  X(hipMallocArray, "hipMallocArray", 0, false) \
+  X(hipMalloc3DArray, "hipMalloc3DArray", 0, false) \
+  X(hipArrayCreate, "hipArrayCreate", 0, false) \
+  X(hipArray3DCreate, "hipArray3DCreate", 0, false) \
+  X(hipHostMalloc, "hipHostMalloc", 0, false) \
+  X(hipHostAlloc, "hipHostAlloc", 0, false) \
+  X(hipMallocHost, "hipMallocHost", 0, false) \
+  X(hipMemAllocHost, "hipMemAllocHost", 0, false) \
+  X(hipMallocAsync, "hipMallocAsync", 0, false) \
+  X(hipMallocFromPoolAsync, "hipMallocFromPoolAsync", 0, false) \
+  X(hipFreeAsync, "hipFreeAsync", 0, false) \
+  X(hipMemPoolCreate, "hipMemPoolCreate", 0, false) \
+  X(hipMemPoolDestroy, "hipMemPoolDestroy", 0, false) \
+  X(hipMemCreate, "hipMemCreate", 0, false) \
+  X(hipMemRelease, "hipMemRelease", 0, false) \
+  X(hipMemAddressReserve, "hipMemAddressReserve", 0, false) \
+  X(hipMemAddressFree, "hipMemAddressFree", 0, false) \
+  X(hipMemMap, "hipMemMap", 0, false) \
+  X(hipMemUnmap, "hipMemUnmap", 0, false) \
+  X(hipMemRetainAllocationHandle, "hipMemRetainAllocationHandle", 0, false) \
+  X(hipMemImportFromShareableHandle, "hipMemImportFromShareableHandle", 0, false) \
+  X(hipHostRegister, "hipHostRegister", 0, false) \
+  X(hipHostUnregister, "hipHostUnregister", 0, false) \
+  X(hipIpcOpenMemHandle, "hipIpcOpenMemHandle", 0, false) \
+  X(hipIpcCloseMemHandle, "hipIpcCloseMemHandle", 0, false) \
+  X(hipFree, "hipFree", 0, false) \
+  X(hipFreeArray, "hipFreeArray", 0, false) \
+  X(hipArrayDestroy, "hipArrayDestroy", 0, false) \
+  X(hipHostFree, "hipHostFree", 0, false) \
+  X(hipFreeHost, "hipFreeHost", 0, false) \
+  X(hipDeviceReset, "hipDeviceReset", 0, false)
 
 enum class Hook : int {
 #define LG_HOOK_ENUM(name, family, since, per_thread) name,

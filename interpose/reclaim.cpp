@@ -5,6 +5,8 @@
 #include "driver_queries.h"
 #include "hook_table.h"
 #include "lg_cuda.h"
+#include "hip_reclaim.h"
+#include "resource_rules.h"
 #include "vmm_mappings.h"
 
 namespace leaseguard::interpose {
@@ -100,6 +102,7 @@ CUresult free_with_matching_entry_point(void *anchor, const HandleRecord &record
 int DriverReclaimBackend::release(const HandleRecord &record) noexcept {
   void *anchor = real_function(allocating_hook(record.api));
   if (anchor == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (is_hip(record.api)) return release_hip(anchor, record);
   // The allocation's context current for the call (the watchdog thread has none), and the
   // caller's restored afterwards.
   auto push = reinterpret_cast<lg_pfn_cuCtxPushCurrent_v2>(driver_symbol(anchor, "cuCtxPushCurrent_v2"));

@@ -86,11 +86,8 @@ hipError_t array(hipArray_t *out, size_t bytes) {
   return hip(status);
 }
 
-// Bytes per element of a channel description: its bits, rounded to whole bytes.
 size_t element_bytes(const hipChannelFormatDesc *desc) {
-  if (desc == nullptr || desc->x < 0 || desc->y < 0 || desc->z < 0 || desc->w < 0) return 0;
-  int bits = desc->x + desc->y + desc->z + desc->w;
-  return bits % 8 == 0 ? static_cast<size_t>(bits / 8) : 0;
+  return desc != nullptr ? lg_channel_element_bytes(desc->x, desc->y, desc->z, desc->w) : 0;
 }
 
 size_t times(size_t a, size_t b) { return b != 0 && a > SIZE_MAX / b ? 0 : a * b; }
