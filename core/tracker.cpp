@@ -310,23 +310,29 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value) noexcept {
     }
   }
   bool late_free = false;
+  int unknown_flags = 0;
   std::optional<HandleRecord> record = table_.remove(
       space, value, [&](const HandleRecord &live) { return frees(api, live.api); },
       [&](const HandleRecord *removed, bool accepted) {
         if (!journaling) return;
         if (removed == nullptr || !accepted) {
-          HandleRecord unknown;
-          unknown.address = value;
-          write_free(unknown, api, journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0), 0, 0);
+          unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
         } else {
           write_free(*removed, api, 0, 0, 0);
         }
       });
-  // The driver cannot hand the value out again before this free reaches it, so writing
-  // after the lock is released keeps the order.
+  // Written after the lock is released, with the stack that freed: a late free, and a free
+  // leaseguard did not expect (a double free, a foreign pointer, the wrong entry point) are
+  // rare and worth their stack. The driver cannot hand a live value out again before this
+  // free reaches it, so the order stays right.
   if (late_free) write_free(*record, api, 0, capture_and_intern(), 0);
+  if (unknown_flags != 0) {
+    HandleRecord unknown;
+    unknown.address = value;
+    write_free(unknown, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
+  }
   return record ? FreeOutcome::Known : FreeOutcome::Unknown;
 }
 

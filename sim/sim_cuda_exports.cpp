@@ -4,6 +4,9 @@
 // (sim_faults.h). The library is linked with -Bsymbolic-functions, so the addresses it
 // hands out through cuGetProcAddress are its own functions even under an LD_PRELOAD that
 // defines the same names.
+#include <dlfcn.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "lg_cuda.h"
@@ -32,6 +35,16 @@ CUresult allocate_into(CUdeviceptr *dptr, size_t bytes, MemoryKind kind) {
   CUresult status = driver().allocate(bytes, kind, &address);
   if (status == CUDA_SUCCESS) *dptr = address;
   return status;
+}
+
+// LEASEGUARD_SIM_REENTER=1: entry points that can be built on others call them through the
+// global scope (tests of an interposer's re-entry handling).
+bool reenter_through_exports() {
+  static const bool enabled = [] {
+    const char *value = std::getenv("LEASEGUARD_SIM_REENTER");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return enabled;
 }
 
 CUresult free_device(CUdeviceptr dptr) {
@@ -357,6 +370,12 @@ LG_SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, siz
 LG_SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   LG_SIM_ENTRY(cuMemAllocManaged);
   if (flags != 1 && flags != 2) return CUDA_ERROR_INVALID_VALUE;  // GLOBAL or HOST attach
+  if (reenter_through_exports()) {
+    // As some drivers do: the work is done by calling another exported entry point, which an
+    // interposer in the global scope sees as a call of its own.
+    auto exported = reinterpret_cast<lg_pfn_cuMemAlloc_v2>(dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"));
+    if (exported != nullptr) return exported(dptr, bytesize);
+  }
   return allocate_into(dptr, bytesize, MemoryKind::Managed);
 }
 

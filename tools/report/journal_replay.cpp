@@ -18,6 +18,7 @@
 // whatever is live and unreported is reported per lease with ended_by crash, and the
 // process is marked incomplete.
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -107,6 +108,7 @@ class Replay : public journal::JournalVisitor {
 
   void on_alloc(const journal::AllocPayload &alloc) override {
     touch(alloc.time_ns);
+    recently_freed_.erase(alloc.address);  // handed out again: a free of it is no double free
     ++process_.allocations;
     live_[alloc.id] = LiveAllocation{alloc, false, 0, 0};
     LeaseBytes &bytes = lease_bytes_[alloc.lease_id];
@@ -137,9 +139,13 @@ class Replay : public journal::JournalVisitor {
     ++process_.frees;
     auto it = free_record.id != 0 ? live_.find(free_record.id) : live_.end();
     if (it == live_.end()) {
-      if (free_record.flags & journal::kFreeUnknown) ++process_.unknown_frees;
+      if (free_record.flags & journal::kFreeUnknown) {
+        ++process_.unknown_frees;
+        if (!(free_record.flags & journal::kFreeMismatched)) note_if_double_free(free_record);
+      }
       return;
     }
+    remember_freed(it->second.record, free_record);
     if (it->second.reported) {
       ++process_.late_frees;
       process_.leases[it->second.ending].late_frees.push_back(make_late_free(free_record, true));
@@ -258,6 +264,39 @@ class Replay : public journal::JournalVisitor {
     return live_.erase(it);
   }
 
+  // The values freed most recently, to tell a double free from a foreign pointer. Bounded:
+  // a double free comes soon after the first free in practice, and a journal of a million
+  // allocations must not make this grow without end.
+  static constexpr size_t kRecentFrees = 1 << 16;
+  struct Freed {
+    Api api;
+    uint64_t time_ns;
+  };
+
+  void remember_freed(const journal::AllocPayload &allocation, const journal::FreePayload &free_record) {
+    Api api = free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown;
+    if (recently_freed_.size() >= kRecentFrees) {
+      recently_freed_.erase(freed_order_.front());
+      freed_order_.pop_front();
+    }
+    if (recently_freed_.insert_or_assign(allocation.address, Freed{api, free_record.time_ns}).second)
+      freed_order_.push_back(allocation.address);
+  }
+
+  void note_if_double_free(const journal::FreePayload &free_record) {
+    auto it = recently_freed_.find(free_record.address);
+    Api api = free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown;
+    if (it == recently_freed_.end() || space_of(it->second.api) != space_of(api)) return;
+    DoubleFree twice;
+    twice.api = api;
+    twice.address = free_record.address;
+    twice.thread = free_record.thread;
+    twice.stack_id = free_record.stack_id;
+    twice.time_ms = since_start_ms(free_record.time_ns);
+    twice.first_freed_ms = since_start_ms(it->second.time_ns);
+    process_.double_frees.push_back(twice);
+  }
+
   LateFree make_late_free(const journal::FreePayload &free_record, bool forwarded) const {
     LateFree late;
     late.id = free_record.id;
@@ -312,6 +351,8 @@ class Replay : public journal::JournalVisitor {
   std::map<uint32_t, journal::ModuleInfo> modules_;
   std::map<uint32_t, LeaseInfo> leases_;
   std::map<uint64_t, LiveAllocation> live_;  // ordered by id: allocation order
+  std::unordered_map<uint64_t, Freed> recently_freed_;
+  std::deque<uint64_t> freed_order_;
   std::map<uint32_t, LeaseBytes> lease_bytes_;
   std::map<uint64_t, size_t> reclaimed_;  // reclaimed allocation id -> its lease ending
 };

@@ -99,6 +99,18 @@ std::string render_json(const Report &report) {
     json.key("frees").value(process.frees);
     json.key("unknown_frees").value(process.unknown_frees);
     json.key("late_frees").value(process.late_frees);
+    json.key("double_frees").begin_array();
+    for (const DoubleFree &twice : process.double_frees) {
+      json.begin_object();
+      json.key("api").value(api_name(twice.api));
+      json.key("address").value(hex_address(twice.address));
+      json.key("thread").value(static_cast<uint64_t>(twice.thread));
+      json.key("time_ms").value(twice.time_ms);
+      json.key("first_freed_ms").value(twice.first_freed_ms);
+      write_stack(json, process, twice.stack_id);
+      json.end_object();
+    }
+    json.end_array();
     json.key("pools_destroyed_in_use").begin_array();
     for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use) {
       json.begin_object();

@@ -69,7 +69,7 @@ std::string render_text(const Report &report) {
   for (const ProcessReport &process : report.processes) {
     bool any_late_free = false;
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
-    if (process.leaked_allocations() == 0 && !any_late_free) continue;
+    if (process.leaked_allocations() == 0 && !any_late_free && process.double_frees.empty()) continue;
     std::string tag = "==" + std::to_string(process.pid) + "==";
     out += "\n" + tag + "ERROR: leaseguard: detected device memory leaks\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
@@ -105,6 +105,12 @@ std::string render_text(const Report &report) {
                ", from:\n";
         render_stack(out, process, late.stack_id);
       }
+    }
+    for (const DoubleFree &twice : process.double_frees) {
+      out += "\n" + tag + "Double free of " + hex_address(twice.address) + " [" + std::string(api_name(twice.api)) +
+             "] at " + milliseconds(twice.time_ms) + " (already freed at " + milliseconds(twice.first_freed_ms) +
+             "; passed to the driver, which decided), from:\n";
+      render_stack(out, process, twice.stack_id);
     }
     for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use)
       out += "\n" + tag + "note: memory pool " + hex_address(pool.pool) + " was destroyed at " +

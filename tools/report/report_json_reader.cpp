@@ -89,6 +89,18 @@ bool load_report_json(const std::string &path, Report &report, std::string &erro
       process.pools_destroyed_in_use.push_back(pool);
     }
     std::map<std::string, uint32_t> stack_ids;
+    for (const JsonValue &twice_item : item["double_frees"].items()) {
+      DoubleFree twice;
+      twice.api = api_from_name(twice_item["api"].type() == JsonValue::Type::String ? twice_item["api"].as_string() : "")
+                      .value_or(Api::Unknown);
+      twice.address = hex_value(twice_item["address"]);
+      twice.thread = static_cast<uint32_t>(count(twice_item["thread"]));
+      if (twice_item["time_ms"].type() == JsonValue::Type::Number) twice.time_ms = twice_item["time_ms"].as_number();
+      if (twice_item["first_freed_ms"].type() == JsonValue::Type::Number)
+        twice.first_freed_ms = twice_item["first_freed_ms"].as_number();
+      twice.stack_id = stack_id_for(process, stack_ids, twice_item["stack"]);
+      process.double_frees.push_back(twice);
+    }
     for (const JsonValue &lease_item : item["leases"].items()) {
       LeaseEnding lease;
       lease.id = static_cast<uint32_t>(count(lease_item["id"]));

@@ -85,6 +85,17 @@ struct PoolDestroyedInUse {
   uint64_t outstanding_bytes = 0;
 };
 
+// A free of a value the program had already freed (and that was not handed out again).
+// leaseguard passes it to the driver, which decides (and usually refuses).
+struct DoubleFree {
+  Api api = Api::Unknown;
+  uint64_t address = 0;
+  uint32_t thread = 0;
+  uint32_t stack_id = 0;
+  double time_ms = 0;
+  double first_freed_ms = 0;
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -105,6 +116,7 @@ struct ProcessReport {
   uint64_t late_frees = 0;
   uint64_t dropped_records = 0;
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
+  std::vector<DoubleFree> double_frees;
   journal::ReadStats read_stats;
 
   uint64_t leaked_bytes() const;

@@ -123,14 +123,15 @@ void Symbolizer::symbolize(Frame &frame) {
 }
 
 void Symbolizer::symbolize(Report &report) {
-  // Only stacks that a leak or a late free refers to: a long run interns many stacks that
-  // never leak.
+  // Only stacks that a leak, a late free or a double free refers to: a long run interns many
+  // stacks that never leak.
   for (ProcessReport &process : report.processes) {
     std::set<uint32_t> wanted;
     for (const LeaseEnding &lease : process.leases) {
       for (const Leak &leak : lease.leaks) wanted.insert(leak.stack_id);
       for (const LateFree &late : lease.late_frees) wanted.insert(late.stack_id);
     }
+    for (const DoubleFree &twice : process.double_frees) wanted.insert(twice.stack_id);
     for (uint32_t id : wanted) {
       auto stack = process.stacks.find(id);
       if (stack == process.stacks.end()) continue;

@@ -1,0 +1,98 @@
+// The hooks under unusual and buggy calls (tests/victims/robustness.c): NULL
+// out-parameters, zero sizes, frees of NULL, double frees, interior frees, mixed generations,
+// a driver re-entering its own exports, a signal handler that allocates, and exit() while
+// other threads allocate. The program must behave exactly as without leaseguard, and the
+// report must say what happened.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+
+std::vector<std::string> functions_of(const JsonValue &stack) {
+  std::vector<std::string> names;
+  for (const auto &frame : stack.items()) names.push_back(frame["function"].is_null() ? "" : frame["function"].as_string());
+  return names;
+}
+
+bool has(const std::vector<std::string> &names, const std::string &name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(Robustness, UnusualCallsGetTheDriversAnswerAndTheReportSaysWhatHappened) {
+  auto plain = run_process({victim("robustness"), "calls"}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("robustness"), "calls"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, plain.out);  // every status, as the driver gave it
+  EXPECT_NE(plain.out.find("pointer untouched: 1"), std::string::npos);
+  // Only the allocation whose interior was "freed" leaks: the driver refused that free.
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_EQ((*leaks[0])["bytes"].as_number(), 2222);
+  // The double free is reported with the stack that freed twice.
+  const JsonValue &process = run.json["processes"][0];
+  ASSERT_EQ(process["double_frees"].size(), 1u);
+  const JsonValue &twice = process["double_frees"][0];
+  EXPECT_EQ(twice["api"].as_string(), "cuMemFree_v2");
+  EXPECT_LE(twice["first_freed_ms"].as_number(), twice["time_ms"].as_number());
+  EXPECT_TRUE(has(functions_of(twice["stack"]), "calls"));
+  EXPECT_NE(run.result.err.find("Double free of "), std::string::npos) << run.result.err;
+  // The interior free is an unknown free, not a double free; frees of NULL are not recorded.
+  EXPECT_EQ(process["unknown_frees"].as_number(), 2);
+}
+
+TEST(Robustness, ADriverCallingItsOwnExportsIsRecordedOnce) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("robustness"), "reenter"}, {},
+                                  {{"LEASEGUARD_SIM_REENTER", "1"}, {"LD_DEBUG", "bindings"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  // The driver's inner call did reach leaseguard's cuMemAlloc_v2...
+  EXPECT_NE(run.result.err.find("libcuda.so.1 [0] to " + std::string(LEASEGUARD_PRELOAD_PATH) +
+                                " [0]: normal symbol `cuMemAlloc_v2'"),
+            std::string::npos);
+  // ...and was forwarded without a second record.
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_EQ((*leaks[0])["api"].as_string(), "cuMemAllocManaged");
+  EXPECT_EQ((*leaks[0])["bytes"].as_number(), 3333);
+}
+
+TEST(Robustness, ASignalHandlerThatAllocatesIsRecordedWithTheInterruptedStack) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("robustness"), "signal"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 3u);
+  for (const JsonValue *leak : leaks) {
+    EXPECT_EQ((*leak)["bytes"].as_number(), 4321);
+    auto names = functions_of((*leak)["stack"]);
+    ASSERT_FALSE(names.empty());
+    EXPECT_EQ(names[0], "allocate_in_handler");
+    EXPECT_TRUE(has(names, "signal_allocates")) << "the stack stops at the signal frame";
+  }
+}
+
+TEST(Robustness, ExitWhileOtherThreadsAllocate) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("robustness"), "exit_race"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("exiting while threads allocate"), std::string::npos);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_TRUE(process["complete"].as_bool());
+  std::map<double, int> by_size;
+  for (const JsonValue *leak : all_leaks(run.json)) ++by_size[(*leak)["bytes"].as_number()];
+  EXPECT_EQ(by_size[5555], 4);  // each thread's deliberate leak
+  EXPECT_LE(by_size[100], 4);   // at most one in flight per thread when exit() came
+  EXPECT_EQ(by_size.size(), by_size.count(100) + 1);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
