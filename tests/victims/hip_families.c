@@ -273,6 +273,21 @@ static void ipc(void) {
   CHECK(hipFree(exported));
 }
 
+/* What every HIP program does around its allocations: copies, a synchronize, error names. */
+static void round_trip(void) {
+  void *device;
+  unsigned out[4] = {1, 2, 3, 4}, back[4] = {0};
+  CHECK(hipMalloc(&device, sizeof out));
+  CHECK(hipMemcpy(device, out, sizeof out, hipMemcpyHostToDevice));
+  CHECK(hipDeviceSynchronize());
+  CHECK(hipMemcpy(back, device, sizeof back, hipMemcpyDeviceToHost));
+  if (memcmp(out, back, sizeof out) != 0) exit(24);
+  if (hipMemcpy(back, device, 2 * sizeof back, hipMemcpyDeviceToHost) != hipErrorInvalidValue) exit(25);
+  if (strcmp(hipGetErrorName(hipErrorInvalidValue), "hipErrorInvalidValue") != 0) exit(26);
+  if (hipGetErrorString(hipErrorOutOfMemory) == NULL) exit(27);
+  CHECK(hipFree(device));
+}
+
 /* The real runtime without a GPU: every call fails; print what each returned. */
 static int real_runtime(void) {
   void *pointer = NULL;
@@ -300,7 +315,10 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "leak";
   if (strcmp(mode, "real") == 0) return real_runtime();
   const int reclaim = strcmp(mode, "reclaim") == 0;
+  int count = 0;
+  CHECK(hipGetDeviceCount(&count));
   CHECK(hipSetDevice(0));
+  round_trip();
   size_t free_before = 0, total = 0;
   if (!reclaim) reset_frees_these();
   CHECK(hipMemGetInfo(&free_before, &total));
