@@ -44,7 +44,11 @@ TEST(PreloadUnderAsan, EveryHookedEntryPoint) {
 }
 
 TEST(PreloadUnderAsan, ThreadsLeasesDlopenAndCuGetProcAddress) {
-  for (const char *name : {"threads", "leases", "dlopen_calls", "fork_storm"}) {
+  // Not fork_storm: GCC 12's AddressSanitizer allocator takes no lock around fork(), so a
+  // child forked while another thread is inside it deadlocks in its first allocation, with
+  // or without leaseguard (LLVM 17's sanitizers added the fork handlers). The normal build
+  // runs fork_storm (CrashConsistency.ForkWhileOtherThreadsAllocate).
+  for (const char *name : {"threads", "leases", "dlopen_calls", "resource_families", "robustness"}) {
     TempDir out;
     auto result = run_with_asan_preload({victim(name)}, out.path());
     EXPECT_EQ(result.exit_code, 0) << name << "\n" << result.err;
