@@ -25,6 +25,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_DEINITIALIZED = 4,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_ALREADY_MAPPED = 208,
   CUDA_ERROR_NOT_MAPPED = 211,
@@ -35,6 +36,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+  CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_UNKNOWN = 999
@@ -50,6 +52,11 @@ typedef uint64_t cuuint64_t;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+#define CU_LAUNCH_PARAM_END ((void *)0x00)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
 typedef struct CUctxCreateParams_st CUctxCreateParams;
 
@@ -387,6 +394,15 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
   X(cuMemsetD32_v2_ptds, (CUdeviceptr dstDevice, unsigned int ui, size_t N), (dstDevice, ui, N)) \
   X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                           \
   X(cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr), (pbase, psize, dptr)) \
+  X(cuModuleLoadData, (CUmodule * module, const void *image), (module, image))                    \
+  X(cuModuleUnload, (CUmodule hmod), (hmod))                                                    \
+  X(cuModuleGetFunction, (CUfunction * hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name)) \
+  X(cuLaunchKernel,                                                                             \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,          \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),         \
+    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+     kernelParams, extra))                                                                      \
   X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))               \
   X(cuStreamDestroy, (CUstream hStream), (hStream))                                             \
   X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                          \

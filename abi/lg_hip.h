@@ -29,6 +29,7 @@ typedef enum hipError_t {
   hipErrorDeinitialized = 4,
   hipErrorNoDevice = 100,
   hipErrorInvalidDevice = 101,
+  hipErrorInvalidImage = 200,
   hipErrorInvalidContext = 201,
   hipErrorAlreadyMapped = 208,
   hipErrorNotMapped = 211,
@@ -36,6 +37,7 @@ typedef enum hipError_t {
   hipErrorInvalidHandle = 400,
   hipErrorNotFound = 500,
   hipErrorContextIsDestroyed = 709,
+  hipErrorLaunchFailure = 719,
   hipErrorHostMemoryAlreadyRegistered = 712,
   hipErrorHostMemoryNotRegistered = 713,
   hipErrorNotSupported = 801,
@@ -47,6 +49,8 @@ typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipMemPoolHandle_t *hipMemPool_t;
 typedef struct hipArray *hipArray_t;
 typedef struct ihipMemGenericAllocationHandle *hipMemGenericAllocationHandle_t;
+typedef struct ihipModule_t *hipModule_t;
+typedef struct ihipModuleSymbol_t *hipFunction_t;
 
 typedef enum hipMemcpyKind {
   hipMemcpyHostToHost = 0,
@@ -164,6 +168,10 @@ typedef struct hipIpcMemHandle_st {
 } hipIpcMemHandle_t;
 #endif /* LG_HIP_EXTERNAL_TYPES */
 
+#define LG_HIP_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define LG_HIP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+#define LG_HIP_LAUNCH_PARAM_END ((void *)0x03)
+
 /* X(name, (parameters), (arguments)) for every entry point that returns hipError_t. */
 #define LG_HIP_FUNCTIONS(X)                                                                           \
   X(hipInit, (unsigned int flags), (flags))                                                           \
@@ -234,6 +242,14 @@ typedef struct hipIpcMemHandle_st {
   X(hipIpcGetMemHandle, (hipIpcMemHandle_t * handle, void *devPtr), (handle, devPtr))                 \
   X(hipIpcOpenMemHandle, (void **devPtr, hipIpcMemHandle_t handle, unsigned int flags), (devPtr, handle, flags)) \
   X(hipIpcCloseMemHandle, (void *devPtr), (devPtr))                                                   \
+  X(hipModuleLoadData, (hipModule_t * module, const void *image), (module, image))                    \
+  X(hipModuleUnload, (hipModule_t module), (module))                                                  \
+  X(hipModuleGetFunction, (hipFunction_t * function, hipModule_t module, const char *kname), (function, module, kname)) \
+  X(hipModuleLaunchKernel,                                                                            \
+    (hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,             \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, \
+     hipStream_t stream, void **kernelParams, void **extra),                                          \
+    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra)) \
   X(hipFree, (void *ptr), (ptr))                                                                      \
   X(hipFreeArray, (hipArray_t array), (array))                                                        \
   X(hipArrayDestroy, (hipArray_t array), (array))                                                     \

@@ -32,6 +32,7 @@ struct Lease {
   uint64_t begin_ns = 0;
   uint64_t deadline_ns = 0;  // CLOCK_MONOTONIC; 0: none
   std::atomic<bool> ended{false};
+  std::atomic<bool> expired{false};  // ended by its time-to-live or deadline
 };
 
 class LeaseRegistry {

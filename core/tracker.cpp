@@ -211,7 +211,9 @@ uint32_t Tracker::capture_and_intern() noexcept {
 
 void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   const bool journaling = ensure_journal();
-  Lease &lease = current_lease();
+  Lease *named = event.lease_id != 0 && event.lease_id <= UINT32_MAX ? leases_.find(static_cast<uint32_t>(event.lease_id))
+                                                                     : nullptr;
+  Lease &lease = named != nullptr ? *named : current_lease();
   HandleRecord record;
   record.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
   record.address = event.address;
@@ -470,8 +472,17 @@ int Tracker::lease_leave() noexcept {
   return 0;
 }
 
+LeaseState Tracker::lease_state(uint64_t lease_id) noexcept {
+  if (lease_id == 0 || lease_id > UINT32_MAX) return LeaseState::Unknown;
+  Lease *lease = leases_.find(static_cast<uint32_t>(lease_id));
+  if (lease == nullptr) return LeaseState::Unknown;
+  if (lease->expired.load(std::memory_order_acquire)) return LeaseState::Expired;
+  return lease->ended.load(std::memory_order_acquire) ? LeaseState::Ended : LeaseState::Open;
+}
+
 void Tracker::on_expired(Lease &lease) noexcept {
   if (!LeaseRegistry::try_end(lease)) return;
+  lease.expired.store(true, std::memory_order_release);
   end_lease(lease, EndedBy::Expiry);
 }
 

@@ -32,7 +32,11 @@ struct AllocationEvent {
   uint64_t bytes = 0;
   int32_t device = 0;
   uint64_t context = 0;
+  uint64_t lease_id = 0;  // 0: the calling thread's current lease
 };
+
+// Where a lease stands (lease_state).
+enum class LeaseState { Unknown = -1, Open = 0, Ended = 1, Expired = 2 };
 
 // What a free hook must do with the program's free.
 enum class FreeOutcome {
@@ -73,6 +77,7 @@ class Tracker {
   uint64_t lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept;
   int lease_end(uint64_t lease_id) noexcept;  // leaked allocations, or -1
   int lease_enter(uint64_t lease_id) noexcept;
+  LeaseState lease_state(uint64_t lease_id) noexcept;
   int lease_leave() noexcept;
 
   // At exit: ends every open lease (ended_by exit) and marks the journal complete.

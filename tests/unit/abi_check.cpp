@@ -108,6 +108,8 @@ static_assert(static_cast<int>(ours::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) =
 static_assert(static_cast<int>(ours::CU_AD_FORMAT_FLOAT) == static_cast<int>(::CU_AD_FORMAT_FLOAT));
 static_assert(static_cast<int>(ours::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) ==
               static_cast<int>(::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD));
+static_assert(static_cast<int>(ours::CUDA_ERROR_INVALID_IMAGE) == static_cast<int>(::CUDA_ERROR_INVALID_IMAGE));
+static_assert(static_cast<int>(ours::CUDA_ERROR_LAUNCH_FAILED) == static_cast<int>(::CUDA_ERROR_LAUNCH_FAILED));
 static_assert(static_cast<int>(ours::CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == static_cast<int>(::CU_MEMPOOL_ATTR_USED_MEM_CURRENT));
 static_assert(static_cast<int>(ours::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) ==
               static_cast<int>(::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED));

@@ -9,3 +9,8 @@
 #include "lg_hip.h"
 
 int lg_hip_abi_checked = 1;
+
+int lg_hip_launch_markers_match(void) {
+  return LG_HIP_LAUNCH_PARAM_END == HIP_LAUNCH_PARAM_END && LG_HIP_LAUNCH_PARAM_BUFFER_SIZE == HIP_LAUNCH_PARAM_BUFFER_SIZE &&
+         LG_HIP_LAUNCH_PARAM_BUFFER_POINTER == HIP_LAUNCH_PARAM_BUFFER_POINTER;
+}

@@ -49,3 +49,7 @@ LG_SAME_VALUE(hipMemAccessFlagsProtReadWrite);
 LG_SAME_VALUE(hipMemHandleTypePosixFileDescriptor);
 LG_SAME_VALUE(hipMemPoolAttrUsedMemCurrent);
 LG_SAME_VALUE(hipMemAllocationTypePinned);
+LG_SAME_VALUE(hipErrorInvalidImage);
+LG_SAME_VALUE(hipErrorLaunchFailure);
+// The launch markers are (void *) constants, not constant expressions: abi_check_hip.c
+// compares them for AbiCheck.HipLaunchMarkersMatchTheHeaders.

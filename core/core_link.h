@@ -1,0 +1,41 @@
+// How the C++ API reaches the process's one core.
+//
+// The preload exports leaseguard_core_link_v1(); when it is loaded, the API records into the
+// preload's core through this table, so an allocation is recorded once and leases mean the
+// same on both paths. Without the preload, the API library runs a core of its own behind the
+// same table. Plain C types only: the preload and the API may come from different builds; a
+// newer table only grows (`size` says how much of it the provider filled).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+struct leaseguard_alloc_event {
+  uint16_t api;  // leaseguard::Api
+  uint8_t kind;  // leaseguard::Kind
+  int32_t device;
+  uint64_t value;
+  uint64_t bytes;
+  uint64_t context;
+  uint64_t lease;  // 0: the calling thread's current lease
+};
+
+struct leaseguard_core_link {
+  uint32_t version;  // 1
+  uint32_t size;     // sizeof the provider's table
+  // The driver's own `name` from the library `driver_handle` (a dlopen handle), never a
+  // leaseguard hook; remembered, so that reclaiming what the API allocated reaches the same
+  // driver. NULL if the library has no such function.
+  void *(*real_function)(void *driver_handle, const char *name);
+  uint64_t (*lease_begin)(const char *name, uint64_t ttl_ms, int policy);  // 0 if not recording
+  int (*lease_end)(uint64_t lease);                                        // leaked, or -1
+  int (*lease_state)(uint64_t lease);  // leaseguard::LeaseState
+  void (*on_alloc)(const leaseguard_alloc_event *event);
+  int (*on_free)(uint16_t api, uint64_t value);  // 0: free it, 1: unknown, free it, 2: reclaimed, do not
+};
+
+// Exported by libleaseguard_preload.so; NULL when it records nothing (disabled, setuid).
+typedef const leaseguard_core_link *(*leaseguard_core_link_fn)(void);
+}
