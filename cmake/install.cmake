@@ -8,8 +8,8 @@ install(TARGETS leaseguard_preload LIBRARY DESTINATION lib)
 install(TARGETS leaseguard_sim_cuda leaseguard_sim_hip LIBRARY DESTINATION lib/leaseguard/sim NAMELINK_SKIP)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leaseguard DESTINATION include)
 
-# leaseguard::annotate needs nothing at link time (weak symbols); leaseguard::api is the C
-# ABI of the preload, for programs that want to call it directly.
+# leaseguard::annotate needs nothing at link time (weak symbols); leaseguard::api is the C++
+# RAII API (api/), with the headers of the preload's C ABI.
 add_library(leaseguard_annotate INTERFACE)
 target_include_directories(leaseguard_annotate INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
                            $<INSTALL_INTERFACE:include>)
@@ -17,12 +17,7 @@ set_target_properties(leaseguard_annotate PROPERTIES EXPORT_NAME annotate)
 add_library(leaseguard::annotate ALIAS leaseguard_annotate)
 install(TARGETS leaseguard_annotate EXPORT leaseguardTargets)
 
-add_library(leaseguard_api INTERFACE)
-target_include_directories(leaseguard_api INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
-                           $<INSTALL_INTERFACE:include>)
-set_target_properties(leaseguard_api PROPERTIES EXPORT_NAME api)
-add_library(leaseguard::api ALIAS leaseguard_api)
-install(TARGETS leaseguard_api EXPORT leaseguardTargets)
+install(TARGETS leaseguard_api EXPORT leaseguardTargets LIBRARY DESTINATION lib)
 
 install(EXPORT leaseguardTargets NAMESPACE leaseguard:: DESTINATION lib/cmake/leaseguard)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/leaseguardConfig.cmake.in

@@ -34,6 +34,8 @@ struct leaseguard_core_link {
   int (*lease_state)(uint64_t lease);  // leaseguard::LeaseState
   void (*on_alloc)(const leaseguard_alloc_event *event);
   int (*on_free)(uint16_t api, uint64_t value);  // 0: free it, 1: unknown, free it, 2: reclaimed, do not
+  // Frames in [begin, end) (the API library) are dropped from the top of recorded stacks.
+  void (*exclude_code)(uint64_t begin, uint64_t end);
 };
 
 // Exported by libleaseguard_preload.so; NULL when it records nothing (disabled, setuid).

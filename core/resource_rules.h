@@ -23,6 +23,12 @@ Space space_of(Api api) noexcept;
 // True if `free_api` releases something `alloc_api` created.
 bool frees(Api free_api, Api alloc_api) noexcept;
 
+// What HIP records carry as their context: HIP has none in its API, and hipDeviceReset frees
+// everything on a device, so a device's allocations share one value per device.
+constexpr uint64_t hip_device_token(int32_t device) noexcept {
+  return 0x4849500000000000ull | static_cast<uint32_t>(device);  // "HIP" and the device
+}
+
 // True for the HIP runtime's entry points.
 bool is_hip(Api api) noexcept;
 

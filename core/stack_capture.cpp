@@ -10,7 +10,7 @@ struct Walk {
   uintptr_t *frames;
   size_t max_frames;
   size_t count;
-  CodeRange excluded;
+  const ExcludedCode &excluded;
   bool skipping_top;
 };
 
@@ -31,7 +31,7 @@ _Unwind_Reason_Code visit(struct _Unwind_Context *context, void *argument) {
 
 }  // namespace
 
-size_t capture_stack(uintptr_t *frames, size_t max_frames, CodeRange excluded) noexcept {
+size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept {
   if (max_frames == 0) return 0;
   Walk walk{frames, max_frames, 0, excluded, true};
   _Unwind_Backtrace(visit, &walk);

@@ -16,7 +16,28 @@ struct CodeRange {
   bool contains(uintptr_t address) const { return address >= begin && address < end; }
 };
 
+// leaseguard's own code, whose frames are dropped from the top of a stack: the preload, and
+// the C++ API library when the program uses it.
+struct ExcludedCode {
+  static constexpr int kRanges = 2;
+  CodeRange ranges[kRanges];
+  bool contains(uintptr_t address) const {
+    for (const CodeRange &range : ranges)
+      if (range.contains(address)) return true;
+    return false;
+  }
+  void add(CodeRange range) {
+    for (CodeRange &slot : ranges) {
+      if (slot.begin == range.begin && slot.end == range.end) return;
+      if (slot.begin == slot.end) {
+        slot = range;
+        return;
+      }
+    }
+  }
+};
+
 // Writes at most `max_frames` return addresses into `frames`; returns how many.
-size_t capture_stack(uintptr_t *frames, size_t max_frames, CodeRange excluded) noexcept;
+size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept;
 
 }  // namespace leaseguard

@@ -89,8 +89,9 @@ class Tracker {
   // marks the journal complete, for when the default action will end the process.
   void end_leases_from_signal_handler(int signal_number, bool terminating) noexcept;
 
-  // Frames in this range (the preload library) are dropped from the top of stacks.
-  void exclude_code(CodeRange range) noexcept { excluded_ = range; }
+  // Frames in these ranges (the preload, the C++ API library) are dropped from the top of
+  // stacks. Called at start-up, before other threads record.
+  void exclude_code(CodeRange range) noexcept { excluded_.add(range); }
 
   // Who frees allocations for leases with policy reclaim. Without one, reclaim reports only.
   void set_reclaim_backend(ReclaimBackend *backend) noexcept { backend_ = backend; }
@@ -122,7 +123,7 @@ class Tracker {
   HandleTable table_;
   StackTable stacks_;
   std::atomic<uint64_t> next_allocation_id_{1};
-  CodeRange excluded_;
+  ExcludedCode excluded_;
   ReclaimBackend *backend_ = nullptr;
 
   // Addresses leaseguard reclaimed whose free by the program has not come yet. If the

@@ -4,15 +4,13 @@
 
 #include <cstdint>
 
+#include "resource_rules.h"
+
 namespace leaseguard::interpose {
 
 // The calling thread's current HIP device, or -1 if the runtime cannot say.
 int32_t hip_current_device(void *anchor) noexcept;
 
-// What HIP records carry as their context: HIP has none in its API, and hipDeviceReset frees
-// everything on a device, so a device's allocations share one value per device.
-constexpr uint64_t hip_device_token(int32_t device) noexcept {
-  return 0x4849500000000000ull | static_cast<uint32_t>(device);  // "HIP" and the device
-}
+using leaseguard::hip_device_token;  // core/resource_rules.h
 
 }  // namespace leaseguard::interpose

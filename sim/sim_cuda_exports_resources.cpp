@@ -3,6 +3,7 @@
 #include "lg_array_bytes.h"
 #include "sim_device.h"
 #include "sim_entry.h"
+#include "sim_kernels.h"
 
 using leaseguard::sim::SimDriver;
 
@@ -255,4 +256,57 @@ LG_SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize
   if (pbase != nullptr) *pbase = base;
   if (psize != nullptr) *psize = size;
   return CUDA_SUCCESS;
+}
+
+// Modules and launches (sim_kernels.h).
+LG_SIM_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  LG_SIM_ENTRY(cuModuleLoadData);
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  auto *loaded = leaseguard::sim::load_module(image);
+  if (loaded == nullptr) return CUDA_ERROR_INVALID_IMAGE;
+  *module = reinterpret_cast<CUmodule>(loaded);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
+  LG_SIM_ENTRY(cuModuleUnload);
+  auto *module = reinterpret_cast<leaseguard::sim::SimModule *>(hmod);
+  if (!leaseguard::sim::module_valid(module)) return CUDA_ERROR_INVALID_HANDLE;
+  leaseguard::sim::unload_module(module);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+  LG_SIM_ENTRY(cuModuleGetFunction);
+  auto *module = reinterpret_cast<leaseguard::sim::SimModule *>(hmod);
+  if (hfunc == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!leaseguard::sim::module_valid(module)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto *kernel = leaseguard::sim::find_kernel(module, name);
+  if (kernel == nullptr) return CUDA_ERROR_NOT_FOUND;
+  *hfunc = reinterpret_cast<CUfunction>(const_cast<leaseguard::sim::SimKernel *>(kernel));
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
+                                      void **extra) {
+  LG_SIM_ENTRY(cuLaunchKernel);
+  (void)sharedMemBytes;
+  (void)hStream;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  const auto *kernel = reinterpret_cast<const leaseguard::sim::SimKernel *>(f);
+  if (!leaseguard::sim::kernel_valid(kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t threads = uint64_t{gridDimX} * gridDimY * gridDimZ * blockDimX * blockDimY * blockDimZ;
+  if (threads == 0 || blockDimX * uint64_t{blockDimY} * blockDimZ > 1024) return CUDA_ERROR_INVALID_VALUE;
+  leaseguard::sim::KernelLaunch launch;
+  launch.threads = threads > UINT32_MAX ? UINT32_MAX : static_cast<unsigned>(threads);
+  CUresult status = static_cast<CUresult>(leaseguard::sim::resolve_arguments(
+      *kernel, kernelParams, extra, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
+      launch));
+  if (status != CUDA_SUCCESS) return status;
+  return static_cast<CUresult>(kernel->run(launch));
 }

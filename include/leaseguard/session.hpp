@@ -123,9 +123,13 @@ class KernelArgs {
   std::size_t offset(std::size_t index) const { return offsets_.at(index); }
   std::span<const std::byte> buffer() const noexcept { return buffer_; }
   void **params();  // one pointer per argument, into buffer(); valid until the next push
-  void **extra();   // {BUFFER_POINTER, data, BUFFER_SIZE, &size, END}; valid until the next push
+  // {BUFFER_POINTER, data, BUFFER_SIZE, &size, END} with CUDA's markers (extra()) or the
+  // given backend's (HIP numbers END differently); valid until the next push.
+  void **extra();
+  void **extra_for(Backend backend);
 
  private:
+  friend class GpuSession;
   void append(const void *value, std::size_t bytes, std::size_t alignment);
   std::vector<std::byte> buffer_;
   std::vector<std::size_t> offsets_;

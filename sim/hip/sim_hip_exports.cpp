@@ -13,6 +13,7 @@
 #include "lg_hip.h"
 #include "sim_device.h"
 #include "sim_faults.h"
+#include "sim_kernels.h"
 
 using leaseguard::sim::MemoryKind;
 using leaseguard::sim::SimDriver;
@@ -563,4 +564,55 @@ LG_SIM_EXPORT hipError_t hipMemImportFromShareableHandle(hipMemGenericAllocation
   CUresult status = driver().vmm_import(&value, osHandle, static_cast<CUmemAllocationHandleType>(shHandleType));
   if (status == CUDA_SUCCESS) *handle = reinterpret_cast<hipMemGenericAllocationHandle_t>(value);
   return hip(status);
+}
+
+// --- Modules and launches (sim_kernels.h) -----------------------------------------------------
+
+LG_SIM_EXPORT hipError_t hipModuleLoadData(hipModule_t *module, const void *image) {
+  LG_SIM_HIP_ENTRY(hipModuleLoadData);
+  if (module == nullptr || image == nullptr) return hipErrorInvalidValue;
+  if (hipError_t status = activate(); status != hipSuccess) return status;
+  auto *loaded = leaseguard::sim::load_module(image);
+  if (loaded == nullptr) return hipErrorInvalidImage;
+  *module = reinterpret_cast<hipModule_t>(loaded);
+  return hipSuccess;
+}
+
+LG_SIM_EXPORT hipError_t hipModuleUnload(hipModule_t module) {
+  LG_SIM_HIP_ENTRY(hipModuleUnload);
+  auto *loaded = reinterpret_cast<leaseguard::sim::SimModule *>(module);
+  if (!leaseguard::sim::module_valid(loaded)) return hipErrorInvalidHandle;
+  leaseguard::sim::unload_module(loaded);
+  return hipSuccess;
+}
+
+LG_SIM_EXPORT hipError_t hipModuleGetFunction(hipFunction_t *function, hipModule_t module, const char *kname) {
+  LG_SIM_HIP_ENTRY(hipModuleGetFunction);
+  auto *loaded = reinterpret_cast<leaseguard::sim::SimModule *>(module);
+  if (function == nullptr || kname == nullptr) return hipErrorInvalidValue;
+  if (!leaseguard::sim::module_valid(loaded)) return hipErrorInvalidHandle;
+  const auto *kernel = leaseguard::sim::find_kernel(loaded, kname);
+  if (kernel == nullptr) return hipErrorNotFound;
+  *function = reinterpret_cast<hipFunction_t>(const_cast<leaseguard::sim::SimKernel *>(kernel));
+  return hipSuccess;
+}
+
+LG_SIM_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
+                                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
+                                               void **kernelParams, void **extra) {
+  LG_SIM_HIP_ENTRY(hipModuleLaunchKernel);
+  (void)sharedMemBytes;
+  (void)stream;
+  if (hipError_t status = activate(); status != hipSuccess) return status;
+  const auto *kernel = reinterpret_cast<const leaseguard::sim::SimKernel *>(f);
+  if (!leaseguard::sim::kernel_valid(kernel)) return hipErrorInvalidHandle;
+  uint64_t threads = uint64_t{gridDimX} * gridDimY * gridDimZ * blockDimX * blockDimY * blockDimZ;
+  if (threads == 0 || blockDimX * uint64_t{blockDimY} * blockDimZ > 1024) return hipErrorInvalidValue;
+  leaseguard::sim::KernelLaunch launch;
+  launch.threads = threads > UINT32_MAX ? UINT32_MAX : static_cast<unsigned>(threads);
+  int status = leaseguard::sim::resolve_arguments(*kernel, kernelParams, extra, LG_HIP_LAUNCH_PARAM_BUFFER_POINTER,
+                                                  LG_HIP_LAUNCH_PARAM_BUFFER_SIZE, LG_HIP_LAUNCH_PARAM_END, launch);
+  if (status != 0) return static_cast<hipError_t>(status);
+  return static_cast<hipError_t>(kernel->run(launch));
 }

@@ -1,0 +1,16 @@
+// The process's one leaseguard core, as the C++ API reaches it (core/core_link.h): the
+// preload's when it is loaded, else one of the API library's own. Never null; with
+// recording off (LEASEGUARD_DISABLE, a setuid program) it records nothing and lease calls
+// return 0.
+#pragma once
+
+#include "core_link.h"
+
+namespace leaseguard::api {
+
+const leaseguard_core_link &core() noexcept;
+
+// True if the API runs its own core (no preload in the process).
+bool core_is_local() noexcept;
+
+}  // namespace leaseguard::api
