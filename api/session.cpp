@@ -48,7 +48,12 @@ void SessionState::release(std::uint64_t pointer) noexcept {
 
 std::uint64_t GpuMemHandle::raw() const noexcept { return state_ ? state_->pointer : 0; }
 std::size_t GpuMemHandle::size() const noexcept { return state_ ? state_->bytes : 0; }
-bool GpuMemHandle::freed() const noexcept { return !state_ || state_->freed.load(std::memory_order_acquire); }
+bool GpuMemHandle::freed() const noexcept {
+  if (!state_ || state_->freed.load(std::memory_order_acquire)) return true;
+  // Reclaimed with the lease (the handle itself is not told).
+  const detail::SessionState &session = *state_->session;
+  return session.lease != 0 && session.on_expiry == OnExpiry::Reclaim && session.lease_over();
+}
 
 std::ostream &operator<<(std::ostream &out, const GpuMemHandle &handle) {
   if (!handle.state_) return out << "GpuMemHandle(empty)";
@@ -89,6 +94,7 @@ GpuSession::GpuSession(SessionOptions options) : state_(std::make_shared<detail:
   if (state_->backend == nullptr) detail::fail(ErrorKind::NoBackend, "no GPU backend for session \"" + options.name + "\": " + why);
   state_->device = options.device;
   state_->name = options.name;
+  state_->on_expiry = options.on_expiry;
   if (int status = state_->backend->check_device(options.device); status != 0)
     state_->fail_driver(status, "opening the device");
   auto ttl = options.ttl.count() > 0 ? static_cast<std::uint64_t>(options.ttl.count()) : 0;

@@ -16,6 +16,7 @@ struct SessionState {
   api::DeviceBackend *backend = nullptr;
   int device = 0;
   std::uint64_t lease = 0;  // 0: leaseguard records nothing in this process
+  OnExpiry on_expiry = OnExpiry::Reclaim;
   std::string name;
   std::atomic<bool> ended{false};
 

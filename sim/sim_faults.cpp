@@ -2,6 +2,7 @@
 #include "sim_faults.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,12 +19,19 @@ struct Fault {
   std::atomic<long> calls{0};
 };
 
+// Append-only, so a test can add faults while other threads are inside the simulator.
 struct FaultPlan {
-  std::vector<Fault *> faults;
+  static constexpr size_t kMaxFaults = 64;
+  std::atomic<Fault *> faults[kMaxFaults] = {};
+  std::atomic<size_t> count{0};
 
   FaultPlan() {
     const char *spec = std::getenv("LEASEGUARD_SIM_FAULTS");
-    if (spec == nullptr || *spec == '\0') return;
+    if (spec != nullptr) add(spec);
+  }
+
+  void add(const char *spec) {
+    if (*spec == '\0') return;
     std::string all(spec);
     size_t pos = 0;
     while (pos <= all.size()) {
@@ -49,7 +57,13 @@ struct FaultPlan {
         delete fault;
         continue;
       }
-      faults.push_back(fault);
+      size_t index = count.fetch_add(1);
+      if (index >= kMaxFaults) {
+        count.store(kMaxFaults);
+        delete fault;
+        return;
+      }
+      faults[index].store(fault, std::memory_order_release);
     }
   }
 };
@@ -59,13 +73,50 @@ FaultPlan &plan() {
   return instance;
 }
 
+// How often each entry point was called: a lock-free table keyed by the address of the
+// entry point's name (each is one string literal).
+constexpr size_t kCountSlots = 512;
+std::atomic<const char *> g_count_names[kCountSlots];
+std::atomic<uint64_t> g_counts[kCountSlots];
+
+void count_call(const char *name) noexcept {
+  size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) % kCountSlots;
+  for (size_t probe = 0; probe < kCountSlots; ++probe, slot = (slot + 1) % kCountSlots) {
+    const char *held = g_count_names[slot].load(std::memory_order_acquire);
+    if (held == nullptr && g_count_names[slot].compare_exchange_strong(held, name, std::memory_order_acq_rel))
+      held = name;
+    if (held == name) {
+      g_counts[slot].fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
+void add_faults(const char *spec) noexcept {
+  try {
+    if (spec != nullptr) plan().add(spec);
+  } catch (...) {
+  }
+}
+
+uint64_t call_count(const char *name) noexcept {
+  uint64_t total = 0;
+  for (size_t slot = 0; slot < kCountSlots; ++slot) {
+    const char *held = g_count_names[slot].load(std::memory_order_acquire);
+    if (held != nullptr && std::strcmp(held, name) == 0) total += g_counts[slot].load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
 std::optional<int> injected_fault(const char *name) noexcept {
+  count_call(name);
   FaultPlan &faults = plan();
-  if (faults.faults.empty()) return std::nullopt;
-  for (Fault *fault : faults.faults) {
-    if (fault->entry_point != name) continue;
+  const size_t count = faults.count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count && i < FaultPlan::kMaxFaults; ++i) {
+    Fault *fault = faults.faults[i].load(std::memory_order_acquire);
+    if (fault == nullptr || fault->entry_point != name) continue;
     long call = fault->calls.fetch_add(1) + 1;
     if (fault->nth == 0 || call == fault->nth) return fault->status;
   }

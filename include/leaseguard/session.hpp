@@ -110,10 +110,11 @@ class KernelArgs {
   static constexpr std::size_t kLargeLimit = 32764;   // CUDA 12.1+ drivers on Volta and later
 
   KernelArgs &push_buffer(const GpuMemHandle &handle);  // throws HandleFreed if it is freed
+  // A value copied byte for byte (so trivially copyable); a host pointer is refused at
+  // compile time: pass device memory with push_buffer(), or a raw() value.
   template <typename T>
+    requires std::is_trivially_copyable_v<T> && (!std::is_pointer_v<T>)
   KernelArgs &push(const T &value) {
-    static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are copied byte for byte");
-    static_assert(!std::is_pointer_v<T>, "push a GpuMemHandle with push_buffer(), or its raw() value");
     append(&value, sizeof(T), alignof(T));
     return *this;
   }

@@ -616,3 +616,11 @@ LG_SIM_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gri
   if (status != 0) return static_cast<hipError_t>(status);
   return static_cast<hipError_t>(kernel->run(launch));
 }
+
+// For tests: how many times entry point `name` was called in this process.
+LG_SIM_EXPORT uint64_t leaseguard_sim_call_count(const char *name) {
+  return name != nullptr ? leaseguard::sim::call_count(name) : 0;
+}
+
+// For tests: adds faults in the LEASEGUARD_SIM_FAULTS syntax, from now on.
+LG_SIM_EXPORT void leaseguard_sim_add_faults(const char *spec) { leaseguard::sim::add_faults(spec); }
