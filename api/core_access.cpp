@@ -32,7 +32,7 @@ int no_free(uint16_t, uint64_t) { return static_cast<int>(FreeOutcome::Unknown);
 void no_exclude(uint64_t, uint64_t) {}
 
 const leaseguard_core_link kSilent = {1, sizeof(leaseguard_core_link), plain_function, no_lease, no_end,
-                                      no_state, no_alloc, no_free, no_exclude};
+                                      no_state, no_alloc, no_free, no_exclude, no_free};
 
 // --- The API library's own core, when no preload is loaded ---------------------------------------
 
@@ -57,9 +57,13 @@ void local_alloc(const leaseguard_alloc_event *event) {
 }
 int local_free(uint16_t api, uint64_t value) { return static_cast<int>(local()->on_free(static_cast<Api>(api), value)); }
 void local_exclude(uint64_t begin, uint64_t end) { local()->exclude_code(CodeRange{begin, end}); }
+int local_owner_drop(uint16_t api, uint64_t value) {
+  return static_cast<int>(local()->on_free(static_cast<Api>(api), value, true));
+}
 
 const leaseguard_core_link kLocal = {1, sizeof(leaseguard_core_link), plain_function, local_lease_begin,
-                                     local_lease_end, local_lease_state, local_alloc, local_free, local_exclude};
+                                     local_lease_end, local_lease_state, local_alloc, local_free, local_exclude,
+                                     local_owner_drop};
 
 void finish_local() {
   if (Tracker *tracker = local()) tracker->finish_process();

@@ -35,7 +35,7 @@ std::size_t SessionState::end() noexcept {
 void SessionState::release(std::uint64_t pointer) noexcept {
   // Reclaimed when the lease ended: the memory is gone already, and the address may even
   // belong to someone else by now.
-  if (api::core().on_free(backend->free_api(), pointer) == static_cast<int>(FreeOutcome::Reclaimed)) return;
+  if (api::core().on_owner_drop(backend->free_api(), pointer) == static_cast<int>(FreeOutcome::Reclaimed)) return;
   int status = backend->free(device, pointer);
   if (status != 0 && !backend->means_gone(status))
     log_debug("freeing %#llx on %s device %d failed with status %d; ignored", static_cast<unsigned long long>(pointer),

@@ -36,6 +36,9 @@ struct leaseguard_core_link {
   int (*on_free)(uint16_t api, uint64_t value);  // 0: free it, 1: unknown, free it, 2: reclaimed, do not
   // Frames in [begin, end) (the API library) are dropped from the top of recorded stacks.
   void (*exclude_code)(uint64_t begin, uint64_t end);
+  // on_free for a handle's last drop: after its lease reclaimed the memory this is expected,
+  // and not reported as a late free.
+  int (*on_owner_drop)(uint16_t api, uint64_t value);
 };
 
 // Exported by libleaseguard_preload.so; NULL when it records nothing (disabled, setuid).

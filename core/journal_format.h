@@ -114,6 +114,8 @@ enum FreeFlags : uint8_t {
   kFreeLate = 8,       // the program freed a reclaimed allocation: not passed to the driver
   kFreeMismatched = 16,  // with kFreeUnknown: a live value, but this entry point does not free
                          // its kind (the driver fails the call; the allocation stays live)
+  kFreeOwnerDrop = 32,   // with kFreeLate: the C++ API's handle let go of memory leaseguard
+                         // reclaimed (expected after a lease ends; not reported)
 };
 
 struct FreePayload {

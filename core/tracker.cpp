@@ -285,7 +285,7 @@ void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uin
   journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
 }
 
-FreeOutcome Tracker::on_free(Api api, uint64_t value) noexcept {
+FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
   const Space space = space_of(api);
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
@@ -306,7 +306,8 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value) noexcept {
         HandleRecord record;
         record.id = late->id;
         record.address = value;
-        write_free(record, api, journal::kFreeLate, capture_and_intern(), 0);
+        if (owner_drop) write_free(record, api, journal::kFreeLate | journal::kFreeOwnerDrop, 0, 0);
+        else write_free(record, api, journal::kFreeLate, capture_and_intern(), 0);
       }
       return FreeOutcome::Reclaimed;
     }

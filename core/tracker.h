@@ -65,7 +65,8 @@ class Tracker {
   // Called before the driver frees `value` (an address, or a handle in the namespace of
   // `api`); says whether to forward the free. A free entry point that does not release what
   // the value is (cuMemFree of an IPC mapping) leaves the record live: the driver fails it.
-  FreeOutcome on_free(Api api, uint64_t value) noexcept;
+  // `owner_drop`: the C++ API's last handle is letting go (expected after its lease ended).
+  FreeOutcome on_free(Api api, uint64_t value, bool owner_drop = false) noexcept;
   // Called after the driver destroyed `context` (and with it its allocations).
   void on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept;
 

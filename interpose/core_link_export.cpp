@@ -55,12 +55,18 @@ int on_free(uint16_t api, uint64_t value) {
   return static_cast<int>(tracker->on_free(static_cast<Api>(api), value));
 }
 
+int on_owner_drop(uint16_t api, uint64_t value) {
+  Tracker *tracker = recording_tracker();
+  if (tracker == nullptr) return 1;
+  return static_cast<int>(tracker->on_free(static_cast<Api>(api), value, true));
+}
+
 void exclude_code(uint64_t begin, uint64_t end) {
   if (Tracker *tracker = recording_tracker()) tracker->exclude_code(CodeRange{begin, end});
 }
 
 const leaseguard_core_link kLink = {1, sizeof(leaseguard_core_link), real_function_of, lease_begin, lease_end,
-                                    lease_state, on_alloc, on_free, exclude_code};
+                                    lease_state, on_alloc, on_free, exclude_code, on_owner_drop};
 
 }  // namespace
 }  // namespace leaseguard::interpose

@@ -131,6 +131,10 @@ class Replay : public journal::JournalVisitor {
     if (free_record.flags & journal::kFreeLate) {
       auto it = reclaimed_.find(free_record.id);
       if (it == reclaimed_.end()) return;
+      if (free_record.flags & journal::kFreeOwnerDrop) {  // a handle letting go, as designed
+        reclaimed_.erase(it);
+        return;
+      }
       ++process_.late_frees;
       process_.leases[it->second].late_frees.push_back(make_late_free(free_record, false));
       reclaimed_.erase(it);

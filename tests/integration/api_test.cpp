@@ -1,0 +1,101 @@
+// The C++ API in whole programs (examples/api/, tests/victims/api_exit_drop.cpp): under the
+// preload it shares the preload's core (one record per allocation), without it it runs its
+// own, and handles dropped at exit are harmless either way.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+
+std::string example(const std::string &name) { return std::string(LEASEGUARD_EXAMPLES) + "/" + name; }
+
+const JsonValue *lease_named(const JsonValue &report, const std::string &name) {
+  for (const auto &process : report["processes"].items())
+    for (const auto &lease : process["leases"].items())
+      if (lease["name"].as_string() == name) return &lease;
+  return nullptr;
+}
+
+TEST(ApiUnderThePreload, EachAllocationIsRecordedOnce) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {example("api_vector_add")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("leaked: 0"), std::string::npos);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(process["allocations"].as_number(), 3);  // not 6: the API's driver calls bypass the hooks
+  EXPECT_EQ(process["frees"].as_number(), 3);
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 0);
+}
+
+TEST(ApiUnderThePreload, OnlyTheRawPointerLeaks) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {example("api_early_return")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_NE((*leaks[0])["stack"][0]["function"].as_string().find("upload_raw"), std::string::npos);
+}
+
+TEST(ApiUnderThePreload, AnExpiredSessionIsReclaimedAndItsLateDropsAreQuiet) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {example("api_ttl_session")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue *job = lease_named(run.json, "job-42");
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ((*job)["ended_by"].as_string(), "expiry");
+  EXPECT_EQ((*job)["leaks"].size(), 4u);
+  for (const auto &leak : (*job)["leaks"].items()) {
+    EXPECT_TRUE(leak["reclaimed"].as_bool());
+    EXPECT_EQ(leak["stack"][0]["function"].as_string(), "main");  // the program's call, not the API's insides
+  }
+  EXPECT_EQ((*job)["late_frees"].size(), 0u);  // handles letting go after a reclaim are expected
+}
+
+TEST(ApiWithoutThePreload, RecordsIntoItsOwnCore) {
+  TempDir dir;
+  auto direct = run_process({example("api_ttl_session")},
+                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}}, {"LD_PRELOAD"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  auto report = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "report.json"), dir.path()});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  JsonValue json;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << error;
+  const JsonValue *job = lease_named(json, "job-42");
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ((*job)["leaks"].size(), 4u);
+  for (const auto &leak : (*job)["leaks"].items()) EXPECT_TRUE(leak["reclaimed"].as_bool());
+}
+
+TEST(ApiExitDrops, HandlesDroppedAtExitWithAndWithoutThePreload) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("api_exit_drop")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  std::map<std::string, double> leaks, late_frees;
+  for (const auto &process : run.json["processes"].items())
+    for (const auto &lease : process["leases"].items()) {
+      leaks[lease["name"].as_string()] += lease["leaks"].size();
+      late_frees[lease["name"].as_string()] += lease["late_frees"].size();
+    }
+  EXPECT_EQ(leaks["reclaiming"], 1);
+  EXPECT_EQ(late_frees["reclaiming"], 0);  // its handle's drop at exit was expected
+  EXPECT_EQ(leaks["reporting"], 1);
+  EXPECT_EQ(late_frees["reporting"], 1);  // reported, then freed by the handle at exit
+  // The open session's handle went with the static destructors, before the process lease
+  // ended: no leak.
+  EXPECT_EQ(leaks["never-ended"], 0);
+  TempDir alone;
+  auto direct = run_process({victim("api_exit_drop")},
+                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", alone.path()}}, {"LD_PRELOAD"});
+  EXPECT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_NE(direct.out.find("exiting with three handles alive"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
