@@ -145,6 +145,8 @@ void check_range(const detail::Allocation &allocation, std::size_t offset, std::
 
 GpuMemHandle GpuSession::mem_alloc(std::size_t bytes) {
   const detail::SessionState &session = usable(state_);
+  // Drivers disagree on 0 bytes (CUDA refuses, HIP returns NULL); a handle is never empty.
+  if (bytes == 0) detail::fail(ErrorKind::OutOfBounds, "mem_alloc of 0 bytes");
   std::uint64_t pointer = 0;
   if (int status = session.backend->alloc(session.device, bytes, &pointer); status != 0)
     session.fail_driver(status, "mem_alloc");

@@ -8,7 +8,8 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for file in bin/leaseguard lib/libleaseguard_preload.so lib/leaseguard/sim/libcuda.so.1 \
-            include/leaseguard/leaseguard.h include/leaseguard/annotate.h \
+            include/leaseguard/leaseguard.h include/leaseguard/annotate.h include/leaseguard/session.hpp \
+            lib/libleaseguard_api.so lib/leaseguard/sim/libamdhip64.so.5 \
             lib/cmake/leaseguard/leaseguardConfig.cmake lib/pkgconfig/leaseguard.pc; do
   [ -e "$prefix/$file" ] || { echo "missing after install: $file"; exit 1; }
 done
@@ -41,4 +42,47 @@ if (cd "$prefix/consumer/build" && ctest -R leaky --output-on-failure > "$prefix
   echo "the leaky test passed under leaseguard_add_test"; cat "$prefix/leaky.log"; exit 1
 fi
 ls "$prefix/consumer/build/leaseguard/leaky/"*.journal >/dev/null || { echo "no per-test output directory"; exit 1; }
+
+# A C++ consumer of leaseguard::api, written from docs/api.md: a session, handles,
+# KernelArgs and a launch, on the installed simulator under the installed CLI.
+mkdir -p "$prefix/api_consumer"
+cat > "$prefix/api_consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(api_consumer CXX)
+find_package(leaseguard CONFIG REQUIRED)
+add_executable(api_consumer main.cpp)
+target_link_libraries(api_consumer PRIVATE leaseguard::api)
+CMAKE
+cat > "$prefix/api_consumer/main.cpp" <<'CPP'
+#include <leaseguard/session.hpp>
+
+#include <cstdio>
+#include <vector>
+
+int main(int argc, char **) {
+  leaseguard::GpuSession session({.name = "consumer"});
+  std::vector<unsigned> host(256, 0);
+  {  // the handles go at the end of this block, before the session ends
+    leaseguard::GpuMemHandle out = session.mem_alloc(host.size() * sizeof(unsigned));
+    static const char module[] = "leaseguard-sim-module:fill_u32";
+    leaseguard::GpuFunction fill = session.load_function(std::as_bytes(std::span(module)), "fill_u32");
+    leaseguard::KernelArgs args;
+    args.push_buffer(out).push(7u).push(static_cast<unsigned>(host.size()));
+    session.launch(fill, {1}, {256}, args);
+    session.mem_read(out, 0, std::as_writable_bytes(std::span(host)));
+  }
+  if (argc > 1) static leaseguard::GpuMemHandle kept = session.mem_alloc(4242);  // still held at end()
+  std::printf("host[255] = %u, leaked %zu\n", host[255], session.end());
+  return host[255] == 7 ? 0 : 1;
+}
+CPP
+cmake -S "$prefix/api_consumer" -B "$prefix/api_consumer/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/api_consumer/build" >/dev/null
+"$prefix/bin/leaseguard" run --sim --quiet --fail-on-leak --out "$prefix/api-clean" -- "$prefix/api_consumer/build/api_consumer" \
+  || { echo "the API consumer failed"; exit 1; }
+if "$prefix/bin/leaseguard" run --sim --fail-on-leak --out "$prefix/api-leaky" \
+     -- "$prefix/api_consumer/build/api_consumer" leak > "$prefix/api-leaky.log" 2>&1; then
+  echo "the API consumer's leak was not reported"; cat "$prefix/api-leaky.log"; exit 1
+fi
+grep -q "Leak of 4242 byte(s)" "$prefix/api-leaky.log" || { echo "no 4242-byte leak"; cat "$prefix/api-leaky.log"; exit 1; }
 echo "install layout ok"

@@ -48,6 +48,13 @@ TEST(Session, EveryRangeIsCheckedAgainstTheAllocation) {
   EXPECT_NO_THROW(session.mem_read(handle, 100, std::span<std::byte>()));  // empty at the end is fine
 }
 
+TEST(Session, ZeroBytesIsRefusedOnEveryBackend) {
+  for (Backend backend : {Backend::Cuda, Backend::Hip}) {
+    GpuSession session({.name = "zero", .backend = backend});
+    EXPECT_EQ(kind_of([&] { session.mem_alloc(0); }), ErrorKind::OutOfBounds);
+  }
+}
+
 TEST(Session, UseAfterFreeThrowsHandleFreed) {
   GpuSession session({.name = "use-after-free"});
   GpuMemHandle handle = session.mem_alloc(64);
