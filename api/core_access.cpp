@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api_reclaim.h"
+#include "core_link_events.h"
 #include "log.h"
 #include "module_map.h"
 #include "options.h"
@@ -44,17 +45,7 @@ uint64_t local_lease_begin(const char *name, uint64_t ttl_ms, int policy) {
 }
 int local_lease_end(uint64_t lease) { return local()->lease_end(lease); }
 int local_lease_state(uint64_t lease) { return static_cast<int>(local()->lease_state(lease)); }
-void local_alloc(const leaseguard_alloc_event *event) {
-  AllocationEvent allocation;
-  allocation.api = static_cast<Api>(event->api);
-  allocation.kind = static_cast<Kind>(event->kind);
-  allocation.address = event->value;
-  allocation.bytes = event->bytes;
-  allocation.device = event->device;
-  allocation.context = event->context;
-  allocation.lease_id = event->lease;
-  local()->on_alloc(allocation);
-}
+void local_alloc(const leaseguard_alloc_event *event) { local()->on_alloc(allocation_event_of(*event)); }
 int local_free(uint16_t api, uint64_t value) { return static_cast<int>(local()->on_free(static_cast<Api>(api), value)); }
 void local_exclude(uint64_t begin, uint64_t end) { local()->exclude_code(CodeRange{begin, end}); }
 int local_owner_drop(uint16_t api, uint64_t value) {

@@ -6,6 +6,7 @@
 
 #include "api_ids.h"
 #include "backend.h"
+#include "open_once.h"
 #include "core_access.h"
 #define LG_CUDA_NO_PROTOTYPES 1
 #include "lg_cuda.h"
@@ -184,22 +185,6 @@ class CudaBackend final : public DeviceBackend {
 
 }  // namespace
 
-DeviceBackend *open_cuda_backend(std::string &why) noexcept {
-  static std::once_flag once;
-  static CudaBackend *backend = nullptr;
-  static std::string failure;
-  try {
-    std::call_once(once, [] {
-      auto *candidate = new CudaBackend;  // never destroyed (see backend.h)
-      if (candidate->load(failure)) backend = candidate;
-      else delete candidate;
-    });
-  } catch (...) {
-    why = "out of memory";
-    return nullptr;
-  }
-  if (backend == nullptr) why = failure;
-  return backend;
-}
+DeviceBackend *open_cuda_backend(std::string &why) noexcept { return open_once<CudaBackend>(why); }
 
 }  // namespace leaseguard::api

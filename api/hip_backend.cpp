@@ -1,10 +1,10 @@
 // The HIP runtime behind a GpuSession (see backend.h).
 #include <dlfcn.h>
 
-#include <mutex>
 
 #include "api_ids.h"
 #include "backend.h"
+#include "open_once.h"
 #include "core_access.h"
 #include "resource_rules.h"
 #define LG_HIP_NO_PROTOTYPES 1
@@ -139,22 +139,6 @@ class HipBackend final : public DeviceBackend {
 
 }  // namespace
 
-DeviceBackend *open_hip_backend(std::string &why) noexcept {
-  static std::once_flag once;
-  static HipBackend *backend = nullptr;
-  static std::string failure;
-  try {
-    std::call_once(once, [] {
-      auto *candidate = new HipBackend;  // never destroyed (see backend.h)
-      if (candidate->load(failure)) backend = candidate;
-      else delete candidate;
-    });
-  } catch (...) {
-    why = "out of memory";
-    return nullptr;
-  }
-  if (backend == nullptr) why = failure;
-  return backend;
-}
+DeviceBackend *open_hip_backend(std::string &why) noexcept { return open_once<HipBackend>(why); }
 
 }  // namespace leaseguard::api

@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include "core_link.h"
+#include "core_link_events.h"
 #include "hook_table.h"
 #include "preload_state.h"
 #include "real_dlsym.h"
@@ -38,15 +39,7 @@ int lease_state(uint64_t lease) {
 void on_alloc(const leaseguard_alloc_event *event) {
   Tracker *tracker = recording_tracker();
   if (tracker == nullptr || event == nullptr) return;
-  AllocationEvent allocation;
-  allocation.api = static_cast<Api>(event->api);
-  allocation.kind = static_cast<Kind>(event->kind);
-  allocation.address = event->value;
-  allocation.bytes = event->bytes;
-  allocation.device = event->device;
-  allocation.context = event->context;
-  allocation.lease_id = event->lease;
-  tracker->on_alloc(allocation);
+  tracker->on_alloc(allocation_event_of(*event));
 }
 
 int on_free(uint16_t api, uint64_t value) {
