@@ -123,9 +123,16 @@ void LeaseRegistry::watch() {
 }
 
 void LeaseRegistry::stop_watchdog() {
-  std::lock_guard lock(mutex_);
-  stopping_ = true;
-  wake_.notify_all();
+  std::thread watchdog;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;  // arm() starts no thread from now on
+    wake_.notify_all();
+    if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog = std::move(watchdog_);
+  }
+  // Joined, so that no thread of ours outlives the end of recording (and a sanitizer sees
+  // none leaked); never from the watchdog itself, which is left to finish on its own.
+  if (watchdog.joinable()) watchdog.join();
 }
 
 }  // namespace leaseguard
