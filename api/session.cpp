@@ -125,12 +125,11 @@ const detail::SessionState &usable(const std::shared_ptr<detail::SessionState> &
 }
 
 const detail::Allocation &allocation_of(const std::shared_ptr<detail::SessionState> &session,
-                                        const GpuMemHandle &handle, const std::shared_ptr<detail::Allocation> &state) {
+                                        const std::shared_ptr<detail::Allocation> &state) {
   if (!state || state->freed.load(std::memory_order_acquire))
     detail::fail(ErrorKind::HandleFreed, "the handle was freed (or is empty)");
   if (state->session != session)
     detail::fail(ErrorKind::WrongSession, "the handle belongs to another session (\"" + state->session->name + "\")");
-  (void)handle;
   return *state;
 }
 
@@ -171,7 +170,7 @@ GpuMemHandle GpuSession::mem_alloc(std::size_t bytes) {
 
 void GpuSession::mem_write(const GpuMemHandle &handle, std::size_t offset, std::span<const std::byte> data) {
   const detail::SessionState &session = usable(state_);
-  const detail::Allocation &allocation = allocation_of(state_, handle, handle.state_);
+  const detail::Allocation &allocation = allocation_of(state_, handle.state_);
   check_range(allocation, offset, data.size());
   if (data.empty()) return;
   if (int status = session.backend->write(session.device, allocation.pointer + offset, data.data(), data.size()); status != 0)
@@ -180,7 +179,7 @@ void GpuSession::mem_write(const GpuMemHandle &handle, std::size_t offset, std::
 
 void GpuSession::mem_read(const GpuMemHandle &handle, std::size_t offset, std::span<std::byte> out) {
   const detail::SessionState &session = usable(state_);
-  const detail::Allocation &allocation = allocation_of(state_, handle, handle.state_);
+  const detail::Allocation &allocation = allocation_of(state_, handle.state_);
   check_range(allocation, offset, out.size());
   if (out.empty()) return;
   if (int status = session.backend->read(session.device, out.data(), allocation.pointer + offset, out.size()); status != 0)
@@ -189,7 +188,7 @@ void GpuSession::mem_read(const GpuMemHandle &handle, std::size_t offset, std::s
 
 void GpuSession::mem_set(const GpuMemHandle &handle, std::size_t offset, std::uint8_t value, std::size_t bytes) {
   const detail::SessionState &session = usable(state_);
-  const detail::Allocation &allocation = allocation_of(state_, handle, handle.state_);
+  const detail::Allocation &allocation = allocation_of(state_, handle.state_);
   check_range(allocation, offset, bytes);
   if (bytes == 0) return;
   if (int status = session.backend->set(session.device, allocation.pointer + offset, value, bytes); status != 0)

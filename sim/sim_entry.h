@@ -1,5 +1,5 @@
-// How the simulator's exported entry points begin: default visibility, and a failure a test
-// injected for this entry point (sim_faults.h) returned before anything else happens.
+// How the simulator's exported entry points (CUDA and HIP) begin: default visibility, and a
+// failure a test injected for this entry point (sim_faults.h) returned before anything else.
 #pragma once
 
 #include "lg_cuda.h"
@@ -10,4 +10,10 @@
   do {                                                                          \
     if (auto fault = leaseguard::sim::injected_fault(#name))                    \
       return static_cast<CUresult>(*fault);                                     \
+  } while (0)
+// The same for the HIP runtime's entry points (hipError_t shares the driver's numbers).
+#define LG_SIM_HIP_ENTRY(name)                                                  \
+  do {                                                                          \
+    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
+      return static_cast<hipError_t>(*fault);                                   \
   } while (0)

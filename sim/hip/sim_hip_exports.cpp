@@ -12,18 +12,11 @@
 #include "lg_array_bytes.h"
 #include "lg_hip.h"
 #include "sim_device.h"
-#include "sim_faults.h"
+#include "sim_entry.h"
 #include "sim_kernels.h"
 
 using leaseguard::sim::MemoryKind;
 using leaseguard::sim::SimDriver;
-
-#define LG_SIM_EXPORT extern "C" __attribute__((visibility("default")))
-#define LG_SIM_HIP_ENTRY(name)                                                  \
-  do {                                                                          \
-    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
-      return static_cast<hipError_t>(*fault);                                   \
-  } while (0)
 
 namespace {
 

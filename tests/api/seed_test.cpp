@@ -138,8 +138,14 @@ TEST(Seed, OnlyTheLastOfManyCopiesFrees) {
 TEST(Seed, DropSwallowsDriverErrors) {
   GpuSession session({.name = "seed-8"});
   GpuMemHandle handle = session.mem_alloc(64);
+  GpuMemHandle copy = handle;
+  const uint64_t frees = sim_calls("cuMemFree_v2");
   sim_fail("cuMemFree_v2:1=1");  // the next free fails (N counts from now)
-  EXPECT_NO_THROW(handle = GpuMemHandle());
+  handle = GpuMemHandle();       // noexcept: a throw here would terminate the test
+  copy = GpuMemHandle();         // the last copy: the drop tries the free, which fails
+  EXPECT_EQ(sim_calls("cuMemFree_v2"), frees + 1);
+  EXPECT_TRUE(copy.freed());
+  EXPECT_NO_THROW(session.mem_alloc(64));  // the session carries on
 }
 
 TEST(Seed, ContextDestroyedOrDriverUnloadingCountAsFreed) {

@@ -112,7 +112,11 @@ TEST(Session, HandlesMayOutliveTheirSession) {
     GpuSession session({.name = "short-lived", .on_expiry = OnExpiry::Report});
     for (int i = 0; i < 3; ++i) handles.push_back(session.mem_alloc(32));
   }
-  EXPECT_NO_THROW(handles.clear());
+  // The session is gone; its state lives on in the handles, which still free their memory.
+  const uint64_t frees = sim_calls("cuMemFree_v2");
+  EXPECT_FALSE(handles[0].freed());
+  handles.clear();
+  EXPECT_EQ(sim_calls("cuMemFree_v2"), frees + 3);
 }
 
 TEST(Session, AMovedFromSessionRefusesWork) {

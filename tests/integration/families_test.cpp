@@ -17,11 +17,6 @@ namespace {
 using report::JsonValue;
 using LeakKey = std::tuple<std::string, std::string, double, double, std::string>;  // api, kind, bytes, device, function
 
-std::string first_function(const JsonValue &leak) {
-  const JsonValue &function = leak["stack"][0]["function"];
-  return function.is_null() ? "" : function.as_string();
-}
-
 // The function in the stack that names the leak site (import_memfd is a helper).
 std::string leak_site(const JsonValue &leak) {
   for (const auto &frame : leak["stack"].items())

@@ -106,4 +106,9 @@ std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json) 
   return leaks;
 }
 
+std::string first_function(const report::JsonValue &leak) {
+  const report::JsonValue &function = leak["stack"][0]["function"];
+  return function.is_null() ? "" : function.as_string();
+}
+
 }  // namespace leaseguard::testing

@@ -39,5 +39,7 @@ std::string victim(const std::string &name);
 
 // Every leak of every process and lease in a JSON report.
 std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json);
+// The function of a leak's first frame, or "" where unknown.
+std::string first_function(const report::JsonValue &leak);
 
 }  // namespace leaseguard::testing

@@ -16,11 +16,6 @@ namespace {
 
 using report::JsonValue;
 
-std::string first_function(const JsonValue &leak) {
-  const JsonValue &function = leak["stack"][0]["function"];
-  return function.is_null() ? "" : function.as_string();
-}
-
 const JsonValue *lease_named(const JsonValue &process, const std::string &name, const std::string &ended_by) {
   for (const auto &lease : process["leases"].items())
     if (lease["name"].as_string() == name && lease["ended_by"].as_string() == ended_by) return &lease;
