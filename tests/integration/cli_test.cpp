@@ -420,7 +420,9 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
   const std::string deep = dir / "a_checkout_directory_with_a_long_name_and_nowhere_to_break/build_tree/examples";
   std::filesystem::create_directories(deep);
   std::filesystem::copy_file(kPipeline, deep + "/leaky_pipeline");
-  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--ttl", "1ms", "--format",
+  // No time-to-live: whether a 1 ms expiry fires before or during the pipeline depends on
+  // the machine's load, and with it how the leaks group. The exit ends the lease (its mark).
+  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format",
                          "html=" + (dir / "report.html"), "--", deep + "/leaky_pipeline"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string page = read_text(dir / "report.html");
@@ -437,7 +439,7 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
         << "wider than a " << width << " window: " << dom.substr(dom.find("<body"), dom.find("<h1") - dom.find("<body"));
     EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);            // blur and upload_frame
     EXPECT_GE(occurrences(dom, "class=\"lease-line\""), 1u);            // the timeline
-    EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);          // lease expiry / end marks
+    EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);          // lease end marks
     EXPECT_GE(occurrences(dom, "class=\"lease-begin\""), 1u);           // and begin marks
     EXPECT_GE(occurrences(dom, "class=\"flame-frame\""), 5u);           // the flame graph
     EXPECT_NE(dom.find("14.0 KiB leaked in 4 allocation(s)"), std::string::npos);
