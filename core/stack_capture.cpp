@@ -1,10 +1,16 @@
-// Stack capture with the C++ runtime's unwinder.
+// Stack capture: a walk driven by cached call frame information, with the C++ runtime's
+// unwinder behind it for anything the cache cannot step.
 #include "stack_capture.h"
 
+#include <pthread.h>
 #include <unwind.h>
+
+#include "frame_rules.h"
 
 namespace leaseguard {
 namespace {
+
+// ---- the full unwinder (slow, always right) ----
 
 struct Walk {
   uintptr_t *frames;
@@ -29,9 +35,85 @@ _Unwind_Reason_Code visit(struct _Unwind_Context *context, void *argument) {
   return walk->count == walk->max_frames ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
+// ---- the cached walk ----
+
+// The calling thread's stack, where every load of the walk must fall. A thread running on
+// another stack (a coroutine, a signal stack) is walked by the full unwinder instead.
+struct StackBounds {
+  uintptr_t low = 0;
+  uintptr_t high = 0;
+  bool known = false;
+  bool unavailable = false;
+};
+thread_local StackBounds t_bounds;
+
+const StackBounds &thread_stack_bounds() noexcept {
+  if (!t_bounds.known && !t_bounds.unavailable) {
+    pthread_attr_t attributes;
+    void *address = nullptr;
+    size_t bytes = 0;
+    if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+      if (pthread_attr_getstack(&attributes, &address, &bytes) == 0 && bytes != 0) {
+        t_bounds.low = reinterpret_cast<uintptr_t>(address);
+        t_bounds.high = t_bounds.low + bytes;
+        t_bounds.known = true;
+      }
+      pthread_attr_destroy(&attributes);
+    }
+    t_bounds.unavailable = !t_bounds.known;
+  }
+  return t_bounds;
+}
+
 }  // namespace
 
+__attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames,
+                                                          const ExcludedCode &excluded, size_t &count) noexcept {
+  const StackBounds &bounds = thread_stack_bounds();
+  uintptr_t pc;
+  uintptr_t sp;
+  uintptr_t bp;
+  // Where this function is now: the rule for this very instruction describes its frame.
+  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+  if (!bounds.known || sp < bounds.low || sp >= bounds.high) return WalkResult::NeedsFullUnwinder;
+  auto on_stack = [&](uintptr_t address) { return address >= sp && address <= bounds.high - sizeof(uintptr_t); };
+  bool skipping_top = true;
+  bool first = true;
+  count = 0;
+  for (int steps = 0; steps < 512 && count < max_frames; ++steps) {
+    // A return address follows its call: the rule that applies is the call's, one byte back.
+    FrameRule rule = cached_frame_rule_at(first ? pc : pc - 1);
+    first = false;
+    if (rule.cfa == FrameRule::Cfa::Outermost) return WalkResult::Done;
+    if (rule.cfa == FrameRule::Cfa::Unknown) return WalkResult::NeedsFullUnwinder;
+    uintptr_t cfa = (rule.cfa == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset);
+    if (cfa < sp + sizeof(uintptr_t) || !on_stack(cfa - sizeof(uintptr_t))) return WalkResult::NeedsFullUnwinder;
+    uintptr_t return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
+    if (rule.rbp_saved) {
+      uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset);
+      if (!on_stack(saved_at)) return WalkResult::NeedsFullUnwinder;
+      bp = *reinterpret_cast<const uintptr_t *>(saved_at);
+    }
+    sp = cfa;
+    pc = return_address;
+    if (pc == 0) return WalkResult::Done;
+    if (skipping_top) {
+      if (excluded.contains(pc)) continue;
+      skipping_top = false;
+    }
+    frames[count++] = pc;
+  }
+  return WalkResult::Done;
+}
+
 size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept {
+  if (max_frames == 0) return 0;
+  size_t count = 0;
+  if (capture_stack_cached(frames, max_frames, excluded, count) == WalkResult::Done) return count;
+  return capture_stack_unwinder(frames, max_frames, excluded);
+}
+
+size_t capture_stack_unwinder(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept {
   if (max_frames == 0) return 0;
   Walk walk{frames, max_frames, 0, excluded, true};
   _Unwind_Backtrace(visit, &walk);

@@ -1,8 +1,13 @@
 // Captures the calling thread's stack as return addresses.
 //
-// Uses the DWARF unwinder of the C++ runtime (_Unwind_Backtrace), which is correct for code
-// built with or without frame pointers. Frames inside an excluded address range (the preload
-// library itself) are dropped from the top, so a stack starts at the application's call.
+// Correct for code built with or without frame pointers: each step follows the code's DWARF
+// call frame information (frame_rules.h), cached per address, so after the first capture
+// of a path a frame costs a cache lookup and a load or two. Where that rule is missing or
+// unusual (a signal frame, a realigned stack, code without CFI, a thread on a stack of its
+// own making) the whole capture is done by the C++ runtime's unwinder (_Unwind_Backtrace).
+// Neither installs anything: the program's exception unwinding is untouched.
+// Frames inside an excluded address range (the preload library itself) are dropped from the
+// top, so a stack starts at the application's call.
 #pragma once
 
 #include <cstddef>
@@ -39,5 +44,15 @@ struct ExcludedCode {
 
 // Writes at most `max_frames` return addresses into `frames`; returns how many.
 size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept;
+
+// The cached walk alone: Done, or NeedsFullUnwinder if some frame has no usable cached rule
+// (then `frames` is incomplete).
+enum class WalkResult { Done, NeedsFullUnwinder };
+WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
+                                size_t &count) noexcept;
+
+// The same with the C++ runtime's unwinder alone: the reference the fast walk is tested
+// against, and its fallback.
+size_t capture_stack_unwinder(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept;
 
 }  // namespace leaseguard

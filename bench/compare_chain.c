@@ -1,0 +1,135 @@
+/* The program bench/compare times: allocation + free pairs made at the bottom of a 12-deep
+ * call chain, so every tool under comparison captures stacks of the same depth.
+ *
+ *   compare_chain malloc|cuda|hip PAIRS
+ *
+ * malloc: glibc malloc + free of 256 bytes (the peers, LeakSanitizer and heaptrack, track
+ * these); cuda: cuMemAlloc_v2 + cuMemFree_v2; hip: hipMalloc + hipFree (leaseguard tracks
+ * these; on the simulator, or a real driver). Prints the mean nanoseconds per pair over the
+ * timed loop, after a warm-up of PAIRS / 10 pairs. The driver libraries are opened with
+ * dlopen, as the CUDA runtime does, so one binary serves every mode. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*alloc_fn)(void **, size_t);
+typedef int (*free_fn)(void *);
+
+static alloc_fn g_alloc;
+static free_fn g_free;
+static volatile uintptr_t g_sink;
+
+static int malloc_alloc(void **pointer, size_t bytes) {
+  *pointer = malloc(bytes);
+  return *pointer == NULL;
+}
+static int malloc_free(void *pointer) {
+  free(pointer);
+  return 0;
+}
+
+/* The bottom of the chain: one pair. The driver functions' first parameter is a pointer to
+ * a 64-bit device address (CUdeviceptr / void *), the same shape as malloc_alloc's. */
+__attribute__((noinline)) static int level12(void) {
+  void *pointer = NULL;
+  if (g_alloc(&pointer, 256) != 0) return 1;
+  g_sink = (uintptr_t)pointer;
+  return g_free(pointer);
+}
+
+#define LEVEL(n, next)                                           \
+  __attribute__((noinline)) static int level##n(void) {          \
+    int status = next();                                         \
+    __asm__ volatile("" ::: "memory"); /* not a tail call */     \
+    return status;                                               \
+  }
+LEVEL(11, level12)
+LEVEL(10, level11)
+LEVEL(9, level10)
+LEVEL(8, level9)
+LEVEL(7, level8)
+LEVEL(6, level7)
+LEVEL(5, level6)
+LEVEL(4, level5)
+LEVEL(3, level4)
+LEVEL(2, level3)
+LEVEL(1, level2)
+
+static void *must_open(const char *library) {
+  void *handle = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
+  if (handle == NULL) {
+    fprintf(stderr, "compare_chain: cannot open %s: %s\n", library, dlerror());
+    exit(2);
+  }
+  return handle;
+}
+
+static void *must_find(void *handle, const char *name) {
+  void *function = dlsym(handle, name);
+  if (function == NULL) {
+    fprintf(stderr, "compare_chain: no %s\n", name);
+    exit(2);
+  }
+  return function;
+}
+
+static void set_up_cuda(void) {
+  void *cuda = must_open("libcuda.so.1");
+  int (*init)(unsigned) = (int (*)(unsigned))must_find(cuda, "cuInit");
+  int (*device_get)(int *, int) = (int (*)(int *, int))must_find(cuda, "cuDeviceGet");
+  int (*retain)(void **, int) = (int (*)(void **, int))must_find(cuda, "cuDevicePrimaryCtxRetain");
+  int (*set_current)(void *) = (int (*)(void *))must_find(cuda, "cuCtxSetCurrent");
+  int device = 0;
+  void *context = NULL;
+  if (init(0) != 0 || device_get(&device, 0) != 0 || retain(&context, device) != 0 || set_current(context) != 0) {
+    fprintf(stderr, "compare_chain: no CUDA device\n");
+    exit(2);
+  }
+  g_alloc = (alloc_fn)must_find(cuda, "cuMemAlloc_v2");
+  g_free = (free_fn)must_find(cuda, "cuMemFree_v2");
+}
+
+static void set_up_hip(void) {
+  void *hip = must_open("libamdhip64.so.5");
+  g_alloc = (alloc_fn)must_find(hip, "hipMalloc");
+  g_free = (free_fn)must_find(hip, "hipFree");
+}
+
+static double now_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec * 1e9 + (double)now.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS\n");
+    return 2;
+  }
+  long pairs = atol(argv[2]);
+  if (strcmp(argv[1], "malloc") == 0) {
+    g_alloc = malloc_alloc;
+    g_free = malloc_free;
+  } else if (strcmp(argv[1], "cuda") == 0) {
+    set_up_cuda();
+  } else if (strcmp(argv[1], "hip") == 0) {
+    set_up_hip();
+  } else {
+    fprintf(stderr, "compare_chain: unknown mode %s\n", argv[1]);
+    return 2;
+  }
+  if (pairs <= 0) {
+    fprintf(stderr, "compare_chain: PAIRS must be positive\n");
+    return 2;
+  }
+  for (long i = 0; i < pairs / 10; ++i)
+    if (level1() != 0) return 1;
+  double start = now_ns();
+  for (long i = 0; i < pairs; ++i)
+    if (level1() != 0) return 1;
+  printf("%.1f\n", (now_ns() - start) / (double)pairs);
+  return 0;
+}

@@ -1,0 +1,421 @@
+// Reads the frame rule at an address from .eh_frame (see frame_rules.h).
+//
+// The C++ runtime finds the frame description entry (FDE) that covers an address; this file
+// runs the entry's call frame instructions up to the address, keeping only what a stack
+// walk needs: how the CFA is computed, and where the caller's %rbp was saved. Anything
+// unusual (a CFA given by an expression, a signal frame, a 64-bit length) yields Unknown,
+// and the caller falls back to the full unwinder, so a rule is either exact or absent.
+#include "frame_rules.h"
+
+#include <atomic>
+#include <cstring>
+
+extern "C" {
+// From the C++ runtime's unwinder (libgcc_s), the function _Unwind_Backtrace uses itself.
+struct lg_dwarf_eh_bases {
+  void *tbase;
+  void *dbase;
+  void *func;
+};
+const void *_Unwind_Find_FDE(void *pc, struct lg_dwarf_eh_bases *bases);
+}
+
+namespace leaseguard {
+namespace {
+
+constexpr unsigned kRegRbp = 6;
+constexpr unsigned kRegRsp = 7;
+constexpr unsigned kRegReturnAddress = 16;
+
+class Reader {
+ public:
+  Reader(const uint8_t *at, const uint8_t *end) : at_(at), end_(end) {}
+  bool ok() const { return ok_; }
+  bool more() const { return ok_ && at_ < end_; }
+  const uint8_t *position() const { return at_; }
+  uint8_t u8() { return ok_ && at_ < end_ ? *at_++ : fail(); }
+  uint64_t fixed(size_t bytes) {
+    if (!ok_ || static_cast<size_t>(end_ - at_) < bytes) return fail();
+    uint64_t value = 0;
+    std::memcpy(&value, at_, bytes);  // little-endian
+    at_ += bytes;
+    return value;
+  }
+  uint64_t uleb() {
+    uint64_t value = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+      uint8_t byte = u8();
+      value |= uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) return value;
+    }
+    return fail();
+  }
+  int64_t sleb() {
+    int64_t value = 0;
+    unsigned shift = 0;
+    uint8_t byte = 0;
+    do {
+      byte = u8();
+      value |= static_cast<int64_t>(uint64_t{byte & 0x7fu} << shift);
+      shift += 7;
+    } while ((byte & 0x80) != 0 && shift < 64 && ok_);
+    if (shift < 64 && (byte & 0x40) != 0) value |= -(int64_t{1} << shift);
+    return value;
+  }
+  void skip(uint64_t bytes) {
+    if (!ok_ || static_cast<uint64_t>(end_ - at_) < bytes) fail();
+    else at_ += bytes;
+  }
+  // Skips a pointer in DW_EH_PE encoding `encoding`; its value is never needed here.
+  void skip_encoded(uint8_t encoding) {
+    if (encoding == 0xff) return;  // DW_EH_PE_omit
+    switch (encoding & 0x0f) {
+      case 0x00: case 0x04: case 0x0c: skip(8); break;  // absptr, udata8, sdata8
+      case 0x02: case 0x0a: skip(2); break;             // udata2, sdata2
+      case 0x03: case 0x0b: skip(4); break;             // udata4, sdata4
+      case 0x01: uleb(); break;
+      case 0x09: sleb(); break;
+      default: fail();
+    }
+  }
+  uint8_t fail() {
+    ok_ = false;
+    return 0;
+  }
+
+ private:
+  const uint8_t *at_;
+  const uint8_t *end_;
+  bool ok_ = true;
+};
+
+struct RowState {
+  unsigned cfa_register = kRegRsp;
+  int64_t cfa_offset = 8;
+  bool cfa_expression = false;
+  bool rbp_saved = false;
+  int64_t rbp_offset = 0;
+  bool rbp_unusual = false;         // kept in another register, or by an expression
+  int64_t return_offset = -8;
+  bool return_undefined = false;
+  bool return_unusual = false;
+};
+
+struct Cie {
+  uint64_t code_align = 1;
+  int64_t data_align = -8;
+  uint8_t fde_encoding = 0;
+  bool has_augmentation_data = false;
+  const uint8_t *instructions = nullptr;
+  const uint8_t *end = nullptr;
+};
+
+// A record's bounds: after its 32-bit length. 64-bit lengths do not occur in .eh_frame of
+// code this size and are refused.
+bool record_bounds(const uint8_t *record, const uint8_t *&body, const uint8_t *&end) {
+  uint32_t length;
+  std::memcpy(&length, record, sizeof length);
+  if (length == 0 || length == 0xffffffffu) return false;
+  body = record + 4;
+  end = body + length;
+  return true;
+}
+
+bool parse_cie(const uint8_t *record, Cie &cie) {
+  const uint8_t *body;
+  const uint8_t *end;
+  if (!record_bounds(record, body, end)) return false;
+  Reader in(body, end);
+  if (in.fixed(4) != 0) return false;  // a CIE's id is 0 in .eh_frame
+  uint8_t version = in.u8();
+  if (version != 1 && version != 3) return false;
+  char augmentation[8];
+  size_t length = 0;
+  for (char c = static_cast<char>(in.u8()); c != '\0' && in.ok(); c = static_cast<char>(in.u8())) {
+    if (length + 1 == sizeof augmentation) return false;
+    augmentation[length++] = c;
+  }
+  augmentation[length] = '\0';
+  cie.code_align = in.uleb();
+  cie.data_align = in.sleb();
+  uint64_t return_register = version == 1 ? in.u8() : in.uleb();
+  if (return_register != kRegReturnAddress) return false;
+  if (augmentation[0] == 'z') {
+    cie.has_augmentation_data = true;
+    uint64_t data_bytes = in.uleb();
+    const uint8_t *data_end = in.position() + data_bytes;
+    for (size_t i = 1; i < length && in.ok(); ++i) {
+      switch (augmentation[i]) {
+        case 'R': cie.fde_encoding = in.u8(); break;
+        case 'P': in.skip_encoded(in.u8()); break;
+        case 'L': in.u8(); break;
+        default: return false;  // 'S' (a signal frame) and anything newer: not ours to step
+      }
+    }
+    if (!in.ok() || in.position() > data_end) return false;
+    in.skip(static_cast<uint64_t>(data_end - in.position()));
+  } else if (length != 0) {
+    return false;
+  }
+  cie.instructions = in.position();
+  cie.end = end;
+  return in.ok();
+}
+
+// Runs call frame instructions while the row's address is at most `target`.
+// Returns false on anything it does not model.
+bool run_instructions(Reader in, const Cie &cie, uintptr_t location, uintptr_t target, RowState &row,
+                      const RowState &initial) {
+  RowState remembered[8];
+  int remembered_count = 0;
+  auto set_register = [&](uint64_t reg, int64_t offset) {
+    if (reg == kRegRbp) {
+      row.rbp_saved = true;
+      row.rbp_offset = offset;
+      row.rbp_unusual = false;
+    } else if (reg == kRegReturnAddress) {
+      row.return_offset = offset;
+      row.return_undefined = false;
+      row.return_unusual = false;
+    }
+  };
+  auto restore_register = [&](uint64_t reg) {
+    if (reg == kRegRbp) {
+      row.rbp_saved = initial.rbp_saved;
+      row.rbp_offset = initial.rbp_offset;
+      row.rbp_unusual = initial.rbp_unusual;
+    } else if (reg == kRegReturnAddress) {
+      row.return_offset = initial.return_offset;
+      row.return_undefined = initial.return_undefined;
+      row.return_unusual = initial.return_unusual;
+    }
+  };
+  auto unusual_register = [&](uint64_t reg) {
+    if (reg == kRegRbp) row.rbp_unusual = true;
+    if (reg == kRegReturnAddress) row.return_unusual = true;
+  };
+  auto advance = [&](uint64_t delta) {
+    location += delta * cie.code_align;
+    return location <= target;
+  };
+  while (in.more()) {
+    uint8_t op = in.u8();
+    uint8_t low = op & 0x3f;
+    switch (op & 0xc0) {
+      case 0x40:  // advance_loc
+        if (!advance(low)) return true;
+        continue;
+      case 0x80:  // offset
+        set_register(low, static_cast<int64_t>(in.uleb()) * cie.data_align);
+        continue;
+      case 0xc0:  // restore
+        restore_register(low);
+        continue;
+      default:
+        break;
+    }
+    switch (op) {
+      case 0x00: break;                                          // nop
+      case 0x02: if (!advance(in.u8())) return true; break;      // advance_loc1
+      case 0x03: if (!advance(in.fixed(2))) return true; break;  // advance_loc2
+      case 0x04: if (!advance(in.fixed(4))) return true; break;  // advance_loc4
+      case 0x05: {                                               // offset_extended
+        uint64_t reg = in.uleb();
+        set_register(reg, static_cast<int64_t>(in.uleb()) * cie.data_align);
+        break;
+      }
+      case 0x06: restore_register(in.uleb()); break;  // restore_extended
+      case 0x07: {                                    // undefined
+        uint64_t reg = in.uleb();
+        if (reg == kRegReturnAddress) row.return_undefined = true;
+        else if (reg == kRegRbp) row.rbp_unusual = true;
+        break;
+      }
+      case 0x08: {  // same_value
+        uint64_t reg = in.uleb();
+        if (reg == kRegRbp) row.rbp_saved = false;
+        else if (reg == kRegReturnAddress) row.return_unusual = true;
+        break;
+      }
+      case 0x09: {  // register
+        uint64_t reg = in.uleb();
+        in.uleb();
+        unusual_register(reg);
+        break;
+      }
+      case 0x0a:  // remember_state
+        if (remembered_count == 8) return false;
+        remembered[remembered_count++] = row;
+        break;
+      case 0x0b:  // restore_state: the whole row, CFA rule included (as GCC emits and reads it)
+        if (remembered_count == 0) return false;
+        row = remembered[--remembered_count];
+        break;
+      case 0x0c:  // def_cfa
+        row.cfa_register = static_cast<unsigned>(in.uleb());
+        row.cfa_offset = static_cast<int64_t>(in.uleb());
+        row.cfa_expression = false;
+        break;
+      case 0x0d:  // def_cfa_register
+        row.cfa_register = static_cast<unsigned>(in.uleb());
+        row.cfa_expression = false;
+        break;
+      case 0x0e:  // def_cfa_offset
+        row.cfa_offset = static_cast<int64_t>(in.uleb());
+        break;
+      case 0x0f:  // def_cfa_expression
+        row.cfa_expression = true;
+        in.skip(in.uleb());
+        break;
+      case 0x10: {  // expression
+        uint64_t reg = in.uleb();
+        in.skip(in.uleb());
+        unusual_register(reg);
+        break;
+      }
+      case 0x11: {  // offset_extended_sf
+        uint64_t reg = in.uleb();
+        set_register(reg, in.sleb() * cie.data_align);
+        break;
+      }
+      case 0x12:  // def_cfa_sf
+        row.cfa_register = static_cast<unsigned>(in.uleb());
+        row.cfa_offset = in.sleb() * cie.data_align;
+        row.cfa_expression = false;
+        break;
+      case 0x13:  // def_cfa_offset_sf
+        row.cfa_offset = in.sleb() * cie.data_align;
+        break;
+      case 0x14:  // val_offset
+      case 0x15: {  // val_offset_sf
+        uint64_t reg = in.uleb();
+        if (op == 0x14) in.uleb();
+        else in.sleb();
+        unusual_register(reg);
+        break;
+      }
+      case 0x16: {  // val_expression
+        uint64_t reg = in.uleb();
+        in.skip(in.uleb());
+        unusual_register(reg);
+        break;
+      }
+      case 0x2e: in.uleb(); break;  // GNU_args_size
+      case 0x2f: {                  // GNU_negative_offset_extended
+        uint64_t reg = in.uleb();
+        set_register(reg, -static_cast<int64_t>(in.uleb()) * cie.data_align);
+        break;
+      }
+      default:
+        return false;  // set_loc and vendor extensions
+    }
+    if (!in.ok()) return false;
+  }
+  return in.ok();
+}
+
+FrameRule rule_of(const RowState &row) {
+  FrameRule rule;
+  if (row.return_undefined) {
+    rule.cfa = FrameRule::Cfa::Outermost;
+    return rule;
+  }
+  if (row.cfa_expression || row.return_unusual || row.rbp_unusual || row.return_offset != -8) return rule;
+  if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX || row.rbp_offset < INT32_MIN ||
+      row.rbp_offset > INT32_MAX)
+    return rule;
+  if (row.cfa_register == kRegRsp) rule.cfa = FrameRule::Cfa::StackPointer;
+  else if (row.cfa_register == kRegRbp) rule.cfa = FrameRule::Cfa::FramePointer;
+  else return rule;  // a CFA in another register (realigned stacks): the full unwinder knows
+  rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
+  rule.rbp_saved = row.rbp_saved;
+  rule.rbp_offset = static_cast<int32_t>(row.rbp_offset);
+  return rule;
+}
+
+}  // namespace
+
+FrameRule frame_rule_at(uintptr_t pc) noexcept {
+  lg_dwarf_eh_bases bases{};
+  const auto *fde = static_cast<const uint8_t *>(_Unwind_Find_FDE(reinterpret_cast<void *>(pc), &bases));
+  if (fde == nullptr || bases.func == nullptr) return FrameRule{};
+  const uint8_t *body;
+  const uint8_t *end;
+  if (!record_bounds(fde, body, end)) return FrameRule{};
+  uint32_t cie_pointer;
+  std::memcpy(&cie_pointer, body, sizeof cie_pointer);
+  Cie cie;
+  if (cie_pointer == 0 || !parse_cie(body - cie_pointer, cie)) return FrameRule{};
+  Reader in(body + 4, end);
+  in.skip_encoded(cie.fde_encoding & 0x0f);  // pc_begin (bases.func says where it points)
+  in.skip_encoded(cie.fde_encoding & 0x0f);  // pc_range
+  if (cie.has_augmentation_data) in.skip(in.uleb());
+  if (!in.ok()) return FrameRule{};
+
+  const auto function = reinterpret_cast<uintptr_t>(bases.func);
+  RowState row;
+  RowState never_restored;
+  if (!run_instructions(Reader(cie.instructions, cie.end), cie, function, UINTPTR_MAX, row, never_restored))
+    return FrameRule{};
+  const RowState initial = row;
+  if (!run_instructions(in, cie, function, pc, row, initial)) return FrameRule{};
+  return rule_of(row);
+}
+
+namespace {
+
+// A direct-mapped cache of rules. Each entry is guarded by a sequence number: odd while a
+// writer fills it, and a reader that sees it change retries as a miss. Entries are written
+// only by a thread that wins the entry's sequence number, so no reader sees a torn rule.
+struct alignas(32) CacheEntry {
+  std::atomic<uint32_t> sequence{0};
+  std::atomic<uint64_t> pc{0};
+  std::atomic<uint64_t> packed{0};
+};
+constexpr size_t kCacheEntries = 8192;
+CacheEntry g_cache[kCacheEntries];
+
+uint64_t pack(const FrameRule &rule) {
+  return uint64_t{static_cast<uint8_t>(rule.cfa)} | uint64_t{rule.rbp_saved} << 8 |
+         uint64_t{static_cast<uint32_t>(rule.cfa_offset) & 0xffffffu} << 16 |
+         uint64_t{static_cast<uint32_t>(rule.rbp_offset) & 0xffffffu} << 40;
+}
+
+FrameRule unpack(uint64_t packed) {
+  auto signed24 = [](uint64_t bits) { return static_cast<int32_t>(static_cast<uint32_t>(bits << 8)) >> 8; };
+  FrameRule rule;
+  rule.cfa = static_cast<FrameRule::Cfa>(packed & 0xff);
+  rule.rbp_saved = (packed >> 8 & 1) != 0;
+  rule.cfa_offset = signed24(packed >> 16 & 0xffffff);
+  rule.rbp_offset = signed24(packed >> 40 & 0xffffff);
+  return rule;
+}
+
+bool packable(const FrameRule &rule) {
+  auto fits = [](int32_t value) { return value >= -(1 << 23) && value < (1 << 23); };
+  return fits(rule.cfa_offset) && fits(rule.rbp_offset);
+}
+
+}  // namespace
+
+FrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
+  CacheEntry &entry = g_cache[(pc * 0x9E3779B97F4A7C15ull) >> 51];
+  static_assert(kCacheEntries == size_t{1} << 13);
+  uint32_t before = entry.sequence.load(std::memory_order_acquire);
+  if ((before & 1) == 0 && entry.pc.load(std::memory_order_relaxed) == pc) {
+    uint64_t packed = entry.packed.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (entry.sequence.load(std::memory_order_relaxed) == before) return unpack(packed);
+  }
+  FrameRule rule = frame_rule_at(pc);
+  if (packable(rule) && (before & 1) == 0 &&
+      entry.sequence.compare_exchange_strong(before, before + 1, std::memory_order_acquire)) {
+    std::atomic_thread_fence(std::memory_order_release);  // the odd number before the rule
+    entry.pc.store(pc, std::memory_order_relaxed);
+    entry.packed.store(pack(rule), std::memory_order_relaxed);
+    entry.sequence.store(before + 2, std::memory_order_release);
+  }
+  return rule;
+}
+
+}  // namespace leaseguard

@@ -1,0 +1,120 @@
+// The cached stack walk against the C++ runtime's unwinder: the same frames, in code built
+// with frame pointers and without them.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "stack_capture.h"
+#include "stack_chain.h"
+
+namespace leaseguard {
+namespace {
+
+struct Captures {
+  std::vector<uintptr_t> fast;
+  std::vector<uintptr_t> reference;
+  bool walked = false;  // the cached walk went all the way, without the unwinder
+};
+
+size_t capture_both(void *argument) {
+  auto *captures = static_cast<Captures *>(argument);
+  ExcludedCode none;
+  captures->fast.resize(64);
+  captures->reference.resize(64);
+  size_t count = 0;
+  captures->walked = capture_stack_cached(captures->fast.data(), 64, none, count) == WalkResult::Done;
+  captures->fast.resize(count);
+  captures->reference.resize(capture_stack_unwinder(captures->reference.data(), 64, none));
+  return captures->fast.size();
+}
+
+// The first frames differ (each capture is called from its own place in capture_both, and
+// the unwinder's own frame is one more); from capture_both's caller to the outermost frame
+// both must list the same return addresses.
+void expect_same_callers(const Captures &captures, size_t at_least = 20) {
+  EXPECT_TRUE(captures.walked);
+  ASSERT_GE(captures.fast.size(), at_least);
+  ASSERT_GE(captures.reference.size(), at_least);
+  size_t common = 0;
+  while (common < captures.fast.size() && common < captures.reference.size() &&
+         captures.fast.rbegin()[common] == captures.reference.rbegin()[common])
+    ++common;
+  EXPECT_GE(common + 3, std::min(captures.fast.size(), captures.reference.size()))
+      << "the walks part " << common << " frames below the outermost; fast " << captures.fast.size()
+      << " frames, unwinder " << captures.reference.size();
+}
+
+__attribute__((noinline)) size_t fp_chain(const testing::ChainCall &call, int depth) {
+  size_t result = depth <= 0 ? call.function(call.argument) : fp_chain(call, depth - 1);
+  __asm__ volatile("" ::: "memory");
+  return result;
+}
+
+TEST(StackCapture, SameFramesAsTheUnwinderWithFramePointers) {
+  Captures captures;
+  fp_chain({capture_both, &captures}, 30);
+  expect_same_callers(captures);
+}
+
+TEST(StackCapture, SameFramesAsTheUnwinderWithoutFramePointers) {
+  // Twice: the second walk runs from the cache.
+  std::vector<uintptr_t> first_walk;
+  for (int round = 0; round < 2; ++round) {
+    Captures captures;
+    testing::nofp_chain({capture_both, &captures}, 30);
+    expect_same_callers(captures);
+    if (round == 0) first_walk = captures.fast;
+    else EXPECT_EQ(captures.fast, first_walk);
+  }
+}
+
+TEST(StackCapture, SameFramesOnAnotherThread) {
+  Captures captures;
+  std::thread([&] { testing::nofp_chain({capture_both, &captures}, 25); }).join();
+  expect_same_callers(captures);
+}
+
+TEST(StackCapture, StopsAtTheLimitAndDropsExcludedFrames) {
+  struct Limited {
+    std::vector<uintptr_t> frames = std::vector<uintptr_t>(5);
+    size_t count = 0;
+  } limited;
+  testing::nofp_chain({[](void *argument) -> size_t {
+                         auto *self = static_cast<Limited *>(argument);
+                         ExcludedCode none;
+                         self->count = capture_stack(self->frames.data(), self->frames.size(), none);
+                         return 0;
+                       },
+                       &limited},
+                      20);
+  EXPECT_EQ(limited.count, 5u);
+}
+
+// Capturing while an exception is in flight (from a destructor run by the unwinder) leaves
+// the exception and its handler exactly as they were.
+struct CapturesOnDestruction {
+  Captures *captures;
+  ~CapturesOnDestruction() { capture_both(captures); }
+};
+
+__attribute__((noinline)) size_t throw_from_bottom(void *argument) {
+  CapturesOnDestruction guard{static_cast<Captures *>(argument)};
+  throw std::runtime_error("from the bottom");
+}
+
+TEST(StackCapture, AnExceptionInFlightIsUntouched) {
+  Captures captures;
+  std::string caught;
+  try {
+    testing::nofp_chain({throw_from_bottom, &captures}, 12);
+  } catch (const std::runtime_error &error) {
+    caught = error.what();
+  }
+  EXPECT_EQ(caught, "from the bottom");
+  expect_same_callers(captures, 12);
+}
+
+}  // namespace
+}  // namespace leaseguard

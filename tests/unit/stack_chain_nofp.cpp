@@ -1,0 +1,53 @@
+// Call chains for the stack capture tests, compiled without frame pointers (see
+// tests/CMakeLists.txt): here %rbp is an ordinary register, so only the call frame
+// information can say where each frame is.
+#include "stack_chain.h"
+
+#include <alloca.h>
+
+#include <cstring>
+
+namespace leaseguard::testing {
+
+namespace {
+volatile int g_sink;
+
+// Uses %rbp for data: many live values across a call leave the compiler no other choice.
+__attribute__((noinline)) size_t busy_registers(const ChainCall &call, int depth) {
+  int a = g_sink + 1, b = g_sink + 2, c = g_sink + 3, d = g_sink + 4, e = g_sink + 5, f = g_sink + 6,
+      g = g_sink + 7, h = g_sink + 8;
+  size_t result = nofp_chain(call, depth - 1);
+  g_sink = a * b + c * d + e * f + g * h;
+  return result;
+}
+
+// A frame whose size is known only at run time: its CFA is kept in %rbp even here.
+__attribute__((noinline)) size_t dynamic_frame(const ChainCall &call, int depth) {
+  auto *scratch = static_cast<char *>(alloca(static_cast<size_t>(g_sink + 64 + depth)));
+  std::memset(scratch, 0, 64);
+  size_t result = nofp_chain(call, depth - 1);
+  g_sink = scratch[3];
+  return result;
+}
+
+// A large frame.
+__attribute__((noinline)) size_t big_frame(const ChainCall &call, int depth) {
+  volatile char page[5000];
+  page[0] = static_cast<char>(depth);
+  size_t result = nofp_chain(call, depth - 1);
+  g_sink = page[0];
+  return result;
+}
+}  // namespace
+
+size_t nofp_chain(const ChainCall &call, int depth) {
+  size_t result;
+  if (depth <= 0) result = call.function(call.argument);
+  else if (depth % 3 == 0) result = busy_registers(call, depth);
+  else if (depth % 3 == 1) result = dynamic_frame(call, depth);
+  else result = big_frame(call, depth);
+  __asm__ volatile("" ::: "memory");  // not a tail call
+  return result;
+}
+
+}  // namespace leaseguard::testing
