@@ -8,6 +8,7 @@
 #include "frame_rules.h"
 
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 extern "C" {
@@ -321,15 +322,15 @@ FrameRule rule_of(const RowState &row) {
     return rule;
   }
   if (row.cfa_expression || row.return_unusual || row.rbp_unusual || row.return_offset != -8) return rule;
-  if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX || row.rbp_offset < INT32_MIN ||
-      row.rbp_offset > INT32_MAX)
+  if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX || row.rbp_offset < INT16_MIN ||
+      row.rbp_offset > INT16_MAX)
     return rule;
   if (row.cfa_register == kRegRsp) rule.cfa = FrameRule::Cfa::StackPointer;
   else if (row.cfa_register == kRegRbp) rule.cfa = FrameRule::Cfa::FramePointer;
   else return rule;  // a CFA in another register (realigned stacks): the full unwinder knows
   rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
   rule.rbp_saved = row.rbp_saved;
-  rule.rbp_offset = static_cast<int32_t>(row.rbp_offset);
+  rule.rbp_offset = static_cast<int16_t>(row.rbp_offset);
   return rule;
 }
 
@@ -375,27 +376,6 @@ struct alignas(32) CacheEntry {
 constexpr size_t kCacheEntries = 8192;
 CacheEntry g_cache[kCacheEntries];
 
-uint64_t pack(const FrameRule &rule) {
-  return uint64_t{static_cast<uint8_t>(rule.cfa)} | uint64_t{rule.rbp_saved} << 8 |
-         uint64_t{static_cast<uint32_t>(rule.cfa_offset) & 0xffffffu} << 16 |
-         uint64_t{static_cast<uint32_t>(rule.rbp_offset) & 0xffffffu} << 40;
-}
-
-FrameRule unpack(uint64_t packed) {
-  auto signed24 = [](uint64_t bits) { return static_cast<int32_t>(static_cast<uint32_t>(bits << 8)) >> 8; };
-  FrameRule rule;
-  rule.cfa = static_cast<FrameRule::Cfa>(packed & 0xff);
-  rule.rbp_saved = (packed >> 8 & 1) != 0;
-  rule.cfa_offset = signed24(packed >> 16 & 0xffffff);
-  rule.rbp_offset = signed24(packed >> 40 & 0xffffff);
-  return rule;
-}
-
-bool packable(const FrameRule &rule) {
-  auto fits = [](int32_t value) { return value >= -(1 << 23) && value < (1 << 23); };
-  return fits(rule.cfa_offset) && fits(rule.rbp_offset);
-}
-
 }  // namespace
 
 FrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
@@ -405,14 +385,14 @@ FrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
   if ((before & 1) == 0 && entry.pc.load(std::memory_order_relaxed) == pc) {
     uint64_t packed = entry.packed.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (entry.sequence.load(std::memory_order_relaxed) == before) return unpack(packed);
+    if (entry.sequence.load(std::memory_order_relaxed) == before) return std::bit_cast<FrameRule>(packed);
   }
   FrameRule rule = frame_rule_at(pc);
-  if (packable(rule) && (before & 1) == 0 &&
+  if ((before & 1) == 0 &&
       entry.sequence.compare_exchange_strong(before, before + 1, std::memory_order_acquire)) {
     std::atomic_thread_fence(std::memory_order_release);  // the odd number before the rule
     entry.pc.store(pc, std::memory_order_relaxed);
-    entry.packed.store(pack(rule), std::memory_order_relaxed);
+    entry.packed.store(std::bit_cast<uint64_t>(rule), std::memory_order_relaxed);
     entry.sequence.store(before + 2, std::memory_order_release);
   }
   return rule;

@@ -20,12 +20,13 @@ struct FrameRule {
     FramePointer,   // CFA = %rbp + cfa_offset
     Outermost,      // the return address is undefined: the stack ends here
   };
-  Cfa cfa = Cfa::Unknown;
-  bool rbp_saved = false;  // %rbp of the caller is at CFA + rbp_offset (else unchanged)
   int32_t cfa_offset = 0;
-  int32_t rbp_offset = 0;
+  int16_t rbp_offset = 0;  // with rbp_saved: the caller's %rbp is at CFA + rbp_offset
+  Cfa cfa = Cfa::Unknown;
+  bool rbp_saved = false;  // else %rbp is unchanged in the caller
   // The return address is at CFA - 8 (checked when the rule is made; anything else is Unknown).
 };
+static_assert(sizeof(FrameRule) == 8, "a rule is cached in one 64-bit word");
 
 // The rule in effect at `pc`. For a return address, pass the address of the call
 // instruction (return address - 1), as the unwinders do.
