@@ -96,3 +96,34 @@ TEST(Robustness, ExitWhileOtherThreadsAllocate) {
 
 }  // namespace
 }  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+TEST(Robustness, ExceptionsThroughAllocatingCodeBehaveAsWithoutLeaseguard) {
+  auto plain = run_process({victim("exceptions")}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, "caught 100, last \"kept round 99\", allocated while unwinding 100\n");
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("exceptions")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, plain.out);
+  // Exactly the 100 allocations made during unwinding leak, each with the stack of the
+  // destructor the unwinder ran, in code without frame pointers.
+  double leaked_bytes = 0;
+  for (const JsonValue *leak : all_leaks(run.json)) {
+    EXPECT_EQ((*leak)["bytes"].as_number(), 777);
+    leaked_bytes += (*leak)["bytes"].as_number() * ((*leak)["count"].is_null() ? 1 : (*leak)["count"].as_number());
+    auto names = functions_of((*leak)["stack"]);
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(),
+                            [](const std::string &name) { return name.find("AllocatesWhileUnwinding") != std::string::npos; }))
+        << "no destructor frame in the leak's stack";
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(),
+                            [](const std::string &name) { return name.find("bottom") != std::string::npos; }))
+        << "the stack does not reach the function that threw";
+  }
+  EXPECT_EQ(leaked_bytes, 77700);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
