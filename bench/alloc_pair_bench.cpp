@@ -1,7 +1,7 @@
 // The cost leaseguard adds to an allocation + free pair, measured side by side in one
 // process: the driver's own cuMemAlloc_v2/cuMemFree_v2 (reached through the core link, so
 // no hook is in the way) against the same calls through leaseguard's hooks, with a live set
-// of 0, 1e3 and 1e5 allocations held meanwhile (the cost must not grow with it).
+// of 0, 1e3, 1e5 and 1e6 allocations held meanwhile (the cost must not grow with it).
 //
 // Run it under the preload, on the simulator, once per stack depth:
 //   for depth in 0 16 32; do
@@ -70,8 +70,8 @@ void BM_AllocFreePair(benchmark::State &state, bool through_hooks) {
   state.SetItemsProcessed(state.iterations());
 }
 
-BENCHMARK_CAPTURE(BM_AllocFreePair, direct, false)->Arg(0)->Arg(1000)->Arg(100000);
-BENCHMARK_CAPTURE(BM_AllocFreePair, hooked, true)->Arg(0)->Arg(1000)->Arg(100000);
+BENCHMARK_CAPTURE(BM_AllocFreePair, direct, false)->Arg(0)->Arg(1000)->Arg(100000)->Arg(1000000);
+BENCHMARK_CAPTURE(BM_AllocFreePair, hooked, true)->Arg(0)->Arg(1000)->Arg(100000)->Arg(1000000);
 BENCHMARK_CAPTURE(BM_AllocFreePair, hooked_threads, true)->Arg(0)->Threads(1)->Threads(2)->Threads(4)->Threads(8);
 
 }  // namespace
