@@ -34,6 +34,8 @@ struct HandleRecord {
   Kind kind = Kind::Device;
   uint16_t reference = 0;  // which reference to a value that counts references
   bool reported = false;  // already counted as a leak by an ended or expired lease
+  uint32_t epoch = 0;     // the tracker's epoch when the allocation was journaled
+  uint64_t journal_slot = UINT64_MAX;  // where its Alloc record is (UINT64_MAX: not journaled)
 };
 
 struct HandleKey {

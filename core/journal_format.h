@@ -26,7 +26,8 @@ inline constexpr size_t kMaxSlotsPerRecord = 255;
 inline constexpr size_t kMaxPayloadBytes = kSlotPayloadBytes * kMaxSlotsPerRecord;
 inline constexpr uint32_t kTagMagic = 0x4C470000u;  // "LG" in the top half
 inline constexpr uint32_t kTagMagicMask = 0xFFFF0000u;
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;     // 2: AllocPayload::freed_in_place
+inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr char kFileMagic[8] = {'L', 'G', 'J', 'O', 'U', 'R', 'N', 'L'};
 
 enum class RecordType : uint8_t {
@@ -93,7 +94,8 @@ struct StackFrame {
   uint32_t offset_high;
 };
 
-struct AllocPayload {
+// Packed to 4-byte alignment so that it fills one slot's 60 payload bytes exactly.
+struct __attribute__((packed, aligned(4))) AllocPayload {
   uint64_t id;
   uint64_t address;
   uint64_t bytes;
@@ -105,7 +107,19 @@ struct AllocPayload {
   uint16_t api;
   uint8_t kind;
   int8_t device;  // -1: unknown
+  // 0, or the free of this allocation, stored into the committed record by the free
+  // (kFreedInPlace*). Zero in version 1 journals, whose slots end with zero bytes here.
+  uint32_t freed_in_place;
 };
+
+// A free that comes while no lease ended, no context and no pool was destroyed since its
+// allocation was recorded (the replay could not tell it from a free at the allocation's
+// place in the journal) is written into the allocation's record instead of a record of its
+// own: the most common free then costs no journal space. Bits 31..25: the free's Api; bits
+// 24..0: microseconds from the allocation to the free.
+inline constexpr uint32_t kFreedInPlaceApiShift = 25;
+inline constexpr uint32_t kFreedInPlaceMaxMicroseconds = (1u << 25) - 1;
+inline constexpr size_t kFreedInPlaceOffset = 56;  // in the payload: 4-byte aligned in its slot
 
 enum FreeFlags : uint8_t {
   kFreeUnknown = 1,    // the address was not a live allocation leaseguard knew of
@@ -174,7 +188,8 @@ static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
 static_assert(sizeof(HeaderPayload) == 40 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
               sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 24 &&
-              sizeof(AllocPayload) == 56, "payload layouts are part of the journal format");
+              sizeof(AllocPayload) == 60, "payload layouts are part of the journal format");
+static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);

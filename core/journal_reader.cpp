@@ -158,9 +158,9 @@ bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &
     error = "not a leaseguard journal (bad magic)";
     return false;
   }
-  if (header.version != kVersion || header.slot_bytes != kSlotBytes) {
-    error = "journal version " + std::to_string(header.version) + " is not supported (this leaseguard reads version " +
-            std::to_string(kVersion) + ")";
+  if (header.version < kOldestReadableVersion || header.version > kVersion || header.slot_bytes != kSlotBytes) {
+    error = "journal version " + std::to_string(header.version) + " is not supported (this leaseguard reads versions " +
+            std::to_string(kOldestReadableVersion) + " to " + std::to_string(kVersion) + ")";
     return false;
   }
 

@@ -82,23 +82,34 @@ bool JournalWriter::ensure_mapped(uint64_t slot_end, bool may_block) noexcept {
 }
 
 bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) noexcept {
+  return append_impl(type, payload, bytes, true) != kNoSlot;
+}
+
+uint64_t JournalWriter::append_at(RecordType type, const void *payload, size_t bytes) noexcept {
   return append_impl(type, payload, bytes, true);
 }
 
 bool JournalWriter::append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept {
-  return append_impl(type, payload, bytes, false);
+  return append_impl(type, payload, bytes, false) != kNoSlot;
 }
 
-bool JournalWriter::append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept {
+void JournalWriter::store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept {
+  if (base_ == nullptr || payload_offset + sizeof value > kSlotPayloadBytes) return;
+  if (slot >= mapped_slots_.load(std::memory_order_acquire)) return;
+  __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + slot * kSlotBytes + 4 + payload_offset), value,
+                   __ATOMIC_RELEASE);
+}
+
+uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept {
   if (base_ == nullptr || bytes > kMaxPayloadBytes) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return kNoSlot;
   }
   const size_t slots = slots_for(bytes);
   const uint64_t first = next_slot_.fetch_add(slots, std::memory_order_relaxed);
   if (!ensure_mapped(first + slots, may_block)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return kNoSlot;
   }
   const auto *source = static_cast<const unsigned char *>(payload);
   size_t remaining = bytes;
@@ -116,7 +127,7 @@ bool JournalWriter::append_impl(RecordType type, const void *payload, size_t byt
   }
   __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + first * kSlotBytes), make_tag(type, slots),
                    __ATOMIC_RELEASE);
-  return true;
+  return first;
 }
 
 void JournalWriter::abandon() noexcept {

@@ -38,6 +38,15 @@ class JournalWriter {
   // is too large, or the file cannot grow.
   bool append(RecordType type, const void *payload, size_t bytes) noexcept;
 
+  // The same; returns the record's first slot, or kNoSlot if it was dropped.
+  static constexpr uint64_t kNoSlot = UINT64_MAX;
+  uint64_t append_at(RecordType type, const void *payload, size_t bytes) noexcept;
+
+  // Stores `value` into the committed record at `slot`, `payload_offset` bytes into its
+  // payload (4-byte aligned, within the first slot): one atomic store, which a reader sees
+  // whole or not at all.
+  void store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept;
+
   // The same for a signal handler: if the file must grow and another thread holds the lock
   // for that, the record is dropped (and counted) instead of waiting.
   bool append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept;
@@ -52,7 +61,7 @@ class JournalWriter {
 
  private:
   bool ensure_mapped(uint64_t slot_end, bool may_block = true) noexcept;
-  bool append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
+  uint64_t append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
 
   int fd_ = -1;
   unsigned char *reservation_ = nullptr;  // the address range reserved, base_ within it

@@ -259,7 +259,10 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
     std::optional<HandleRecord> displaced = table_.insert(record, counts_references(record.api), [&](HandleRecord &stored) {
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
-      if (journaling) journal_.append(journal::RecordType::Alloc, &alloc, sizeof alloc);
+      if (journaling) {
+        stored.epoch = epoch_.load(std::memory_order_acquire);
+        stored.journal_slot = journal_.append_at(journal::RecordType::Alloc, &alloc, sizeof alloc);
+      }
     });
     if (displaced && journaling) {
       // The driver handed this address out again, so the old allocation was freed by a path
@@ -285,8 +288,22 @@ void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uin
   journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
 }
 
+bool Tracker::write_free_in_place(const HandleRecord &record, Api api, uint64_t now_ns) noexcept {
+  static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
+  if (record.journal_slot == journal::JournalWriter::kNoSlot || record.epoch != epoch_.load(std::memory_order_acquire))
+    return false;
+  const auto api_id = static_cast<uint32_t>(api);
+  if (api_id == 0) return false;
+  const uint64_t microseconds = now_ns > record.time_ns ? (now_ns - record.time_ns + 999) / 1000 : 0;
+  if (microseconds > journal::kFreedInPlaceMaxMicroseconds) return false;
+  journal_.store_in_place(record.journal_slot, journal::kFreedInPlaceOffset,
+                          api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(microseconds));
+  return true;
+}
+
 FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
+  const uint64_t now_ns = journaling ? monotonic_ns() : 0;
   const Space space = space_of(api);
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
     std::optional<Reclaimed> late;
@@ -322,7 +339,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
           unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
-        } else {
+        } else if (!write_free_in_place(*removed, api, now_ns)) {
           write_free(*removed, api, 0, 0, 0);
         }
       });
@@ -340,6 +357,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
 }
 
 void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept {
+  begin_epoch();
   std::vector<HandleRecord> freed;
   try {
     freed = table_.remove_if([context](const HandleRecord &record) {
@@ -363,6 +381,7 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) no
 void Tracker::on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes) noexcept {
   log_debug("memory pool %#llx destroyed with %llu bytes still allocated from it", static_cast<unsigned long long>(pool),
             static_cast<unsigned long long>(outstanding_bytes));
+  begin_epoch();
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::PoolDestroyPayload destroy{};
   destroy.pool = pool;
@@ -395,6 +414,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   // At exit the process gives everything back anyway, and the driver may already be going
   // away: reclaim applies to leases that end or expire while the program runs.
   const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
+  begin_epoch();
   size_t leaked = 0;
   if (!reclaim) {
     leaked = table_.mark_lease_reported(lease.id);
@@ -489,6 +509,7 @@ void Tracker::on_expired(Lease &lease) noexcept {
 
 void Tracker::end_leases_from_signal_handler(int signal_number, bool terminating) noexcept {
   if (journal_state_.load(std::memory_order_acquire) != 1) return;  // nothing recorded yet
+  begin_epoch();
   const uint64_t now = monotonic_ns();
   auto end = [&](Lease &lease) {
     if (!LeaseRegistry::try_end(lease)) return;

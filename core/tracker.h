@@ -108,6 +108,10 @@ class Tracker {
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept;
   void write_free(const HandleRecord &record, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
+  bool write_free_in_place(const HandleRecord &record, Api api, uint64_t now_ns) noexcept;
+  // Something the replay must see in its place happened (a lease ended, a context or a pool
+  // was destroyed): frees of allocations journaled before it get records of their own.
+  void begin_epoch() noexcept { epoch_.fetch_add(1, std::memory_order_acq_rel); }
   void on_expired(Lease &lease) noexcept;
   void write_lease_begin(const Lease &lease) noexcept;
   uint32_t capture_and_intern() noexcept;
@@ -124,6 +128,7 @@ class Tracker {
   HandleTable table_;
   StackTable stacks_;
   std::atomic<uint64_t> next_allocation_id_{1};
+  std::atomic<uint32_t> epoch_{0};
   ExcludedCode excluded_;
   ReclaimBackend *backend_ = nullptr;
 

@@ -15,10 +15,10 @@ namespace {
 
 class JournalBuilder {
  public:
-  explicit JournalBuilder(const std::string &path) {
+  explicit JournalBuilder(const std::string &path, uint32_t version = journal::kVersion) {
     journal::HeaderPayload header{};
     std::memcpy(header.magic, journal::kFileMagic, sizeof header.magic);
-    header.version = journal::kVersion;
+    header.version = version;
     header.slot_bytes = journal::kSlotBytes;
     header.pid = 77;
     header.start_monotonic_ns = 1'000'000'000;
@@ -36,8 +36,11 @@ class JournalBuilder {
     std::memcpy(payload.data() + sizeof begin, name.data(), name.size());
     writer_.append(journal::RecordType::LeaseBegin, payload.data(), payload.size());
   }
-  void alloc(uint64_t id, uint64_t bytes, uint32_t lease = 1, uint64_t time_ms = 0) {
+  // freed_after_us: the free written into the record in place (0: none).
+  void alloc(uint64_t id, uint64_t bytes, uint32_t lease = 1, uint64_t time_ms = 0, uint32_t freed_after_us = 0) {
     journal::AllocPayload alloc{};
+    if (freed_after_us != 0)
+      alloc.freed_in_place = static_cast<uint32_t>(Api::cuMemFree_v2) << journal::kFreedInPlaceApiShift | freed_after_us;
     alloc.id = id;
     alloc.address = id * 0x1000;
     alloc.bytes = bytes;
@@ -50,6 +53,9 @@ class JournalBuilder {
     journal::FreePayload free_record{};
     free_record.id = id;
     free_record.flags = flags;
+    writer_.append(journal::RecordType::Free, &free_record, sizeof free_record);
+  }
+  void raw_free(const journal::FreePayload &free_record) {
     writer_.append(journal::RecordType::Free, &free_record, sizeof free_record);
   }
   void lease_end(uint32_t id, EndedBy by, uint64_t time_ms) {
@@ -171,6 +177,70 @@ TEST(ExitStatuses, RoundTripAndRejectGarbage) {
   std::ofstream(dir / "bad.exits") << "10 code 3\nnonsense\n";
   EXPECT_FALSE(read_exit_statuses(dir / "bad.exits", read, error));
   EXPECT_NE(error.find(":2:"), std::string::npos);
+}
+
+TEST(Replay, FreesInPlaceCountInTimeOrderForLiveBytesAndPeaks) {
+  testing::TempDir dir;
+  JournalBuilder journal(dir / "j.journal");
+  // In journal order: A (100 bytes at 0 ms, freed in place at 9 ms), B (50 bytes at 6 ms,
+  // freed in place at 7 ms), C (30 bytes at 8 ms, live). In time: A, B, B freed, C, A freed,
+  // so the peak is 150 bytes at 6 ms, and at 8 ms 130 bytes are live.
+  journal.alloc(1, 100, 1, 0, 9000);
+  journal.alloc(2, 50, 1, 6, 1000);
+  journal.alloc(3, 30, 1, 8);
+  journal.process_end();
+  ProcessReport process;
+  std::string error;
+  ASSERT_TRUE(load_journal(journal.path(), process, error));
+  EXPECT_EQ(process.allocations, 3u);
+  EXPECT_EQ(process.frees, 2u);
+  ASSERT_EQ(process.leases.size(), 1u);
+  ASSERT_EQ(process.leases[0].leaks.size(), 1u);  // C
+  EXPECT_EQ(process.leases[0].leaks[0].bytes, 30u);
+  EXPECT_EQ(process.leases[0].peak_bytes, 150u);
+  ASSERT_EQ(process.timelines.size(), 1u);
+  std::vector<std::pair<double, uint64_t>> expected{{0, 100}, {6, 150}, {7, 100}, {8, 130}, {9, 30}};
+  const auto &points = process.timelines[0].points;
+  ASSERT_GE(points.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_DOUBLE_EQ(points[i].first, expected[i].first) << i;
+    EXPECT_EQ(points[i].second, expected[i].second) << i;
+  }
+}
+
+TEST(Replay, AFreeInPlaceIsRememberedForDoubleFrees) {
+  testing::TempDir dir;
+  JournalBuilder journal(dir / "j.journal");
+  journal.alloc(1, 100, 1, 0, 500);
+  journal::FreePayload twice{};
+  twice.address = 0x1000;
+  twice.api = static_cast<uint16_t>(Api::cuMemFree_v2);
+  twice.flags = journal::kFreeUnknown;
+  twice.time_ns = 1'002'000'000;
+  journal.raw_free(twice);
+  journal.process_end();
+  ProcessReport process;
+  std::string error;
+  ASSERT_TRUE(load_journal(journal.path(), process, error));
+  ASSERT_EQ(process.double_frees.size(), 1u);
+  EXPECT_DOUBLE_EQ(process.double_frees[0].first_freed_ms, 0.5);
+  EXPECT_TRUE(process.leases[0].leaks.empty());
+}
+
+TEST(Replay, ReadsVersionOneJournals) {
+  testing::TempDir dir;
+  std::string path;
+  {
+    JournalBuilder journal(dir / "j.journal", 1);
+    journal.alloc(1, 100, 1, 0);
+    journal.process_end();
+    path = journal.path();
+  }
+  ProcessReport process;
+  std::string error;
+  ASSERT_TRUE(load_journal(path, process, error)) << error;
+  ASSERT_EQ(process.leases.size(), 1u);
+  EXPECT_EQ(process.leases[0].leaks.size(), 1u);
 }
 
 }  // namespace

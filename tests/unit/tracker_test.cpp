@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "report/report_model.h"
 #include "report/symbolizer.h"
 #include "test_support.h"
+#include "journal_reader.h"
 #include "tracker.h"
 
 namespace leaseguard {
@@ -143,6 +145,54 @@ TEST(Tracker, ReusedAddressClosesTheUnseenFree) {
   report::ProcessReport process = replay(tracker);
   ASSERT_EQ(process.leases.at(0).leaks.size(), 1u);
   EXPECT_EQ(process.leases[0].leaks[0].bytes, 2u);
+}
+
+// Which frees the journal holds in their allocation's record, and which as records.
+struct FreeShapes : journal::JournalVisitor {
+  std::map<uint64_t, uint32_t> freed_in_place;  // allocation address -> the word
+  std::vector<uint64_t> free_records;           // addresses
+  void on_alloc(const journal::AllocPayload &alloc) override {
+    if (alloc.freed_in_place != 0) freed_in_place[alloc.address] = alloc.freed_in_place;
+  }
+  void on_free(const journal::FreePayload &free_record) override { free_records.push_back(free_record.address); }
+};
+
+TEST(Tracker, FreesAreWrittenInPlaceUntilALeaseEndsAfterTheirAllocation) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  tracker.on_alloc(event(0x1000, 1));
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Known);  // in place
+  uint64_t lease = tracker.lease_begin("job", 0, Policy::Report);
+  ASSERT_EQ(tracker.lease_enter(lease), 0);
+  tracker.on_alloc(event(0x2000, 2));
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  tracker.on_alloc(event(0x3000, 3));
+  tracker.on_alloc(event(0x4000, 4));
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x4000), FreeOutcome::Known);  // in place
+  EXPECT_EQ(tracker.lease_end(lease), 1);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x3000), FreeOutcome::Known);  // after the end: a record
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);  // late: a record
+  tracker.on_alloc(event(0x5000, 5));
+  EXPECT_EQ(tracker.on_free(Api::cuMemFreeAsync, 0x5000), FreeOutcome::Known);  // in place again
+  tracker.finish_process();
+
+  FreeShapes shapes;
+  journal::ReadStats stats;
+  std::string error;
+  ASSERT_TRUE(journal::read_journal(tracker.journal_path(), shapes, stats, error)) << error;
+  ASSERT_EQ(shapes.freed_in_place.size(), 3u);
+  EXPECT_EQ(shapes.freed_in_place[0x1000] >> journal::kFreedInPlaceApiShift, static_cast<uint32_t>(Api::cuMemFree_v2));
+  EXPECT_EQ(shapes.freed_in_place.count(0x4000), 1u);
+  EXPECT_EQ(shapes.freed_in_place[0x5000] >> journal::kFreedInPlaceApiShift, static_cast<uint32_t>(Api::cuMemFreeAsync));
+  EXPECT_EQ(shapes.free_records, (std::vector<uint64_t>{0x3000, 0x2000}));
+
+  report::ProcessReport process = replay(tracker);
+  EXPECT_EQ(process.frees, 5u);
+  EXPECT_EQ(process.late_frees, 1u);
+  ASSERT_EQ(process.leases.size(), 2u);
+  ASSERT_EQ(process.leases[0].leaks.size(), 1u);
+  EXPECT_EQ(process.leases[0].leaks[0].bytes, 2u);
+  EXPECT_TRUE(process.leases[1].leaks.empty());
 }
 
 TEST(Tracker, TtlExpiryReportsLiveAllocationsAndLaterFreesAreLate) {

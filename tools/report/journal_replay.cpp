@@ -1,7 +1,11 @@
 // Replays a journal into a ProcessReport.
 //
 // The rules, in journal order:
-//   Alloc            the allocation is live, owned by its lease.
+//   Alloc            the allocation is live, owned by its lease. If the record says it was
+//                    freed in place (version 2), the free happened before the next record
+//                    whose replay depends on what is live (a lease end, a context or pool
+//                    destroyed), at the time it gives: it is applied in time order among the
+//                    records that follow, so live bytes and peaks stay exact.
 //   Free             it is no longer live; if it had already been reported (its lease had
 //                    ended or expired), the free is a late free, listed with its stack.
 //                    A free flagged "reclaimed" is leaseguard giving a reported leak back at
@@ -20,6 +24,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <queue>
 #include <set>
 
 #include "report_model.h"
@@ -110,11 +115,21 @@ class Replay : public journal::JournalVisitor {
     touch(alloc.time_ns);
     recently_freed_.erase(alloc.address);  // handed out again: a free of it is no double free
     ++process_.allocations;
-    live_[alloc.id] = LiveAllocation{alloc, false, 0, 0};
     LeaseBytes &bytes = lease_bytes_[alloc.lease_id];
     bytes.live += alloc.bytes;
     bytes.peak = std::max(bytes.peak, bytes.live);
     add_point(bytes, since_start_ms(alloc.time_ns));
+    if (alloc.freed_in_place == 0) {
+      live_[alloc.id] = LiveAllocation{alloc, false, 0, 0};
+      return;
+    }
+    // Freed, and never to be reported: no lease ended between the allocation and its free.
+    const uint32_t api_id = alloc.freed_in_place >> journal::kFreedInPlaceApiShift;
+    const Api api = api_id < static_cast<uint32_t>(Api::Count) ? static_cast<Api>(api_id) : Api::Unknown;
+    const uint64_t freed_ns = alloc.time_ns + uint64_t{alloc.freed_in_place & journal::kFreedInPlaceMaxMicroseconds} * 1000;
+    ++process_.frees;
+    remember_freed(alloc.address, api, freed_ns);
+    pending_frees_.push(PendingFree{freed_ns, alloc.lease_id, alloc.bytes});
   }
 
   void on_free(const journal::FreePayload &free_record) override {
@@ -149,7 +164,9 @@ class Replay : public journal::JournalVisitor {
       }
       return;
     }
-    remember_freed(it->second.record, free_record);
+    remember_freed(it->second.record.address,
+                   free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown,
+                   free_record.time_ns);
     if (it->second.reported) {
       ++process_.late_frees;
       process_.leases[it->second.ending].late_frees.push_back(make_late_free(free_record, true));
@@ -215,6 +232,7 @@ class Replay : public journal::JournalVisitor {
 
   // Called after the last record.
   void finish(bool replaced_by_exec) {
+    apply_frees_until(UINT64_MAX);
     if (!process_.complete) end_remaining(replaced_by_exec ? EndedBy::Exit : EndedBy::Crash, last_ns_);
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
@@ -229,7 +247,31 @@ class Replay : public journal::JournalVisitor {
   }
 
  private:
-  void touch(uint64_t time_ns) { last_ns_ = std::max(last_ns_, time_ns); }
+  void touch(uint64_t time_ns) {
+    apply_frees_until(time_ns);
+    last_ns_ = std::max(last_ns_, time_ns);
+  }
+
+  // Frees written into their allocations' records, applied once the journal reaches their
+  // time. Records after a free in place but from before it in time (other threads' slots)
+  // come first, as they happened.
+  struct PendingFree {
+    uint64_t time_ns;
+    uint32_t lease_id;
+    uint64_t bytes;
+    bool operator>(const PendingFree &other) const { return time_ns > other.time_ns; }
+  };
+
+  void apply_frees_until(uint64_t time_ns) {
+    while (!pending_frees_.empty() && pending_frees_.top().time_ns <= time_ns) {
+      PendingFree free = pending_frees_.top();
+      pending_frees_.pop();
+      LeaseBytes &bytes = lease_bytes_[free.lease_id];
+      bytes.live -= std::min(bytes.live, free.bytes);
+      last_ns_ = std::max(last_ns_, free.time_ns);
+      add_point(bytes, since_start_ms(free.time_ns));
+    }
+  }
 
   double since_start_ms(uint64_t time_ns) const {
     return time_ns > start_ns_ ? static_cast<double>(time_ns - start_ns_) / 1e6 : 0.0;
@@ -277,14 +319,12 @@ class Replay : public journal::JournalVisitor {
     uint64_t time_ns;
   };
 
-  void remember_freed(const journal::AllocPayload &allocation, const journal::FreePayload &free_record) {
-    Api api = free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown;
+  void remember_freed(uint64_t address, Api api, uint64_t time_ns) {
     if (recently_freed_.size() >= kRecentFrees) {
       recently_freed_.erase(freed_order_.front());
       freed_order_.pop_front();
     }
-    if (recently_freed_.insert_or_assign(allocation.address, Freed{api, free_record.time_ns}).second)
-      freed_order_.push_back(allocation.address);
+    if (recently_freed_.insert_or_assign(address, Freed{api, time_ns}).second) freed_order_.push_back(address);
   }
 
   void note_if_double_free(const journal::FreePayload &free_record) {
@@ -358,6 +398,7 @@ class Replay : public journal::JournalVisitor {
   std::unordered_map<uint64_t, Freed> recently_freed_;
   std::deque<uint64_t> freed_order_;
   std::map<uint32_t, LeaseBytes> lease_bytes_;
+  std::priority_queue<PendingFree, std::vector<PendingFree>, std::greater<PendingFree>> pending_frees_;
   std::map<uint64_t, size_t> reclaimed_;  // reclaimed allocation id -> its lease ending
 };
 
