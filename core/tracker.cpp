@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "event_clock.h"
 #include "files.h"
 #include "log.h"
 
@@ -218,7 +219,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
   record.address = event.address;
   record.bytes = event.bytes;
-  record.time_ns = monotonic_ns();
+  record.time_ns = event_clock_ns();
   record.context = event.context;
   record.stack_id = journaling ? capture_and_intern() : 0;
   record.lease_id = lease.id;
@@ -279,7 +280,7 @@ void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uin
   journal::FreePayload free_record{};
   free_record.id = record.id;
   free_record.address = record.address;
-  free_record.time_ns = monotonic_ns();
+  free_record.time_ns = event_clock_ns();
   free_record.thread = thread_id();
   free_record.api = static_cast<uint16_t>(api);
   free_record.flags = flags;
@@ -303,7 +304,7 @@ bool Tracker::write_free_in_place(const HandleRecord &record, Api api, uint64_t 
 
 FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
-  const uint64_t now_ns = journaling ? monotonic_ns() : 0;
+  const uint64_t now_ns = journaling ? event_clock_ns() : 0;
   const Space space = space_of(api);
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
     std::optional<Reclaimed> late;

@@ -185,6 +185,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_lease_end(const journal::LeaseEndPayload &end) override {
+    apply_frees_until(UINT64_MAX);  // every free in place came before (see the file comment)
     touch(end.time_ns);
     auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
@@ -199,6 +200,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_context_destroy(const journal::ContextDestroyPayload &destroy) override {
+    apply_frees_until(UINT64_MAX);
     touch(destroy.time_ns);
     std::map<uint32_t, LeaseEnding> by_lease;
     for (auto it = live_.begin(); it != live_.end();) {
@@ -219,11 +221,13 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_pool_destroy(const journal::PoolDestroyPayload &destroy) override {
+    apply_frees_until(UINT64_MAX);
     touch(destroy.time_ns);
     process_.pools_destroyed_in_use.push_back({destroy.pool, since_start_ms(destroy.time_ns), destroy.outstanding_bytes});
   }
 
   void on_process_end(const journal::ProcessEndPayload &end) override {
+    apply_frees_until(UINT64_MAX);
     touch(end.time_ns);
     process_.complete = true;
     process_.dropped_records = end.dropped_records;

@@ -1,0 +1,80 @@
+// Implementation of the event clock (see event_clock.h for why it exists).
+#include "event_clock.h"
+
+#include <time.h>
+
+#include <atomic>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+namespace leaseguard {
+namespace {
+
+constexpr uint64_t kWindowNs = 1'000'000;  // interpolate at most this far from an anchor
+
+uint64_t clock_ns() noexcept {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+#if defined(__x86_64__)
+bool invariant_tsc() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0x80000000u, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000007u) return false;
+  if (__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (edx & (1u << 8)) != 0;
+}
+
+const bool g_tsc_usable = invariant_tsc();
+// Nanoseconds per counter tick, in 32.32 fixed point; 0 until a thread has measured it.
+std::atomic<uint64_t> g_ns_per_tick{0};
+
+struct Anchor {
+  uint64_t tsc = 0;
+  uint64_t ns = 0;
+  uint64_t last = 0;  // the last time stamp this thread was given
+  bool valid = false;
+};
+thread_local Anchor t_anchor;
+#endif
+
+}  // namespace
+
+uint64_t event_clock_ns() noexcept {
+#if defined(__x86_64__)
+  if (!g_tsc_usable) return clock_ns();
+  Anchor &anchor = t_anchor;
+  const uint64_t tsc = __rdtsc();
+  const uint64_t ticks = tsc - anchor.tsc;  // huge if the counter went back (another core)
+  const uint64_t ns_per_tick = g_ns_per_tick.load(std::memory_order_relaxed);
+  if (anchor.valid && ns_per_tick != 0 && ticks < (uint64_t{1} << 32)) {
+    const uint64_t elapsed = ticks * ns_per_tick >> 32;
+    if (elapsed < kWindowNs) {
+      const uint64_t now = anchor.ns + elapsed;
+      anchor.last = now > anchor.last ? now : anchor.last;
+      return anchor.last;
+    }
+  }
+  const uint64_t now = clock_ns();
+  if (anchor.valid && now - anchor.ns >= kWindowNs && tsc > anchor.tsc && now - anchor.ns < 1'000'000'000ull) {
+    // A measurement of the counter's rate over at least a window: the first one stands, later
+    // ones are averaged in, so one preempted measurement moves the rate by an eighth at most.
+    const uint64_t measured = ((now - anchor.ns) << 32) / (tsc - anchor.tsc);
+    const uint64_t known = g_ns_per_tick.load(std::memory_order_relaxed);
+    g_ns_per_tick.store(known == 0 ? measured : known - known / 8 + measured / 8, std::memory_order_relaxed);
+  }
+  anchor.tsc = tsc;
+  anchor.ns = now;
+  anchor.valid = true;
+  anchor.last = now > anchor.last ? now : anchor.last;
+  return anchor.last;
+#else
+  return clock_ns();
+#endif
+}
+
+}  // namespace leaseguard
