@@ -6,13 +6,14 @@ namespace leaseguard {
 size_t HandleTable::mark_lease_reported(uint32_t lease_id) {
   size_t count = 0;
   for (Shard &shard : shards_) {
-    std::lock_guard lock(shard.mutex);
-    for (auto &[key, record] : shard.records) {
+    std::lock_guard lock(shard.lock);
+    shard.records.remove_where([&](HandleRecord &record) {
       if (record.lease_id == lease_id && !record.reported) {
         record.reported = true;
         ++count;
       }
-    }
+      return false;
+    });
   }
   return count;
 }
@@ -20,7 +21,7 @@ size_t HandleTable::mark_lease_reported(uint32_t lease_id) {
 size_t HandleTable::size() const {
   size_t total = 0;
   for (const Shard &shard : shards_) {
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     total += shard.records.size();
   }
   return total;

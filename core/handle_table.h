@@ -2,8 +2,9 @@
 // handed out (an address, or an opaque handle in its own namespace).
 //
 // Sharded by value so that threads allocating at once rarely share a lock; each shard's
-// lock is held only for the map operation itself, never across a driver call or a journal
-// write. Insert and remove are O(1) on average. A value that counts references (a VMM handle
+// lock (a spin lock: it guards a probe of a few dozen instructions) is held only for the
+// table operation and the caller's under_lock step, never across a driver call. Insert and
+// remove are O(1) on average and allocate nothing once a shard has grown. A value that counts references (a VMM handle
 // retained while live) holds one record per reference, numbered 0, 1, 2...; a release takes
 // the newest.
 #pragma once
@@ -12,49 +13,13 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
-#include "api_ids.h"
-#include "resource_rules.h"
+#include "handle_record.h"
+#include "record_slots.h"
+#include "spin_lock.h"
 
 namespace leaseguard {
-
-struct HandleRecord {
-  uint64_t id = 0;
-  uint64_t address = 0;
-  uint64_t bytes = 0;
-  uint64_t time_ns = 0;
-  uint64_t context = 0;
-  uint32_t stack_id = 0;
-  uint32_t lease_id = 0;
-  uint32_t thread = 0;
-  int32_t device = 0;
-  Api api = Api::Unknown;
-  Kind kind = Kind::Device;
-  uint16_t reference = 0;  // which reference to a value that counts references
-  bool reported = false;  // already counted as a leak by an ended or expired lease
-  uint32_t epoch = 0;     // the tracker's epoch when the allocation was journaled
-  uint64_t journal_slot = UINT64_MAX;  // where its Alloc record is (UINT64_MAX: not journaled)
-};
-
-struct HandleKey {
-  uint64_t value = 0;
-  Space space = Space::Address;
-  uint16_t reference = 0;
-  bool operator==(const HandleKey &) const = default;
-};
-
-struct HandleKeyHash {
-  size_t operator()(const HandleKey &key) const noexcept {
-    return static_cast<size_t>((key.value ^ (uint64_t{key.reference} << 48) ^ (uint64_t(key.space) << 56)) *
-                               0x9E3779B97F4A7C15ull >> 16);
-  }
-};
-
-inline HandleKey key_of(const HandleRecord &record) {
-  return HandleKey{record.address, space_of(record.api), record.reference};
-}
 
 class HandleTable {
  public:
@@ -67,17 +32,16 @@ class HandleTable {
   std::optional<HandleRecord> insert(const HandleRecord &record, bool another_reference, UnderLock under_lock) {
     HandleKey key = key_of(record);
     Shard &shard = shard_for(key.value);
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     if (another_reference)
-      while (shard.records.count(key) != 0 && key.reference < UINT16_MAX) ++key.reference;
-    auto [it, inserted] = shard.records.try_emplace(key, record);
+      while (shard.records.find(key) != nullptr && key.reference < UINT16_MAX) ++key.reference;
+    if (key.reference != 0) shard.has_references = true;
+    auto [stored, created] = shard.records.emplace(key);
     std::optional<HandleRecord> displaced;
-    if (!inserted) {
-      displaced = it->second;
-      it->second = record;
-    }
-    it->second.reference = key.reference;
-    under_lock(it->second);
+    if (!created) displaced = *stored;
+    *stored = record;
+    stored->reference = key.reference;
+    under_lock(*stored);
     return displaced;
   }
   std::optional<HandleRecord> insert(const HandleRecord &record) {
@@ -90,25 +54,25 @@ class HandleTable {
   template <typename Accept, typename UnderLock>
   std::optional<HandleRecord> remove(Space space, uint64_t value, Accept accept, UnderLock under_lock) {
     Shard &shard = shard_for(value);
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     HandleKey key{value, space, 0};
-    auto it = shard.records.find(key);
-    if (it == shard.records.end()) {
+    HandleRecord *found = shard.records.find(key);
+    if (found == nullptr) {
       under_lock(static_cast<const HandleRecord *>(nullptr), true);
       return std::nullopt;
     }
-    for (HandleKey next = key; next.reference < UINT16_MAX;) {  // the newest reference
+    for (HandleKey next = key; shard.has_references && next.reference < UINT16_MAX;) {  // the newest reference
       ++next.reference;
-      auto newer = shard.records.find(next);
-      if (newer == shard.records.end()) break;
-      it = newer;
+      HandleRecord *newer = shard.records.find(next);
+      if (newer == nullptr) break;
+      found = newer;
     }
-    if (!accept(it->second)) {
-      under_lock(&it->second, false);
+    if (!accept(*found)) {
+      under_lock(found, false);
       return std::nullopt;
     }
-    HandleRecord record = it->second;
-    shard.records.erase(it);
+    HandleRecord record = *found;
+    shard.records.erase(found);
     under_lock(&record, true);
     return record;
   }
@@ -125,15 +89,12 @@ class HandleTable {
   std::vector<HandleRecord> remove_if(Predicate predicate) {
     std::vector<HandleRecord> removed;
     for (Shard &shard : shards_) {
-      std::lock_guard lock(shard.mutex);
-      for (auto it = shard.records.begin(); it != shard.records.end();) {
-        if (predicate(it->second)) {
-          removed.push_back(it->second);
-          it = shard.records.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      std::lock_guard lock(shard.lock);
+      shard.records.remove_where([&](const HandleRecord &record) {
+        if (!predicate(record)) return false;
+        removed.push_back(record);
+        return true;
+      });
     }
     return removed;
   }
@@ -143,8 +104,9 @@ class HandleTable {
  private:
   static constexpr size_t kShards = 64;
   struct alignas(64) Shard {
-    mutable std::mutex mutex;
-    std::unordered_map<HandleKey, HandleRecord, HandleKeyHash> records;
+    mutable SpinLock lock;
+    RecordSlots records;
+    bool has_references = false;  // some value here ever held a second reference
   };
   Shard &shard_for(uint64_t value) {
     // Every reference to a value shares its shard. Device addresses are at least 256-byte

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -41,6 +42,23 @@ class JournalWriter {
   // The same; returns the record's first slot, or kNoSlot if it was dropped.
   static constexpr uint64_t kNoSlot = UINT64_MAX;
   uint64_t append_at(RecordType type, const void *payload, size_t bytes) noexcept;
+
+  // The same for a payload that fits one slot, without the general path's loop: the hot
+  // path of every allocation.
+  template <typename Payload>
+  uint64_t append_one_slot(RecordType type, const Payload &payload) noexcept {
+    static_assert(sizeof(Payload) <= kSlotPayloadBytes);
+    if (base_ == nullptr) return append_at(type, &payload, sizeof payload);
+    const uint64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
+    if (slot >= mapped_slots_.load(std::memory_order_acquire) && !ensure_mapped(slot + 1)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return kNoSlot;
+    }
+    unsigned char *at = base_ + slot * kSlotBytes;
+    std::memcpy(at + 4, &payload, sizeof payload);
+    __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
+    return slot;
+  }
 
   // Stores `value` into the committed record at `slot`, `payload_offset` bytes into its
   // payload (4-byte aligned, within the first slot): one atomic store, which a reader sees

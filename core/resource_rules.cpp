@@ -1,6 +1,8 @@
 // The drivers' allocation rules (see resource_rules.h).
 #include "resource_rules.h"
 
+#include <array>
+
 namespace leaseguard {
 namespace {
 
@@ -8,7 +10,7 @@ namespace {
 enum class Family { DeviceMemory, HostMemory, Reservation, VmmHandle, Array, MipmappedArray, Pool, Ipc,
                     Registration, ExternalMemory, Other };
 
-Family family_of(Api api) noexcept {
+constexpr Family family_by_switch(Api api) noexcept {
   switch (api) {
     case Api::cuMemAlloc: case Api::cuMemAlloc_v2: case Api::cuMemAllocPitch: case Api::cuMemAllocPitch_v2:
     case Api::cuMemAllocManaged: case Api::cuMemAllocAsync: case Api::cuMemAllocAsync_ptsz:
@@ -52,6 +54,18 @@ Family family_of(Api api) noexcept {
     default:
       return Family::Other;
   }
+}
+
+// The same as a table, built at compile time: every allocation and free asks, several times.
+constexpr auto kFamilies = [] {
+  std::array<Family, static_cast<size_t>(Api::Count)> families{};
+  for (size_t i = 0; i < families.size(); ++i) families[i] = family_by_switch(static_cast<Api>(i));
+  return families;
+}();
+
+Family family_of(Api api) noexcept {
+  const auto index = static_cast<size_t>(api);
+  return index < kFamilies.size() ? kFamilies[index] : Family::Other;
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ struct StackBounds {
   bool known = false;
   bool unavailable = false;
 };
-thread_local StackBounds t_bounds;
+thread_local StackBounds t_bounds __attribute__((tls_model("initial-exec")));  // see event_clock.cpp
 
 const StackBounds &thread_stack_bounds() noexcept {
   if (!t_bounds.known && !t_bounds.unavailable) {
@@ -76,7 +76,8 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   // Where this function is now: the rule for this very instruction describes its frame.
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
   if (!bounds.known || sp < bounds.low || sp >= bounds.high) return WalkResult::NeedsFullUnwinder;
-  auto on_stack = [&](uintptr_t address) { return address >= sp && address <= bounds.high - sizeof(uintptr_t); };
+  const uintptr_t last_word = bounds.high - sizeof(uintptr_t);  // in a register, not re-read per frame
+  auto on_stack = [&](uintptr_t address) { return address >= sp && address <= last_word; };
   bool skipping_top = true;
   bool first = true;
   count = 0;

@@ -15,23 +15,32 @@ uint64_t StackTable::hash(const uintptr_t *frames, size_t depth) {
   return h;
 }
 
-uint32_t StackTable::find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth) const {
+const StackTable::Entry *StackTable::find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames,
+                                                 size_t depth) const {
   auto [first, last] = shard.entries.equal_range(key);
   for (auto it = first; it != last; ++it) {
     const Entry &entry = it->second;
     if (entry.frames.size() == depth && std::memcmp(entry.frames.data(), frames, depth * sizeof(uintptr_t)) == 0)
-      return entry.id;
+      return &entry;
   }
-  return 0;
+  return nullptr;
 }
 
 uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::JournalWriter &journal) {
   if (depth == 0) return 0;
   const uint64_t key = hash(frames, depth);
+  std::atomic<const Entry *> &recent = recent_[(key >> 20) % kRecentStacks];
+  if (const Entry *seen = recent.load(std::memory_order_acquire);
+      seen != nullptr && seen->frames.size() == depth &&
+      std::memcmp(seen->frames.data(), frames, depth * sizeof(uintptr_t)) == 0)
+    return seen->id;
   Shard &shard = shards_[key % kShards];
   {
     std::lock_guard lock(shard.mutex);
-    if (uint32_t id = find_locked(shard, key, frames, depth)) return id;
+    if (const Entry *entry = find_locked(shard, key, frames, depth)) {
+      recent.store(entry, std::memory_order_release);
+      return entry->id;
+    }
   }
 
   // A new stack: resolve its modules without holding the shard lock (ModuleMap explains why).
@@ -44,7 +53,7 @@ uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::Jour
   }
 
   std::lock_guard lock(shard.mutex);
-  if (uint32_t id = find_locked(shard, key, frames, depth)) return id;  // another thread won
+  if (const Entry *entry = find_locked(shard, key, frames, depth)) return entry->id;  // another thread won
   uint32_t id;
   {
     std::lock_guard id_lock(id_mutex_);
@@ -53,7 +62,8 @@ uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::Jour
   journal::StackPayload header{id, static_cast<uint32_t>(depth)};
   std::memcpy(payload.data(), &header, sizeof header);
   journal.append(journal::RecordType::Stack, payload.data(), payload.size());
-  shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id});
+  auto stored = shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id});
+  recent.store(&stored->second, std::memory_order_release);
   return id;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -33,9 +34,14 @@ class StackTable {
     std::unordered_multimap<uint64_t, Entry> entries;
   };
   static uint64_t hash(const uintptr_t *frames, size_t depth);
-  uint32_t find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth) const;
+  const Entry *find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth) const;
 
   std::array<Shard, kShards> shards_;
+  // The stacks seen most recently, by hash, read without a lock: a stack already interned
+  // (nearly every capture in a loop) is found with one load and a compare. Entries are
+  // immutable once published, and never freed (node-based maps keep their addresses).
+  static constexpr size_t kRecentStacks = 4096;
+  std::array<std::atomic<const Entry *>, kRecentStacks> recent_{};
   ModuleMap modules_;
   std::mutex id_mutex_;
   uint32_t next_id_ = 1;

@@ -28,8 +28,9 @@ constexpr int kMaxEnteredLeases = 32;
 
 // Per-thread attribution: the leases this thread entered, innermost last.
 thread_local Lease *t_entered[kMaxEnteredLeases];
-thread_local int t_entered_depth = 0;
-thread_local uint32_t t_thread_id = 0;
+// Initial-exec (read on every allocation; see event_clock.cpp for why that is safe).
+thread_local int t_entered_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint32_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
 
 uint32_t thread_id() noexcept {
   if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
@@ -223,7 +224,6 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.context = event.context;
   record.stack_id = journaling ? capture_and_intern() : 0;
   record.lease_id = lease.id;
-  record.thread = thread_id();
   record.device = event.device;
   record.api = event.api;
   record.kind = event.kind;
@@ -248,7 +248,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   alloc.time_ns = record.time_ns;
   alloc.context = record.context;
   alloc.stack_id = record.stack_id;
-  alloc.thread = record.thread;
+  alloc.thread = thread_id();
   alloc.api = static_cast<uint16_t>(record.api);
   alloc.kind = static_cast<uint8_t>(record.kind);
   alloc.device = static_cast<int8_t>(record.device >= -1 && record.device <= 127 ? record.device : -1);
@@ -262,7 +262,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       alloc.lease_id = stored.lease_id;
       if (journaling) {
         stored.epoch = epoch_.load(std::memory_order_acquire);
-        stored.journal_slot = journal_.append_at(journal::RecordType::Alloc, &alloc, sizeof alloc);
+        stored.journal_slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
       }
     });
     if (displaced && journaling) {
