@@ -7,8 +7,6 @@
 // and the caller falls back to the full unwinder, so a rule is either exact or absent.
 #include "frame_rules.h"
 
-#include <atomic>
-#include <bit>
 #include <cstring>
 
 extern "C" {
@@ -363,39 +361,22 @@ FrameRule frame_rule_at(uintptr_t pc) noexcept {
   return rule_of(row);
 }
 
-namespace {
+namespace detail {
 
-// A direct-mapped cache of rules. Each entry is guarded by a sequence number: odd while a
-// writer fills it, and a reader that sees it change retries as a miss. Entries are written
-// only by a thread that wins the entry's sequence number, so no reader sees a torn rule.
-struct alignas(32) CacheEntry {
-  std::atomic<uint32_t> sequence{0};
-  std::atomic<uint64_t> pc{0};
-  std::atomic<uint64_t> packed{0};
-};
-constexpr size_t kCacheEntries = 8192;
-CacheEntry g_cache[kCacheEntries];
+RuleCacheEntry g_rule_cache[size_t{1} << kRuleCacheBits];
 
-}  // namespace
-
-FrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
-  CacheEntry &entry = g_cache[(pc * 0x9E3779B97F4A7C15ull) >> 51];
-  static_assert(kCacheEntries == size_t{1} << 13);
-  uint32_t before = entry.sequence.load(std::memory_order_acquire);
-  if ((before & 1) == 0 && entry.pc.load(std::memory_order_relaxed) == pc) {
-    uint64_t packed = entry.packed.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (entry.sequence.load(std::memory_order_relaxed) == before) return std::bit_cast<FrameRule>(packed);
-  }
+FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t sequence) noexcept {
   FrameRule rule = frame_rule_at(pc);
-  if ((before & 1) == 0 &&
-      entry.sequence.compare_exchange_strong(before, before + 1, std::memory_order_acquire)) {
+  if ((sequence & 1) == 0 &&
+      entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire)) {
     std::atomic_thread_fence(std::memory_order_release);  // the odd number before the rule
     entry.pc.store(pc, std::memory_order_relaxed);
     entry.packed.store(std::bit_cast<uint64_t>(rule), std::memory_order_relaxed);
-    entry.sequence.store(before + 2, std::memory_order_release);
+    entry.sequence.store(sequence + 2, std::memory_order_release);
   }
   return rule;
 }
+
+}  // namespace detail
 
 }  // namespace leaseguard

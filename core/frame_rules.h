@@ -9,6 +9,9 @@
 // address and afterwards an unwinding step is a cache lookup and two loads.
 #pragma once
 
+#include <atomic>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace leaseguard {
@@ -32,7 +35,34 @@ static_assert(sizeof(FrameRule) == 8, "a rule is cached in one 64-bit word");
 // instruction (return address - 1), as the unwinders do.
 FrameRule frame_rule_at(uintptr_t pc) noexcept;
 
-// The same, through a process-wide lock-free cache.
-FrameRule cached_frame_rule_at(uintptr_t pc) noexcept;
+namespace detail {
+
+// A direct-mapped cache of rules. Each entry is guarded by a sequence number: odd while a
+// writer fills it, and a reader that sees it change takes the lookup as a miss. Entries are
+// written only by a thread that wins the entry's sequence number, so no reader sees a torn
+// rule.
+struct alignas(32) RuleCacheEntry {
+  std::atomic<uint32_t> sequence{0};
+  std::atomic<uint64_t> pc{0};
+  std::atomic<uint64_t> packed{0};
+};
+inline constexpr unsigned kRuleCacheBits = 13;
+extern RuleCacheEntry g_rule_cache[size_t{1} << kRuleCacheBits];
+
+FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t sequence) noexcept;
+
+}  // namespace detail
+
+// The same, through a process-wide lock-free cache. Inline: a stack walk asks once a frame.
+inline FrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
+  detail::RuleCacheEntry &entry = detail::g_rule_cache[(pc * 0x9E3779B97F4A7C15ull) >> (64 - detail::kRuleCacheBits)];
+  const uint32_t before = entry.sequence.load(std::memory_order_acquire);
+  if ((before & 1) == 0 && entry.pc.load(std::memory_order_relaxed) == pc) {
+    const uint64_t packed = entry.packed.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (entry.sequence.load(std::memory_order_relaxed) == before) return std::bit_cast<FrameRule>(packed);
+  }
+  return detail::frame_rule_on_miss(pc, entry, before);
+}
 
 }  // namespace leaseguard

@@ -70,8 +70,10 @@ Family family_of(Api api) noexcept {
 
 }  // namespace
 
-Space space_of(Api api) noexcept {
-  switch (family_of(api)) {
+namespace {
+
+constexpr Space space_by_family(Family family) noexcept {
+  switch (family) {
     case Family::VmmHandle: return Space::VmmHandle;
     case Family::Array: case Family::MipmappedArray: return Space::Array;
     case Family::Pool: return Space::Pool;
@@ -79,6 +81,14 @@ Space space_of(Api api) noexcept {
     default: return Space::Address;
   }
 }
+
+}  // namespace
+
+const std::array<Space, static_cast<size_t>(Api::Count)> detail::kSpaceOfApi = [] {
+  std::array<Space, static_cast<size_t>(Api::Count)> spaces{};
+  for (size_t i = 0; i < spaces.size(); ++i) spaces[i] = space_by_family(kFamilies[i]);
+  return spaces;
+}();
 
 bool frees(Api free_api, Api alloc_api) noexcept {
   Family family = family_of(free_api);
