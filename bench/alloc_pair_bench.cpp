@@ -1,7 +1,8 @@
 // The cost leaseguard adds to an allocation + free pair, measured side by side in one
 // process: the driver's own cuMemAlloc_v2/cuMemFree_v2 (reached through the core link, so
 // no hook is in the way) against the same calls through leaseguard's hooks, with a live set
-// of 0, 1e3, 1e5 and 1e6 allocations held meanwhile (the cost must not grow with it).
+// of 0, 1e3, 1e5 and 1e6 allocations held meanwhile (the cost must not grow with it); and
+// hipMalloc + hipFree the same way.
 //
 // Run it under the preload, on the simulator, once per stack depth:
 //   for depth in 0 16 32; do
@@ -72,6 +73,35 @@ void BM_AllocFreePair(benchmark::State &state, bool through_hooks) {
 
 BENCHMARK_CAPTURE(BM_AllocFreePair, direct, false)->Arg(0)->Arg(1000)->Arg(100000)->Arg(1000000);
 BENCHMARK_CAPTURE(BM_AllocFreePair, hooked, true)->Arg(0)->Arg(1000)->Arg(100000)->Arg(1000000);
+// hipMalloc + hipFree on the simulated HIP runtime, the same way.
+using HipMalloc = int (*)(void **, size_t);
+using HipFree = int (*)(void *);
+
+void BM_HipPair(benchmark::State &state, bool through_hooks) {
+  void *library = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_GLOBAL);
+  if (library == nullptr) {
+    state.SkipWithError("no libamdhip64.so.5");
+    return;
+  }
+  auto link_of = reinterpret_cast<leaseguard_core_link_fn>(dlsym(RTLD_DEFAULT, "leaseguard_core_link_v1"));
+  const leaseguard_core_link *link = link_of != nullptr ? link_of() : nullptr;
+  void *alloc = dlsym(RTLD_DEFAULT, "hipMalloc");
+  void *release = dlsym(RTLD_DEFAULT, "hipFree");
+  if (!through_hooks && link != nullptr) {
+    alloc = link->real_function(library, "hipMalloc");
+    release = link->real_function(library, "hipFree");
+  }
+  auto hip_malloc = reinterpret_cast<HipMalloc>(alloc);
+  auto hip_free = reinterpret_cast<HipFree>(release);
+  for (auto _ : state) {
+    void *pointer = nullptr;
+    if (hip_malloc(&pointer, 256) != 0 || hip_free(pointer) != 0) state.SkipWithError("the runtime refused");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK_CAPTURE(BM_HipPair, direct, false);
+BENCHMARK_CAPTURE(BM_HipPair, hooked, true);
+
 BENCHMARK_CAPTURE(BM_AllocFreePair, hooked_threads, true)->Arg(0)->Threads(1)->Threads(2)->Threads(4)->Threads(8);
 
 }  // namespace

@@ -53,6 +53,8 @@ void BM_TrackerPair(benchmark::State &state) {
       event.address = 0x700000000000ull + i * 512;
       tracker.on_alloc(event);
     }
+    state.counters["bytes_per_live_record"] =
+        live_set != 0 ? static_cast<double>(tracker.live_record_bytes()) / static_cast<double>(live_set) : 0.0;
     event.address = 0x100000000ull;
     for (auto _ : state) {
       tracker.on_alloc(event);

@@ -8,22 +8,26 @@
 
 namespace leaseguard {
 
+// 60 bytes of fields: with its table slot's two bytes in the tail padding, 64 (record_slots.h).
+// That is what a live allocation costs leaseguard besides the table's free slots, whatever its
+// stack (stacks are interned once each, in the stack table).
 struct HandleRecord {
   uint64_t id = 0;
   uint64_t address = 0;
   uint64_t bytes = 0;
   uint64_t time_ns = 0;
   uint64_t context = 0;
-  uint32_t stack_id = 0;
   uint32_t lease_id = 0;
-  int32_t device = 0;
+  uint32_t epoch = 0;  // the tracker's epoch when the allocation was journaled
+  static constexpr uint32_t kNotJournaled = UINT32_MAX;
+  uint32_t journal_slot = kNotJournaled;  // where its Alloc record is (a journal has < 2^28 slots)
   Api api = Api::Unknown;
-  Kind kind = Kind::Device;
   uint16_t reference = 0;  // which reference to a value that counts references
+  int16_t device = 0;
+  Kind kind = Kind::Device;
   bool reported = false;  // already counted as a leak by an ended or expired lease
-  uint32_t epoch = 0;     // the tracker's epoch when the allocation was journaled
-  uint64_t journal_slot = UINT64_MAX;  // where its Alloc record is (UINT64_MAX: not journaled)
 };
+
 
 struct HandleKey {
   uint64_t value = 0;

@@ -18,6 +18,15 @@ size_t HandleTable::mark_lease_reported(uint32_t lease_id) {
   return count;
 }
 
+size_t HandleTable::memory_bytes() const {
+  size_t total = 0;
+  for (const Shard &shard : shards_) {
+    std::lock_guard lock(shard.lock);
+    total += shard.records.memory_bytes();
+  }
+  return total;
+}
+
 size_t HandleTable::size() const {
   size_t total = 0;
   for (const Shard &shard : shards_) {

@@ -100,6 +100,8 @@ class HandleTable {
   }
 
   size_t size() const;
+  // The memory the records take, slack of the open addressing included.
+  size_t memory_bytes() const;
 
  private:
   static constexpr size_t kShards = 64;

@@ -21,7 +21,7 @@ class RecordSlots {
     for (size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
       Slot &slot = slots_[i];
       if (!slot.used) return nullptr;
-      if (slot.matches(key)) return &slot.record;
+      if (slot.matches(key)) return &slot.record();
     }
   }
 
@@ -31,22 +31,22 @@ class RecordSlots {
     if ((count_ + 1) * 4 > capacity_ * 3) grow();
     for (size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
       Slot &slot = slots_[i];
-      if (slot.used && slot.matches(key)) return {&slot.record, false};
+      if (slot.used && slot.matches(key)) return {&slot.record(), false};
       if (!slot.used) {
         slot = Slot{};
         slot.used = true;
         slot.space = key.space;
-        slot.record.address = key.value;
-        slot.record.reference = key.reference;
+        slot.address = key.value;
+        slot.reference = key.reference;
         ++count_;
-        return {&slot.record, true};
+        return {&slot.record(), true};
       }
     }
   }
 
   // Removes the record `found` (a pointer find or emplace returned, not since invalidated).
   void erase(HandleRecord *found) noexcept {
-    size_t hole = static_cast<size_t>(reinterpret_cast<Slot *>(found) - slots_.get());
+    size_t hole = static_cast<size_t>(static_cast<Slot *>(found) - slots_.get());
     const size_t mask = capacity_ - 1;
     // Backward shift: move each later record of the probe run into the hole if the hole lies
     // between its home and where it sits.
@@ -66,8 +66,8 @@ class RecordSlots {
   template <typename Visit>
   void remove_where(Visit visit) {
     for (size_t i = 0; i < capacity_;) {
-      if (slots_[i].used && visit(slots_[i].record)) {
-        erase(&slots_[i].record);  // a later record may have moved here: look again
+      if (slots_[i].used && visit(slots_[i].record())) {
+        erase(&slots_[i].record());  // a later record may have moved here: look again
         continue;
       }
       ++i;
@@ -75,17 +75,21 @@ class RecordSlots {
   }
 
   size_t size() const noexcept { return count_; }
+  size_t memory_bytes() const noexcept { return capacity_ * sizeof(Slot); }
 
  private:
-  struct Slot {
-    HandleRecord record;  // first, so a record pointer is its slot's address
+  // Derived, not composed: the Itanium C++ ABI lays a derived class's members into its
+  // base's tail padding (HandleRecord is not trivial), so a slot is 64 bytes, not 72.
+  struct Slot : HandleRecord {
     Space space = Space::Address;
     bool used = false;
-    HandleKey key() const noexcept { return HandleKey{record.address, space, record.reference}; }
+    HandleRecord &record() noexcept { return *this; }
+    HandleKey key() const noexcept { return HandleKey{address, space, reference}; }
     bool matches(const HandleKey &key) const noexcept {
-      return record.address == key.value && space == key.space && record.reference == key.reference;
+      return address == key.value && space == key.space && reference == key.reference;
     }
   };
+  static_assert(sizeof(Slot) == 64, "a slot is one cache line");
 
   size_t home(const HandleKey &key) const noexcept { return HandleKeyHash{}(key) & (capacity_ - 1); }
 
@@ -100,7 +104,7 @@ class RecordSlots {
       if (!old[i].used) continue;
       auto [record, created] = emplace(old[i].key());
       (void)created;
-      *record = old[i].record;
+      *record = old[i].record();
     }
   }
 

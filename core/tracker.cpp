@@ -222,9 +222,9 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.bytes = event.bytes;
   record.time_ns = event_clock_ns();
   record.context = event.context;
-  record.stack_id = journaling ? capture_and_intern() : 0;
+  const uint32_t stack_id = journaling ? capture_and_intern() : 0;
   record.lease_id = lease.id;
-  record.device = event.device;
+  record.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
   record.api = event.api;
   record.kind = event.kind;
 
@@ -247,7 +247,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   alloc.bytes = record.bytes;
   alloc.time_ns = record.time_ns;
   alloc.context = record.context;
-  alloc.stack_id = record.stack_id;
+  alloc.stack_id = stack_id;
   alloc.thread = thread_id();
   alloc.api = static_cast<uint16_t>(record.api);
   alloc.kind = static_cast<uint8_t>(record.kind);
@@ -262,7 +262,8 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       alloc.lease_id = stored.lease_id;
       if (journaling) {
         stored.epoch = epoch_.load(std::memory_order_acquire);
-        stored.journal_slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+        const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+        stored.journal_slot = slot < HandleRecord::kNotJournaled ? static_cast<uint32_t>(slot) : HandleRecord::kNotJournaled;
       }
     });
     if (displaced && journaling) {
@@ -291,7 +292,7 @@ void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uin
 
 bool Tracker::write_free_in_place(const HandleRecord &record, Api api, uint64_t now_ns) noexcept {
   static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
-  if (record.journal_slot == journal::JournalWriter::kNoSlot || record.epoch != epoch_.load(std::memory_order_acquire))
+  if (record.journal_slot == HandleRecord::kNotJournaled || record.epoch != epoch_.load(std::memory_order_acquire))
     return false;
   const auto api_id = static_cast<uint32_t>(api);
   if (api_id == 0) return false;

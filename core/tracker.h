@@ -99,6 +99,7 @@ class Tracker {
 
   const Options &options() const noexcept { return options_; }
   size_t live_allocations() const { return table_.size(); }
+  size_t live_record_bytes() const { return table_.memory_bytes(); }
   const std::string &journal_path() const noexcept { return journal_.path(); }
 
  private:

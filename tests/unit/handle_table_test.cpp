@@ -136,3 +136,31 @@ TEST(HandleTable, ConcurrentInsertAndRemoveLoseNothing) {
 
 }  // namespace
 }  // namespace leaseguard
+
+namespace leaseguard {
+namespace {
+
+// A slot keeps its namespace in the record's tail padding (record_slots.h): replacing a
+// record, and growing the table, must leave every record findable in its own namespace.
+TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {
+  HandleTable table;
+  for (uint64_t i = 1; i <= 5000; ++i) {
+    HandleRecord handle = record(i, 0x1000 + i * 256);
+    handle.api = Api::cuMemCreate;  // the VMM handle namespace
+    table.insert(handle);
+    handle.id = i + 100000;
+    EXPECT_TRUE(table.insert(handle));  // replaced in place
+  }
+  EXPECT_EQ(table.size(), 5000u);
+  for (uint64_t i = 1; i <= 5000; ++i) {
+    EXPECT_FALSE(table.remove(0x1000 + i * 256)) << "found in the address namespace";
+    auto removed = table.remove(Space::VmmHandle, 0x1000 + i * 256, [](const HandleRecord &) { return true; },
+                                [](const HandleRecord *, bool) {});
+    ASSERT_TRUE(removed) << i;
+    EXPECT_EQ(removed->id, i + 100000);
+  }
+  EXPECT_EQ(table.size(), 0u);
+}
+
+}  // namespace
+}  // namespace leaseguard
