@@ -102,6 +102,7 @@ void BM_HipPair(benchmark::State &state, bool through_hooks) {
 BENCHMARK_CAPTURE(BM_HipPair, direct, false);
 BENCHMARK_CAPTURE(BM_HipPair, hooked, true);
 
+BENCHMARK_CAPTURE(BM_AllocFreePair, direct_threads, false)->Arg(0)->Threads(1)->Threads(2)->Threads(4)->Threads(8);
 BENCHMARK_CAPTURE(BM_AllocFreePair, hooked_threads, true)->Arg(0)->Threads(1)->Threads(2)->Threads(4)->Threads(8);
 
 }  // namespace
