@@ -95,9 +95,10 @@ class RecordSlots {
 
   void grow() {
     const size_t capacity = capacity_ == 0 ? 16 : capacity_ * 2;
+    std::unique_ptr<Slot[]> grown(new Slot[capacity]);  // may throw: nothing is lost then
     std::unique_ptr<Slot[]> old = std::move(slots_);
     const size_t old_capacity = capacity_;
-    slots_.reset(new Slot[capacity]);
+    slots_ = std::move(grown);
     capacity_ = capacity;
     count_ = 0;
     for (size_t i = 0; i < old_capacity; ++i) {

@@ -3,37 +3,60 @@
 # and checks that the report lists exactly their leaks, and measures hooked against direct
 # allocation pairs. Finishes in a few minutes; writes everything under $OUT (or ./gpu-check).
 #
-#   bench/gpu/check.sh
+#   bench/gpu/check.sh [--build-only]
 #
 # Without an NVIDIA GPU it stops at once with exit status 3. Exit 0: every check passed;
-# 1: some check failed (the summary says which).
+# 1: some check failed (the summary says which). --build-only builds what the checks run and
+# stops (it needs no GPU: a machine without one checks the script's build that way).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+build_only=0
+case ${1:-} in
+  --build-only) build_only=1 ;;
+  "") ;;
+  *) echo "bench/gpu/check.sh: unknown option $1 (usage: bench/gpu/check.sh [--build-only])" >&2; exit 2 ;;
+esac
 out=${OUT:-$PWD/gpu-check}
 mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
-  echo "bench/gpu/check.sh: no NVIDIA GPU here (needs nvidia-smi and /dev/nvidia*); run it on a machine with one" >&2
-  exit 3
+if [ "$build_only" = 0 ]; then
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+    echo "bench/gpu/check.sh: no NVIDIA GPU here (needs nvidia-smi and /dev/nvidia*); run it on a machine with one" >&2
+    exit 3
+  fi
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
+  say "GPU: $(head -n 1 "$out/gpu.txt")"
 fi
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
-say "GPU: $(head -n 1 "$out/gpu.txt")"
 
-# ---- build ------------------------------------------------------------------------------
+# ---- build ----------------------------------------------------------------------------
+# Only what the checks run, without the test suite (a GPU machine may lack GoogleTest): the
+# CLI, the preload, the simulator (for the driver victim's reference run) and the programs.
 build=$root/build/gpu-check
 start=$(date +%s)
-if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-       cmake --build "$build" --target leaseguard_preload leaseguard compare_chain_fp runtime_leaks \
-         direct_calls_toolkit; } >"$out/build.log" 2>&1; then
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if ! { cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEASEGUARD_TESTS=OFF &&
+       cmake --build "$build" -j "$(nproc)" --target leaseguard_preload leaseguard leaseguard_sim_cuda \
+         compare_chain_fp runtime_leaks; } >"$out/build.log" 2>&1; then
   say "FAIL build (see build.log)"
   tail -n 30 "$out/build.log"
   exit 1
 fi
+# The driver API victim as an application is built: the toolkit's cuda.h, linked with -lcuda
+# (the toolkit's stub at link time, the real driver at run time).
+cuda_home=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+if ! cc -g -O1 -fno-omit-frame-pointer -fno-inline -DVICTIM_USE_TOOLKIT -I"$root/tests/victims" \
+     -I"$cuda_home/include" "$root/tests/victims/direct_calls.c" -o "$build/direct_calls_toolkit" \
+     -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda >>"$out/build.log" 2>&1; then
+  say "FAIL building the driver API victim (see build.log)"
+  exit 1
+fi
 say "built in $(($(date +%s) - start)) s"
+[ "$build_only" = 1 ] && exit 0
 leaseguard=$build/bin/leaseguard
 failures=0
 check() {  # name, condition result (0 = pass), detail
@@ -56,7 +79,7 @@ check "runtime API program: the report lists exactly cudaMalloc, cudaMallocAsync
   $([ "$got" = "$expected" ]; echo $?) "leaked sizes: $(echo $got)"
 
 # ---- the driver API victim: the same leaks as on the simulator ----------------------------
-victim=$build/tests/victims/direct_calls_toolkit
+victim=$build/direct_calls_toolkit
 "$leaseguard" run --out "$out/driver-real" -- "$victim" >"$out/driver-real.txt" 2>&1
 "$leaseguard" run --sim --out "$out/driver-sim" -- "$victim" >"$out/driver-sim.txt" 2>&1
 real=$(leaked_sizes "$out/driver-real")
