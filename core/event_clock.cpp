@@ -15,12 +15,6 @@ namespace {
 
 constexpr uint64_t kWindowNs = 1'000'000;  // interpolate at most this far from an anchor
 
-uint64_t clock_ns() noexcept {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
 #if defined(__x86_64__)
 bool invariant_tsc() noexcept {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -47,9 +41,15 @@ thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
+uint64_t monotonic_ns() noexcept {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
 uint64_t event_clock_ns() noexcept {
 #if defined(__x86_64__)
-  if (!g_tsc_usable) return clock_ns();
+  if (!g_tsc_usable) return monotonic_ns();
   Anchor &anchor = t_anchor;
   const uint64_t tsc = __rdtsc();
   const uint64_t ticks = tsc - anchor.tsc;  // huge if the counter went back (another core)
@@ -62,7 +62,7 @@ uint64_t event_clock_ns() noexcept {
       return anchor.last;
     }
   }
-  const uint64_t now = clock_ns();
+  const uint64_t now = monotonic_ns();
   if (anchor.valid && now - anchor.ns >= kWindowNs && tsc > anchor.tsc && now - anchor.ns < 1'000'000'000ull) {
     // A measurement of the counter's rate over at least a window: the first one stands, later
     // ones are averaged in, so one preempted measurement moves the rate by an eighth at most.
@@ -76,7 +76,7 @@ uint64_t event_clock_ns() noexcept {
   anchor.last = now > anchor.last ? now : anchor.last;
   return anchor.last;
 #else
-  return clock_ns();
+  return monotonic_ns();
 #endif
 }
 

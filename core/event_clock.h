@@ -16,4 +16,7 @@ namespace leaseguard {
 
 uint64_t event_clock_ns() noexcept;
 
+// CLOCK_MONOTONIC itself, for what is rare or must be exact (leases, deadlines, headers).
+uint64_t monotonic_ns() noexcept;
+
 }  // namespace leaseguard

@@ -1,6 +1,7 @@
 // Implementation of the lease registry and its expiry watchdog.
 #include "leases.h"
 
+#include "event_clock.h"
 #include "log.h"
 
 #include <time.h>
@@ -10,12 +11,6 @@
 
 namespace leaseguard {
 namespace {
-
-uint64_t monotonic_now_ns() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
-}
 
 uint64_t deadline_for(uint64_t begin_ns, uint64_t ttl_ms) {
   if (ttl_ms == 0) return 0;
@@ -110,7 +105,7 @@ void LeaseRegistry::watch() {
       wake_.wait(lock);
       continue;
     }
-    uint64_t now = monotonic_now_ns();
+    uint64_t now = monotonic_ns();
     if (now < earliest) {
       wake_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(earliest - now, 3'600'000'000'000ull)));
       continue;

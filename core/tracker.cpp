@@ -83,12 +83,6 @@ static uint64_t deadline_as_monotonic(uint64_t deadline_unix_ns, uint64_t now_mo
   return remaining > UINT64_MAX - now_monotonic_ns ? UINT64_MAX : now_monotonic_ns + remaining;
 }
 
-uint64_t monotonic_ns() noexcept {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
 Tracker::Tracker(Options options)
     : options_(std::move(options)),
       start_monotonic_ns_(monotonic_ns()),

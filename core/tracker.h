@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "api_ids.h"
+#include "event_clock.h"
 #include "handle_table.h"
 #include "journal_writer.h"
 #include "leases.h"
@@ -148,6 +149,5 @@ class Tracker {
   LeaseRegistry leases_;  // last: its watchdog calls back into the members above
 };
 
-uint64_t monotonic_ns() noexcept;
 
 }  // namespace leaseguard

@@ -10,20 +10,14 @@
 namespace leaseguard {
 namespace {
 
-uint64_t clock_ns() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
 void expect_close_and_monotonic() {
   constexpr uint64_t kSlackNs = 1'000'000;  // the interpolation window; the error is far smaller
   uint64_t previous = 0;
-  const uint64_t until = clock_ns() + 30'000'000;  // several windows, so the rate is learned
-  for (uint64_t round = 0; clock_ns() < until; ++round) {
-    uint64_t before = clock_ns();
+  const uint64_t until = monotonic_ns() + 30'000'000;  // several windows, so the rate is learned
+  for (uint64_t round = 0; monotonic_ns() < until; ++round) {
+    uint64_t before = monotonic_ns();
     uint64_t event = event_clock_ns();
-    uint64_t after = clock_ns();
+    uint64_t after = monotonic_ns();
     ASSERT_GE(event, previous) << "round " << round;
     ASSERT_GE(event + kSlackNs, before) << "round " << round;
     ASSERT_LE(event, after + kSlackNs) << "round " << round;
