@@ -368,10 +368,10 @@ RuleCacheEntry g_rule_cache[size_t{1} << kRuleCacheBits];
 FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t sequence) noexcept {
   FrameRule rule = frame_rule_at(pc);
   if ((sequence & 1) == 0 &&
-      entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire)) {
-    std::atomic_thread_fence(std::memory_order_release);  // the odd number before the rule
-    entry.pc.store(pc, std::memory_order_relaxed);
-    entry.packed.store(std::bit_cast<uint64_t>(rule), std::memory_order_relaxed);
+      entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acq_rel)) {
+    // Release: a reader that loads either field also sees the odd sequence number before it.
+    entry.pc.store(pc, std::memory_order_release);
+    entry.packed.store(std::bit_cast<uint64_t>(rule), std::memory_order_release);
     entry.sequence.store(sequence + 2, std::memory_order_release);
   }
   return rule;

@@ -5,6 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -18,12 +21,73 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 constexpr size_t kFirstChunkBytes = kHugePageBytes;
 constexpr size_t kLaterChunkBytes = size_t{16} << 20;
 constexpr size_t kReservedBytes = size_t{16} << 30;  // address space only: 268M records
+constexpr int kMadvisePopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14), not in older headers
 
 size_t chunk_bytes_at(size_t offset) { return offset == 0 ? kFirstChunkBytes : kLaterChunkBytes; }
 
 }  // namespace
 
-JournalWriter::~JournalWriter() { abandon(); }
+JournalWriter::~JournalWriter() {
+  stop_prefaulting();
+  abandon();
+}
+
+void JournalWriter::start_prefaulting() noexcept {
+  std::lock_guard lock(prefault_mutex_);
+  if (base_ == nullptr || prefaulter_.joinable() || prefault_stop_) return;
+  try {
+    prefaulter_ = std::thread([this] { prefault_loop(); });
+    prefaulting_.store(true, std::memory_order_release);
+  } catch (...) {
+    // No thread: the writers fault pages in themselves, as without one.
+  }
+}
+
+void JournalWriter::stop_prefaulting() noexcept {
+  std::thread prefaulter;
+  {
+    std::lock_guard lock(prefault_mutex_);
+    prefault_stop_ = true;
+    prefaulting_.store(false, std::memory_order_release);
+    prefault_wake_.notify_all();
+    prefaulter = std::move(prefaulter_);
+  }
+  if (prefaulter.joinable()) prefaulter.join();
+}
+
+// Without the mutex: an allocation may come from a signal handler that interrupted a thread
+// holding it. A wake-up that slips between the thread's check and its wait is caught by the
+// wait's time limit.
+void JournalWriter::wake_prefaulter() noexcept { prefault_wake_.notify_all(); }
+
+void JournalWriter::prefault_loop() noexcept {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), "leaseguard-jrnl");
+#endif
+  bool populate = true;
+  std::unique_lock lock(prefault_mutex_);
+  while (!prefault_stop_) {
+    prefault_wake_.wait_for(lock, std::chrono::milliseconds(20), [this] {
+      return prefault_stop_ || prefault_wanted_.load(std::memory_order_acquire);
+    });
+    if (prefault_stop_) break;
+    if (!prefault_wanted_.load(std::memory_order_acquire)) continue;
+    lock.unlock();
+    const uint64_t before = mapped_slots_.load(std::memory_order_acquire);
+    const uint64_t wanted = next_slot_.load(std::memory_order_relaxed) + 2 * kPrefaultAheadSlots;
+    if (ensure_mapped(wanted)) {
+      const uint64_t after = mapped_slots_.load(std::memory_order_acquire);
+      // Faults the new pages in as a write would, without writing: a writer that got there
+      // first keeps what it wrote. Kernels before 5.14 lack it; then only the mapping is ahead.
+      if (populate && after > before &&
+          madvise(base_ + before * kSlotBytes, (after - before) * kSlotBytes, kMadvisePopulateWrite) != 0 &&
+          errno == EINVAL)
+        populate = false;
+    }
+    prefault_wanted_.store(false, std::memory_order_release);
+    lock.lock();
+  }
+}
 
 bool JournalWriter::open(const std::string &path, const HeaderPayload &header, std::string &error) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

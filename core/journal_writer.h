@@ -16,7 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <string>
 
 #include "journal_format.h"
@@ -50,9 +52,13 @@ class JournalWriter {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
     if (base_ == nullptr) return append_at(type, &payload, sizeof payload);
     const uint64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
-    if (slot >= mapped_slots_.load(std::memory_order_acquire) && !ensure_mapped(slot + 1)) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return kNoSlot;
+    const uint64_t mapped = mapped_slots_.load(std::memory_order_acquire);
+    if (slot + kPrefaultAheadSlots > mapped) {
+      ask_prefaulter();
+      if (slot >= mapped && !ensure_mapped(slot + 1)) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return kNoSlot;
+      }
     }
     unsigned char *at = base_ + slot * kSlotBytes;
     std::memcpy(at + 4, &payload, sizeof payload);
@@ -74,11 +80,27 @@ class JournalWriter {
   const std::string &path() const noexcept { return path_; }
 
   // Unmaps and closes without writing anything: for a forked child, whose journal is not
-  // its parent's.
+  // its parent's. (A forked child has no prefaulting thread: it is its parent's.)
   void abandon() noexcept;
+
+  // Starts a thread that maps the file ahead of the writers and faults its pages in
+  // (MADV_POPULATE_WRITE), so that the kernel's zeroing of fresh pages, most of what an
+  // append costs on a cold machine, is not paid inside the program's allocation calls.
+  // stop_prefaulting() joins it; the destructor too.
+  void start_prefaulting() noexcept;
+  void stop_prefaulting() noexcept;
 
  private:
   bool ensure_mapped(uint64_t slot_end, bool may_block = true) noexcept;
+  void ask_prefaulter() noexcept {
+    if (prefaulting_.load(std::memory_order_relaxed) && !prefault_wanted_.load(std::memory_order_relaxed) &&
+        !prefault_wanted_.exchange(true, std::memory_order_acq_rel))
+      wake_prefaulter();
+  }
+  void wake_prefaulter() noexcept;
+  void prefault_loop() noexcept;
+  // How far ahead of the writers the prefaulting thread keeps the file mapped and faulted in.
+  static constexpr uint64_t kPrefaultAheadSlots = (uint64_t{16} << 20) / kSlotBytes;
   uint64_t append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
 
   int fd_ = -1;
@@ -91,6 +113,12 @@ class JournalWriter {
   std::atomic<uint64_t> mapped_slots_{0};
   std::atomic<uint64_t> dropped_{0};
   std::mutex grow_mutex_;
+  std::atomic<bool> prefaulting_{false};
+  std::atomic<bool> prefault_wanted_{false};
+  bool prefault_stop_ = false;
+  std::mutex prefault_mutex_;
+  std::condition_variable prefault_wake_;
+  std::thread prefaulter_;
 };
 
 }  // namespace leaseguard::journal

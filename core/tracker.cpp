@@ -138,6 +138,7 @@ bool Tracker::open_journal(std::string &error) {
       std::vector<unsigned char> process = process_payload();
       journal_.append(journal::RecordType::Process, process.data(), process.size());
       write_lease_begin(leases_.process_lease());
+      journal_.start_prefaulting();
       log_debug("journal %s", path.c_str());
       return true;
     }
@@ -541,6 +542,7 @@ void Tracker::finish_process() noexcept {
   if (finished_) return;
   finished_ = true;
   leases_.stop_watchdog();
+  journal_.stop_prefaulting();  // joined: no thread of ours outlives recording
   for (Lease *lease : leases_.open_leases())
     if (LeaseRegistry::try_end(*lease)) end_lease(*lease, EndedBy::Exit);
   if (journal_state_.load(std::memory_order_acquire) != 1) return;

@@ -89,8 +89,8 @@ check "driver API victim: the real driver's report lists the simulator's leaks" 
 
 # ---- overhead: hooked against direct pairs, medians of 5 ------------------------------------
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
-time_series() {  # repeats of a command that prints ns per pair last
-  for _ in 1 2 3 4 5; do "$@" 2>/dev/null | grep -E '^[0-9.]+$' | tail -n 1; done | median
+time_series() {  # repeats of a command that prints ns per pair (elapsed, first) last
+  for _ in 1 2 3 4 5; do "$@" 2>/dev/null | grep -E '^[0-9.]+( [0-9.]+)?$' | tail -n 1 | awk '{ print $1 }'; done | median
 }
 pairs=20000
 {
