@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstring>
@@ -14,9 +15,10 @@
 namespace leaseguard::journal {
 namespace {
 
-// The first chunk is one huge page, so a process that records little has a small file;
-// later chunks are larger, because the page faults of fresh memory are what an append costs
-// (see journal_writer.h), and fewer, larger extensions let the kernel map them in huge pages.
+// The first chunk is small (2 MiB, sparse, mapped in ordinary pages), so a process that
+// records little has a small file; later chunks are larger, because the page faults of fresh
+// memory are what an append costs (see journal_writer.h), and fewer, larger extensions let
+// the kernel map them in huge pages.
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 constexpr size_t kFirstChunkBytes = kHugePageBytes;
 constexpr size_t kLaterChunkBytes = size_t{16} << 20;
@@ -65,6 +67,7 @@ void JournalWriter::prefault_loop() noexcept {
   pthread_setname_np(pthread_self(), "leaseguard-jrnl");
 #endif
   bool populate = true;
+  uint64_t populated = 0;  // slots faulted in so far (or written by the writers themselves)
   std::unique_lock lock(prefault_mutex_);
   while (!prefault_stop_) {
     prefault_wake_.wait_for(lock, std::chrono::milliseconds(20), [this] {
@@ -73,16 +76,18 @@ void JournalWriter::prefault_loop() noexcept {
     if (prefault_stop_) break;
     if (!prefault_wanted_.load(std::memory_order_acquire)) continue;
     lock.unlock();
-    const uint64_t before = mapped_slots_.load(std::memory_order_acquire);
-    const uint64_t wanted = next_slot_.load(std::memory_order_relaxed) + 2 * kPrefaultAheadSlots;
+    const uint64_t written = next_slot_.load(std::memory_order_relaxed);
+    const uint64_t wanted = written + std::min(written, kPrefaultAheadSlots);
     if (ensure_mapped(wanted)) {
-      const uint64_t after = mapped_slots_.load(std::memory_order_acquire);
-      // Faults the new pages in as a write would, without writing: a writer that got there
-      // first keeps what it wrote. Kernels before 5.14 lack it; then only the mapping is ahead.
-      if (populate && after > before &&
-          madvise(base_ + before * kSlotBytes, (after - before) * kSlotBytes, kMadvisePopulateWrite) != 0 &&
-          errno == EINVAL)
+      // Faults pages in as a write would, without writing: a writer that got there first
+      // keeps what it wrote. Kernels before 5.14 lack it; then only the mapping is ahead.
+      constexpr uint64_t kPage = 4096;  // madvise takes whole pages
+      const uint64_t from = std::max(populated, written) * kSlotBytes / kPage * kPage;
+      const uint64_t to = (wanted * kSlotBytes + kPage - 1) / kPage * kPage;
+      if (populate && to > from &&
+          madvise(base_ + from, to - from, kMadvisePopulateWrite) != 0 && errno == EINVAL)
         populate = false;
+      populated = std::max(populated, wanted);
     }
     prefault_wanted_.store(false, std::memory_order_release);
     lock.lock();
@@ -137,8 +142,10 @@ bool JournalWriter::ensure_mapped(uint64_t slot_end, bool may_block) noexcept {
                        fd_, static_cast<off_t>(offset));
     if (chunk == MAP_FAILED) return false;
     // A hint: where the file system supports large folios (ext4, xfs on recent kernels), a
-    // first touch then maps 2 MiB at once instead of one 4 KiB page per fault.
-    madvise(chunk, chunk_bytes, MADV_HUGEPAGE);
+    // first touch then maps 2 MiB at once instead of one 4 KiB page per fault. Not for the
+    // first chunk: a huge folio is written back whole, and a program that records a few
+    // allocations should leave a journal of a few pages on disk, not 2 MiB.
+    if (offset != 0) madvise(chunk, chunk_bytes, MADV_HUGEPAGE);
     mapped += chunk_bytes / kSlotBytes;
     mapped_slots_.store(mapped, std::memory_order_release);
   }

@@ -8,8 +8,9 @@
 //
 // What an append really costs is the first touch of each fresh page of the file: a page
 // fault, several microseconds on virtual machines, for every 64 records. The mapping is
-// therefore huge-page aligned and hinted (MADV_HUGEPAGE), which on file systems with large
-// folios turns 512 of those faults into one.
+// therefore huge-page aligned, and the chunks after the first are hinted (MADV_HUGEPAGE),
+// which on file systems with large folios turns 512 of those faults into one; and once a
+// megabyte has been written, a thread of the writer's faults pages in ahead of the writers.
 #pragma once
 
 #include <atomic>
@@ -54,7 +55,7 @@ class JournalWriter {
     const uint64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t mapped = mapped_slots_.load(std::memory_order_acquire);
     if (slot + kPrefaultAheadSlots > mapped) {
-      ask_prefaulter();
+      if (slot >= kPrefaultAfterSlots) ask_prefaulter();
       if (slot >= mapped && !ensure_mapped(slot + 1)) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         return kNoSlot;
@@ -99,8 +100,12 @@ class JournalWriter {
   }
   void wake_prefaulter() noexcept;
   void prefault_loop() noexcept;
-  // How far ahead of the writers the prefaulting thread keeps the file mapped and faulted in.
+  // How far ahead of the writers the prefaulting thread keeps the file mapped and faulted in:
+  // as far as has been written, up to 16 MiB, and nothing until 1 MiB has been: faulted-in
+  // pages are memory and, dirty, disk writes, which a program that records little must not
+  // pay for.
   static constexpr uint64_t kPrefaultAheadSlots = (uint64_t{16} << 20) / kSlotBytes;
+  static constexpr uint64_t kPrefaultAfterSlots = (uint64_t{1} << 20) / kSlotBytes;
   uint64_t append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
 
   int fd_ = -1;
