@@ -1,5 +1,6 @@
 // The core as the preload drives it, checked through the report its journal yields.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -193,6 +194,23 @@ TEST(Tracker, FreesAreWrittenInPlaceUntilALeaseEndsAfterTheirAllocation) {
   ASSERT_EQ(process.leases[0].leaks.size(), 1u);
   EXPECT_EQ(process.leases[0].leaks[0].bytes, 2u);
   EXPECT_TRUE(process.leases[1].leaks.empty());
+}
+
+// A journal takes disk space for what was written, not for the chunk it was mapped in
+// (a huge folio would be written back whole) or what was faulted in ahead.
+TEST(Tracker, AProgramThatRecordsLittleLeavesASmallJournal) {
+  testing::TempDir dir;
+  std::string path;
+  {
+    Tracker tracker(options_for(dir));
+    for (uint64_t i = 0; i < 100; ++i) tracker.on_alloc(event(0x1000 + i * 256, 64));
+    tracker.finish_process();
+    path = tracker.journal_path();
+  }
+  struct stat status {};
+  ASSERT_EQ(stat(path.c_str(), &status), 0);
+  EXPECT_LE(status.st_blocks * 512, 256 * 1024) << "a 100-allocation journal takes " << status.st_blocks * 512
+                                                 << " bytes on disk";
 }
 
 TEST(Tracker, TtlExpiryReportsLiveAllocationsAndLaterFreesAreLate) {
