@@ -4,9 +4,9 @@
 // Sharded by value so that threads allocating at once rarely share a lock; each shard's
 // lock (a spin lock: it guards a probe of a few dozen instructions) is held only for the
 // table operation and the caller's under_lock step, never across a driver call. Insert and
-// remove are O(1) on average and allocate nothing once a shard has grown. A value that counts references (a VMM handle
-// retained while live) holds one record per reference, numbered 0, 1, 2...; a release takes
-// the newest.
+// remove are O(1) on average and allocate nothing once a shard has grown. A value that
+// counts references (a VMM handle retained while live) holds one record per reference,
+// numbered 0, 1, 2...; a release takes the newest.
 #pragma once
 
 #include <array>

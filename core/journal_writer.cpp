@@ -156,10 +156,6 @@ bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) n
   return append_impl(type, payload, bytes, true) != kNoSlot;
 }
 
-uint64_t JournalWriter::append_at(RecordType type, const void *payload, size_t bytes) noexcept {
-  return append_impl(type, payload, bytes, true);
-}
-
 bool JournalWriter::append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept {
   return append_impl(type, payload, bytes, false) != kNoSlot;
 }

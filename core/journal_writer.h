@@ -42,16 +42,16 @@ class JournalWriter {
   // is too large, or the file cannot grow.
   bool append(RecordType type, const void *payload, size_t bytes) noexcept;
 
-  // The same; returns the record's first slot, or kNoSlot if it was dropped.
+  // The same for a payload that fits one slot, without the general path's loop (the hot path
+  // of every allocation); returns the record's slot, or kNoSlot if it was dropped.
   static constexpr uint64_t kNoSlot = UINT64_MAX;
-  uint64_t append_at(RecordType type, const void *payload, size_t bytes) noexcept;
-
-  // The same for a payload that fits one slot, without the general path's loop: the hot
-  // path of every allocation.
   template <typename Payload>
   uint64_t append_one_slot(RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (base_ == nullptr) return append_at(type, &payload, sizeof payload);
+    if (base_ == nullptr) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return kNoSlot;
+    }
     const uint64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t mapped = mapped_slots_.load(std::memory_order_acquire);
     if (slot + kPrefaultAheadSlots > mapped) {

@@ -62,6 +62,13 @@ class RecordSlots {
     --count_;
   }
 
+  // Calls visit(record) for every record.
+  template <typename Visit>
+  void for_each(Visit visit) {
+    for (size_t i = 0; i < capacity_; ++i)
+      if (slots_[i].used) visit(slots_[i].record());
+  }
+
   // Calls visit(record) for every record; visit returns true to remove it.
   template <typename Visit>
   void remove_where(Visit visit) {

@@ -94,12 +94,6 @@ TEST(Robustness, ExitWhileOtherThreadsAllocate) {
   EXPECT_EQ(by_size.size(), by_size.count(100) + 1);
 }
 
-}  // namespace
-}  // namespace leaseguard::testing
-
-namespace leaseguard::testing {
-namespace {
-
 TEST(Robustness, ExceptionsThroughAllocatingCodeBehaveAsWithoutLeaseguard) {
   auto plain = run_process({victim("exceptions")}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;

@@ -134,12 +134,6 @@ TEST(HandleTable, ConcurrentInsertAndRemoveLoseNothing) {
   EXPECT_EQ(table.size(), static_cast<size_t>(kThreads * kPerThread / 2));
 }
 
-}  // namespace
-}  // namespace leaseguard
-
-namespace leaseguard {
-namespace {
-
 // A slot keeps its namespace in the record's tail padding (record_slots.h): replacing a
 // record, and growing the table, must leave every record findable in its own namespace.
 TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {

@@ -76,20 +76,40 @@ TEST(StackCapture, SameFramesOnAnotherThread) {
   expect_same_callers(captures);
 }
 
+// One call site for capture_stack, whoever calls it (a loop could be unrolled into two).
+__attribute__((noinline)) size_t capture_here(std::vector<uintptr_t> &frames, const ExcludedCode &excluded) {
+  size_t count = capture_stack(frames.data(), frames.size(), excluded);
+  __asm__ volatile("" ::: "memory");  // not a tail call
+  return count;
+}
+
 TEST(StackCapture, StopsAtTheLimitAndDropsExcludedFrames) {
+  // Two captures of 5 frames: all frames, then with the top frame's code (capture_stack's
+  // own) excluded, which must drop exactly that frame from the top.
   struct Limited {
-    std::vector<uintptr_t> frames = std::vector<uintptr_t>(5);
-    size_t count = 0;
+    std::vector<uintptr_t> all = std::vector<uintptr_t>(5);
+    std::vector<uintptr_t> trimmed = std::vector<uintptr_t>(5);
+    size_t all_count = 0;
+    size_t trimmed_count = 0;
   } limited;
   testing::nofp_chain({[](void *argument) -> size_t {
                          auto *self = static_cast<Limited *>(argument);
-                         ExcludedCode none;
-                         self->count = capture_stack(self->frames.data(), self->frames.size(), none);
+                         ExcludedCode excluded;
+                         self->all_count = capture_here(self->all, excluded);
+                         excluded.add(CodeRange{self->all[0], self->all[0] + 1});
+                         self->trimmed_count = capture_here(self->trimmed, excluded);
                          return 0;
                        },
                        &limited},
                       20);
-  EXPECT_EQ(limited.count, 5u);
+  ASSERT_EQ(limited.all_count, 5u);
+  ASSERT_EQ(limited.trimmed_count, 5u);
+  // all: capture_stack's frame (its call of the walk), capture_here, this lambda (first
+  // call), chain...; trimmed: capture_here, this lambda (second call), chain...
+  EXPECT_EQ(limited.trimmed[0], limited.all[1]);
+  EXPECT_NE(limited.trimmed[1], limited.all[2]);  // the lambda's other call site
+  EXPECT_EQ(std::vector<uintptr_t>(limited.trimmed.begin() + 2, limited.trimmed.begin() + 4),
+            std::vector<uintptr_t>(limited.all.begin() + 3, limited.all.end()));
 }
 
 // Capturing while an exception is in flight (from a destructor run by the unwinder) leaves
