@@ -55,15 +55,33 @@ FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t seque
 
 }  // namespace detail
 
+// A rule as the cache holds it: one word, read field by field. A stack walk decodes it with
+// shifts instead of rebuilding the struct, which took a third of each step's instructions.
+class PackedFrameRule {
+ public:
+  explicit PackedFrameRule(uint64_t word) noexcept : word_(word) {}
+  explicit PackedFrameRule(FrameRule rule) noexcept : word_(std::bit_cast<uint64_t>(rule)) {}
+  FrameRule::Cfa cfa() const noexcept { return static_cast<FrameRule::Cfa>(word_ >> 48 & 0xff); }
+  int32_t cfa_offset() const noexcept { return static_cast<int32_t>(word_); }
+  bool rbp_saved() const noexcept { return (word_ >> 56) != 0; }
+  int16_t rbp_offset() const noexcept { return static_cast<int16_t>(word_ >> 32); }
+
+ private:
+  uint64_t word_;
+};
+static_assert(std::bit_cast<uint64_t>(FrameRule{-8, -16, FrameRule::Cfa::FramePointer, true}) ==
+                  0x0102'fff0'ffff'fff8ull,
+              "PackedFrameRule reads FrameRule's little-endian layout");
+
 // The same, through a process-wide lock-free cache. Inline: a stack walk asks once a frame.
-inline FrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
+inline PackedFrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
   detail::RuleCacheEntry &entry = detail::g_rule_cache[(pc * 0x9E3779B97F4A7C15ull) >> (64 - detail::kRuleCacheBits)];
   const uint32_t before = entry.sequence.load(std::memory_order_acquire);
   if ((before & 1) == 0 && entry.pc.load(std::memory_order_acquire) == pc) {
     const uint64_t packed = entry.packed.load(std::memory_order_acquire);
-    if (entry.sequence.load(std::memory_order_acquire) == before) return std::bit_cast<FrameRule>(packed);
+    if (entry.sequence.load(std::memory_order_acquire) == before) return PackedFrameRule(packed);
   }
-  return detail::frame_rule_on_miss(pc, entry, before);
+  return PackedFrameRule(detail::frame_rule_on_miss(pc, entry, before));
 }
 
 }  // namespace leaseguard

@@ -65,10 +65,15 @@ const StackBounds &thread_stack_bounds() noexcept {
   return t_bounds;
 }
 
+// Enough for any real stack; a cycle in corrupt frames ends here.
+constexpr int kMaxSteps = 512;
+
 }  // namespace
 
 __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames,
-                                                          const ExcludedCode &excluded, size_t &count) noexcept {
+                                                          const ExcludedCode &excluded, size_t &count_out) noexcept {
+  count_out = 0;
+  if (max_frames == 0) return WalkResult::Done;
   const StackBounds &bounds = thread_stack_bounds();
   uintptr_t pc;
   uintptr_t sp;
@@ -76,34 +81,39 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   // Where this function is now: the rule for this very instruction describes its frame.
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
   if (!bounds.known || sp < bounds.low || sp >= bounds.high) return WalkResult::NeedsFullUnwinder;
-  const uintptr_t last_word = bounds.high - sizeof(uintptr_t);  // in a register, not re-read per frame
-  auto on_stack = [&](uintptr_t address) { return address >= sp && address <= last_word; };
-  bool skipping_top = true;
-  bool first = true;
-  count = 0;
-  for (int steps = 0; steps < 512 && count < max_frames; ++steps) {
-    // A return address follows its call: the rule that applies is the call's, one byte back.
-    FrameRule rule = cached_frame_rule_at(first ? pc : pc - 1);
-    first = false;
-    if (rule.cfa == FrameRule::Cfa::Outermost) return WalkResult::Done;
-    if (rule.cfa == FrameRule::Cfa::Unknown) return WalkResult::NeedsFullUnwinder;
-    uintptr_t cfa = (rule.cfa == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset);
-    if (cfa < sp + sizeof(uintptr_t) || !on_stack(cfa - sizeof(uintptr_t))) return WalkResult::NeedsFullUnwinder;
-    uintptr_t return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
-    if (rule.rbp_saved) {
-      uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset);
-      if (!on_stack(saved_at)) return WalkResult::NeedsFullUnwinder;
+  // Locals, not the bounds or `count_out`, so the loop keeps them in registers: a store
+  // through `frames` could otherwise alias them and force a reload every step.
+  const uintptr_t high = bounds.high;
+  size_t count = 0;
+  uintptr_t rule_pc = pc;
+  for (int steps = 0; steps < kMaxSteps; ++steps) {
+    const PackedFrameRule rule = cached_frame_rule_at(rule_pc);
+    const FrameRule::Cfa cfa_rule = rule.cfa();
+    if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer) {
+      if (cfa_rule == FrameRule::Cfa::Outermost) break;
+      return WalkResult::NeedsFullUnwinder;
+    }
+    const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset());
+    // The return address, at cfa - 8, must lie between this frame's stack pointer and the
+    // stack's top (one unsigned comparison: below sp wraps around to huge).
+    if (cfa - sizeof(uintptr_t) - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+    const uintptr_t return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
+    if (rule.rbp_saved()) {
+      const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
+      if (saved_at - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
       bp = *reinterpret_cast<const uintptr_t *>(saved_at);
     }
     sp = cfa;
-    pc = return_address;
-    if (pc == 0) return WalkResult::Done;
-    if (skipping_top) {
-      if (excluded.contains(pc)) continue;
-      skipping_top = false;
-    }
-    frames[count++] = pc;
+    if (return_address == 0) break;
+    // A return address follows its call: the rule that applies is the call's, one byte back.
+    rule_pc = return_address - 1;
+    // Our own frames (capture, tracker, hook) come first; the first foreign frame is the
+    // application's call into the driver API.
+    if (count == 0 && excluded.contains(return_address)) continue;
+    frames[count++] = return_address;
+    if (count == max_frames) break;
   }
+  count_out = count;
   return WalkResult::Done;
 }
 

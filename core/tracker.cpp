@@ -157,11 +157,9 @@ bool Tracker::open_journal(std::string &error) {
   return false;
 }
 
-bool Tracker::ensure_journal() noexcept {
-  int state = journal_state_.load(std::memory_order_acquire);
-  if (state != 0) return state == 1;
+bool Tracker::open_journal_once() noexcept {
   std::lock_guard lock(journal_open_mutex_);
-  state = journal_state_.load(std::memory_order_relaxed);
+  const int state = journal_state_.load(std::memory_order_relaxed);
   if (state != 0) return state == 1;
   std::string error;
   bool opened = false;
@@ -195,8 +193,7 @@ Lease &Tracker::current_lease() noexcept {
   return leases_.process_lease();
 }
 
-uint32_t Tracker::capture_and_intern() noexcept {
-  if (options_.stack_depth <= 0) return 0;
+uint32_t Tracker::capture_and_intern_stack() noexcept {
   uintptr_t frames[kMaxStackDepth];
   size_t depth = capture_stack(frames, static_cast<size_t>(options_.stack_depth), excluded_);
   try {

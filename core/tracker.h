@@ -104,7 +104,12 @@ class Tracker {
   const std::string &journal_path() const noexcept { return journal_.path(); }
 
  private:
-  bool ensure_journal() noexcept;
+  // True once the journal is open; opens it on first use. Inline: every allocation asks.
+  bool ensure_journal() noexcept {
+    const int state = journal_state_.load(std::memory_order_acquire);
+    return state != 0 ? state == 1 : open_journal_once();
+  }
+  bool open_journal_once() noexcept;
   bool open_journal(std::string &error);
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
@@ -116,7 +121,9 @@ class Tracker {
   void begin_epoch() noexcept { epoch_.fetch_add(1, std::memory_order_acq_rel); }
   void on_expired(Lease &lease) noexcept;
   void write_lease_begin(const Lease &lease) noexcept;
-  uint32_t capture_and_intern() noexcept;
+  // The calling stack's id in the stack table, or 0 with stacks off.
+  uint32_t capture_and_intern() noexcept { return options_.stack_depth > 0 ? capture_and_intern_stack() : 0; }
+  uint32_t capture_and_intern_stack() noexcept;
 
   static std::atomic<Tracker *> g_instance;
 

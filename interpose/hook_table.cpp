@@ -23,9 +23,9 @@ const HookInfo kHooks[] = {
 };
 static_assert(sizeof kHooks / sizeof kHooks[0] == kHookCount);
 
-std::atomic<void *> g_real[kHookCount];
-
 }  // namespace
+
+std::atomic<void *> detail::g_real[kHookCount];
 
 const HookInfo &hook_info(int index) noexcept { return kHooks[index]; }
 
@@ -48,16 +48,14 @@ bool is_wrapper(const void *function) noexcept {
 void remember_real(int hook, void *function) noexcept {
   if (function == nullptr || is_wrapper(function)) return;
   void *expected = nullptr;
-  g_real[hook].compare_exchange_strong(expected, function, std::memory_order_acq_rel);
+  detail::g_real[hook].compare_exchange_strong(expected, function, std::memory_order_acq_rel);
 }
 
-void *real_function(Hook hook) noexcept {
+void *detail::look_up_real_function(Hook hook) noexcept {
   const int index = static_cast<int>(hook);
-  void *function = g_real[index].load(std::memory_order_acquire);
-  if (function != nullptr) return function;
   // A program linked with -lcuda reaches our definition through its PLT; the driver's is
   // the next one in the global scope after the preload.
-  function = real_dlsym()(RTLD_NEXT, kHooks[index].name);
+  void *function = real_dlsym()(RTLD_NEXT, kHooks[index].name);
   if (function == nullptr) {
     log_warning("%s: no driver or runtime implementation found; returning 'not initialized'", kHooks[index].name);
     return nullptr;

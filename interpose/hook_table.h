@@ -130,9 +130,19 @@ int find_hook(const char *name) noexcept;
 // True if `function` is one of leaseguard's wrappers.
 bool is_wrapper(const void *function) noexcept;
 
+namespace detail {
+// Each hook's real function once known (remember_real); null until then.
+extern std::atomic<void *> g_real[kHookCount];
+void *look_up_real_function(Hook hook) noexcept;
+}  // namespace detail
+
 // The driver's real function for a hook: remembered if known, else looked up with
 // RTLD_NEXT (the next definition after the preload). May be null if no driver is loaded.
-void *real_function(Hook hook) noexcept;
+// Inline: every hooked call asks, and after the first it is one load.
+inline void *real_function(Hook hook) noexcept {
+  void *function = detail::g_real[static_cast<int>(hook)].load(std::memory_order_acquire);
+  return function != nullptr ? function : detail::look_up_real_function(hook);
+}
 // Records `function` as the driver's implementation of `hook` unless one is known already.
 void remember_real(int hook, void *function) noexcept;
 
