@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "code_generation.h"
+
 extern "C" {
 // From the C++ runtime's unwinder (libgcc_s), the function _Unwind_Backtrace uses itself.
 struct lg_dwarf_eh_bases {
@@ -364,6 +366,7 @@ FrameRule frame_rule_at(uintptr_t pc) noexcept {
 namespace detail {
 
 RuleCacheEntry g_rule_cache[size_t{1} << kRuleCacheBits];
+std::atomic<uint64_t> g_code_generation{0};
 
 FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t sequence) noexcept {
   FrameRule rule = frame_rule_at(pc);
@@ -378,5 +381,19 @@ FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t seque
 }
 
 }  // namespace detail
+
+void note_code_unloaded() noexcept {
+  for (detail::RuleCacheEntry &entry : detail::g_rule_cache) {
+    uint32_t sequence = entry.sequence.load(std::memory_order_acquire);
+    // An odd entry is being filled by a walk of code that is loaded now; leave it. An even
+    // one is claimed as a writer would and emptied: no lookup passes pc 0.
+    if ((sequence & 1) != 0 ||
+        !entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acq_rel))
+      continue;
+    entry.pc.store(0, std::memory_order_release);
+    entry.sequence.store(sequence + 2, std::memory_order_release);
+  }
+  detail::g_code_generation.fetch_add(1, std::memory_order_acq_rel);
+}
 
 }  // namespace leaseguard

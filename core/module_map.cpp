@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include "code_generation.h"
+
 namespace leaseguard {
 namespace {
 
@@ -81,9 +83,19 @@ CodeRange ModuleMap::module_range(uintptr_t address) {
   return {object.begin, object.end};
 }
 
+void ModuleMap::forget_unloaded_locked() {
+  const uint64_t now = code_generation();
+  if (now == generation_) return;
+  // A library was unloaded: another may now sit at its addresses. Modules are looked up
+  // again (and get new ids and records); earlier records keep describing earlier stacks.
+  modules_.clear();
+  generation_ = now;
+}
+
 ModuleLocation ModuleMap::locate(uintptr_t address, journal::JournalWriter &journal) {
   {
     std::lock_guard lock(mutex_);
+    forget_unloaded_locked();
     for (const Module &module : modules_)
       if (address >= module.begin && address < module.end) return {module.id, address - module.base};
   }
@@ -96,6 +108,7 @@ ModuleLocation ModuleMap::locate(uintptr_t address, journal::JournalWriter &jour
   if (object.name.empty()) object.name = executable_path();
 
   std::lock_guard lock(mutex_);
+  forget_unloaded_locked();
   for (const Module &module : modules_)
     if (module.base == object.base && module.begin == object.begin) return {module.id, address - module.base};
   Module module{object.base, object.begin, object.end, next_id_++};

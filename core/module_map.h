@@ -2,7 +2,8 @@
 //
 // A module record carries the path, load base and GNU build-id, which is everything the
 // CLI needs to symbolize offline, also after the module was unloaded with dlclose.
-// Called only when a new stack is interned, never per allocation.
+// Called only when a new stack is interned, never per allocation. After a library is
+// unloaded (code_generation.h) every module is looked up afresh.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,11 @@ class ModuleMap {
     uintptr_t end;
     uint32_t id;
   };
+  void forget_unloaded_locked();
+
   std::mutex mutex_;
   std::vector<Module> modules_;
+  uint64_t generation_ = 0;  // the code generation modules_ describes
   uint32_t next_id_ = 1;
 };
 

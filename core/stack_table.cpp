@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "code_generation.h"
+
 namespace leaseguard {
 
 uint64_t StackTable::hash(const uintptr_t *frames, size_t depth) {
@@ -15,29 +17,29 @@ uint64_t StackTable::hash(const uintptr_t *frames, size_t depth) {
   return h;
 }
 
+bool StackTable::Entry::matches(const uintptr_t *other, size_t depth, uint64_t now) const {
+  return generation == now && frames.size() == depth && std::memcmp(frames.data(), other, depth * sizeof(uintptr_t)) == 0;
+}
+
 const StackTable::Entry *StackTable::find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames,
-                                                 size_t depth) const {
+                                                 size_t depth, uint64_t generation) const {
   auto [first, last] = shard.entries.equal_range(key);
-  for (auto it = first; it != last; ++it) {
-    const Entry &entry = it->second;
-    if (entry.frames.size() == depth && std::memcmp(entry.frames.data(), frames, depth * sizeof(uintptr_t)) == 0)
-      return &entry;
-  }
+  for (auto it = first; it != last; ++it)
+    if (it->second.matches(frames, depth, generation)) return &it->second;
   return nullptr;
 }
 
 uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::JournalWriter &journal) {
   if (depth == 0) return 0;
   const uint64_t key = hash(frames, depth);
+  const uint64_t generation = code_generation();
   std::atomic<const Entry *> &recent = recent_[(key >> 20) % kRecentStacks];
-  if (const Entry *seen = recent.load(std::memory_order_acquire);
-      seen != nullptr && seen->frames.size() == depth &&
-      std::memcmp(seen->frames.data(), frames, depth * sizeof(uintptr_t)) == 0)
+  if (const Entry *seen = recent.load(std::memory_order_acquire); seen != nullptr && seen->matches(frames, depth, generation))
     return seen->id;
   Shard &shard = shards_[key % kShards];
   {
     std::lock_guard lock(shard.mutex);
-    if (const Entry *entry = find_locked(shard, key, frames, depth)) {
+    if (const Entry *entry = find_locked(shard, key, frames, depth, generation)) {
       recent.store(entry, std::memory_order_release);
       return entry->id;
     }
@@ -53,7 +55,7 @@ uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::Jour
   }
 
   std::lock_guard lock(shard.mutex);
-  if (const Entry *entry = find_locked(shard, key, frames, depth)) return entry->id;  // another thread won
+  if (const Entry *entry = find_locked(shard, key, frames, depth, generation)) return entry->id;  // another thread won
   uint32_t id;
   {
     std::lock_guard id_lock(id_mutex_);
@@ -62,7 +64,7 @@ uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::Jour
   journal::StackPayload header{id, static_cast<uint32_t>(depth)};
   std::memcpy(payload.data(), &header, sizeof header);
   journal.append(journal::RecordType::Stack, payload.data(), payload.size());
-  auto stored = shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id});
+  auto stored = shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id, generation});
   recent.store(&stored->second, std::memory_order_release);
   return id;
 }

@@ -27,6 +27,10 @@ class StackTable {
   struct Entry {
     std::vector<uintptr_t> frames;
     uint32_t id;
+    // The code generation its frames belong to: after an unload the same addresses may be
+    // another library's code, so an entry matches only captures of its own generation.
+    uint64_t generation;
+    bool matches(const uintptr_t *other, size_t depth, uint64_t now) const;
   };
   static constexpr size_t kShards = 32;
   struct alignas(64) Shard {
@@ -34,7 +38,8 @@ class StackTable {
     std::unordered_multimap<uint64_t, Entry> entries;
   };
   static uint64_t hash(const uintptr_t *frames, size_t depth);
-  const Entry *find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth) const;
+  const Entry *find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth,
+                           uint64_t generation) const;
 
   std::array<Shard, kShards> shards_;
   // The stacks seen most recently, by hash, read without a lock: a stack already interned

@@ -393,7 +393,35 @@ TEST(Cli, ALeakInAPluginUnloadedBeforeExitIsStillNamed) {
   EXPECT_NE(frame["module"].as_string().find("libleaky_plugin.so"), std::string::npos);
   EXPECT_EQ(frame["function"].as_string(), "leak_in_plugin");
   EXPECT_NE(frame["file"].as_string().find("leaky_plugin.c"), std::string::npos);
-  EXPECT_EQ(frame["line"].as_number(), 7);
+  EXPECT_EQ(frame["line"].as_number(), 14);
+}
+
+// A library loaded where an unloaded one was gets its own frame rules, module and name: the
+// caches keyed by code address forget what the dlclose unmapped.
+TEST(Cli, APluginLoadedWhereAnUnloadedOneWasIsNamedAsItself) {
+  TempDir dir;
+  auto run = run_under_leaseguard(
+      dir.path(), {victim("dlclose_leak"), victim("libleaky_plugin.so"), victim("libleaky_plugin_b.so")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  // The case under test: the loader reused the addresses (it does on glibc, for two
+  // libraries of one size loaded one after the other).
+  ASSERT_NE(run.result.out.find("same addresses"), std::string::npos) << run.result.out;
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 2u);
+  std::set<std::string> named;
+  for (const JsonValue *leak : leaks) {
+    const JsonValue &frame = (*leak)["stack"][0];
+    const std::string module = frame["module"].as_string();
+    const std::string function = frame["function"].as_string();
+    if (function == "leak_in_plugin") {
+      EXPECT_NE(module.find("libleaky_plugin.so"), std::string::npos) << module;
+    } else {
+      EXPECT_EQ(function, "leak_in_second_plugin");
+      EXPECT_NE(module.find("libleaky_plugin_b.so"), std::string::npos) << module;
+    }
+    named.insert(function);
+  }
+  EXPECT_EQ(named, (std::set<std::string>{"leak_in_plugin", "leak_in_second_plugin"}));
 }
 
 }  // namespace

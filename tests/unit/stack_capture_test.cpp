@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "code_generation.h"
+#include "frame_rules.h"
 #include "stack_capture.h"
 #include "stack_chain.h"
 
@@ -68,6 +70,30 @@ TEST(StackCapture, SameFramesAsTheUnwinderWithoutFramePointers) {
     if (round == 0) first_walk = captures.fast;
     else EXPECT_EQ(captures.fast, first_walk);
   }
+}
+
+TEST(StackCapture, AnUnloadForgetsTheCachedRulesAndTheWalkRefillsThem) {
+  Captures before;
+  testing::nofp_chain({capture_both, &before}, 25);
+  expect_same_callers(before);
+  const auto pc = reinterpret_cast<uintptr_t>(&capture_both) + 1;
+  cached_frame_rule_at(pc);
+  auto cached = [] {
+    size_t entries = 0;
+    for (const detail::RuleCacheEntry &entry : detail::g_rule_cache) entries += entry.pc.load() != 0 ? 1 : 0;
+    return entries;
+  };
+  ASSERT_GT(cached(), 0u);
+
+  const uint64_t generation = code_generation();
+  note_code_unloaded();
+  EXPECT_EQ(code_generation(), generation + 1);
+  EXPECT_EQ(cached(), 0u);
+
+  Captures after;
+  testing::nofp_chain({capture_both, &after}, 25);
+  expect_same_callers(after);
+  EXPECT_GT(cached(), 0u);
 }
 
 TEST(StackCapture, SameFramesOnAnotherThread) {
