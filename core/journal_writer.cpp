@@ -160,13 +160,6 @@ bool JournalWriter::append_from_signal_handler(RecordType type, const void *payl
   return append_impl(type, payload, bytes, false) != kNoSlot;
 }
 
-void JournalWriter::store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept {
-  if (base_ == nullptr || payload_offset + sizeof value > kSlotPayloadBytes) return;
-  if (slot >= mapped_slots_.load(std::memory_order_acquire)) return;
-  __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + slot * kSlotBytes + 4 + payload_offset), value,
-                   __ATOMIC_RELEASE);
-}
-
 uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept {
   if (base_ == nullptr || bytes > kMaxPayloadBytes) {
     dropped_.fetch_add(1, std::memory_order_relaxed);

@@ -69,8 +69,13 @@ class JournalWriter {
 
   // Stores `value` into the committed record at `slot`, `payload_offset` bytes into its
   // payload (4-byte aligned, within the first slot): one atomic store, which a reader sees
-  // whole or not at all.
-  void store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept;
+  // whole or not at all. Inline: every free of a recent allocation does it.
+  void store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept {
+    if (base_ == nullptr || payload_offset + sizeof value > kSlotPayloadBytes) return;
+    if (slot >= mapped_slots_.load(std::memory_order_acquire)) return;
+    __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + slot * kSlotBytes + 4 + payload_offset), value,
+                     __ATOMIC_RELEASE);
+  }
 
   // The same for a signal handler: if the file must grow and another thread holds the lock
   // for that, the record is dropped (and counted) instead of waiting.

@@ -6,10 +6,6 @@
 namespace leaseguard {
 namespace {
 
-// The family a free entry point belongs to, or a create's family.
-enum class Family { DeviceMemory, HostMemory, Reservation, VmmHandle, Array, MipmappedArray, Pool, Ipc,
-                    Registration, ExternalMemory, Other };
-
 constexpr Family family_by_switch(Api api) noexcept {
   switch (api) {
     case Api::cuMemAlloc: case Api::cuMemAlloc_v2: case Api::cuMemAllocPitch: case Api::cuMemAllocPitch_v2:
@@ -63,12 +59,9 @@ constexpr auto kFamilies = [] {
   return families;
 }();
 
-Family family_of(Api api) noexcept {
-  const auto index = static_cast<size_t>(api);
-  return index < kFamilies.size() ? kFamilies[index] : Family::Other;
-}
-
 }  // namespace
+
+const std::array<Family, static_cast<size_t>(Api::Count)> detail::kFamilyOfApi = kFamilies;
 
 namespace {
 
@@ -89,11 +82,6 @@ const std::array<Space, static_cast<size_t>(Api::Count)> detail::kSpaceOfApi = [
   for (size_t i = 0; i < spaces.size(); ++i) spaces[i] = space_by_family(kFamilies[i]);
   return spaces;
 }();
-
-bool frees(Api free_api, Api alloc_api) noexcept {
-  Family family = family_of(free_api);
-  return family != Family::Other && family == family_of(alloc_api);
-}
 
 bool is_hip(Api api) noexcept { return api >= Api::hipMalloc && api <= Api::hipDeviceReset; }
 
@@ -133,6 +121,5 @@ const char *describe(Api alloc_api, Kind kind) noexcept {
 
 bool program_chooses_value(Api alloc_api) noexcept { return family_of(alloc_api) == Family::Registration; }
 
-bool counts_references(Api alloc_api) noexcept { return family_of(alloc_api) == Family::VmmHandle; }
 
 }  // namespace leaseguard

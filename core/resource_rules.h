@@ -19,8 +19,19 @@ namespace leaseguard {
 
 enum class Space : uint8_t { Address = 0, VmmHandle, Array, Pool, ExternalMemory };
 
+// The family an entry point belongs to: a create's, or the one a free releases.
+enum class Family : uint8_t { DeviceMemory, HostMemory, Reservation, VmmHandle, Array, MipmappedArray, Pool, Ipc,
+                              Registration, ExternalMemory, Other };
+
 namespace detail {
 extern const std::array<Space, static_cast<size_t>(Api::Count)> kSpaceOfApi;
+extern const std::array<Family, static_cast<size_t>(Api::Count)> kFamilyOfApi;
+}
+
+// Inline, from a table, like space_of.
+inline Family family_of(Api api) noexcept {
+  const auto index = static_cast<size_t>(api);
+  return index < static_cast<size_t>(Api::Count) ? detail::kFamilyOfApi[index] : Family::Other;
 }
 
 // The namespace of the value an allocating or freeing entry point names. Inline, from a
@@ -31,7 +42,10 @@ inline Space space_of(Api api) noexcept {
 }
 
 // True if `free_api` releases something `alloc_api` created.
-bool frees(Api free_api, Api alloc_api) noexcept;
+inline bool frees(Api free_api, Api alloc_api) noexcept {
+  const Family family = family_of(free_api);
+  return family != Family::Other && family == family_of(alloc_api);
+}
 
 // What HIP records carry as their context: HIP has none in its API, and hipDeviceReset frees
 // everything on a device, so a device's allocations share one value per device.
@@ -49,7 +63,7 @@ bool dies_with_context(Api alloc_api, Kind kind) noexcept;
 
 // True if the entry point may hand out the same value again while it is still live (a VMM
 // handle retained or imported twice): each handout is its own reference, released once.
-bool counts_references(Api alloc_api) noexcept;
+inline bool counts_references(Api alloc_api) noexcept { return family_of(alloc_api) == Family::VmmHandle; }
 
 // True if the program, not the driver, chooses the value (the host buffer it registers): the
 // same value coming back after leaseguard reclaimed it is the program's new allocation, not
