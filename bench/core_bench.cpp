@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "million_allocations.h"
 #include "journal_writer.h"
 #include "report/report_model.h"
 #include "tracker.h"
@@ -101,14 +102,7 @@ void BM_ReportOfAMillionAllocations(benchmark::State &state) {
   std::string path;
   {
     Tracker tracker(bench_options(directory, 4));
-    AllocationEvent event;
-    event.api = Api::cuMemAlloc_v2;
-    event.bytes = 4096;
-    for (uint64_t i = 0; i < 1'000'000; ++i) {
-      event.address = 0x100000000ull + i * 256;
-      tracker.on_alloc(event);
-      if (i % 10 != 0) tracker.on_free(Api::cuMemFree_v2, event.address);  // 1e5 leak
-    }
+    record_million_allocations(tracker);
     tracker.finish_process();
     path = tracker.journal_path();
   }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "../../bench/million_allocations.h"
 #include "process_runner.h"
 #include "tracker.h"
 #include "../unit/test_support.h"
@@ -24,14 +25,7 @@ TEST(Scale, ReportOfAMillionAllocationJournalHasBoundedMemory) {
     options.stack_depth = 4;
     options.log_level = LogLevel::Quiet;
     Tracker tracker(options);
-    AllocationEvent event;
-    event.api = Api::cuMemAlloc_v2;
-    event.bytes = 4096;
-    for (uint64_t i = 0; i < 1'000'000; ++i) {
-      event.address = 0x100000000ull + i * 256;
-      tracker.on_alloc(event);
-      if (i % 10 != 0) tracker.on_free(Api::cuMemFree_v2, event.address);
-    }
+    record_million_allocations(tracker);
     tracker.finish_process();
   }
   auto started = std::chrono::steady_clock::now();
