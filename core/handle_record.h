@@ -1,4 +1,11 @@
 // A live allocation as the tracker keeps it, and the key it is found by.
+//
+// The table keeps only what frees, lease ends and context destroys decide by (LiveRecord,
+// 32 bytes). The rest of what is known about an allocation (its id, time, context, size,
+// device and kind: ColdFields) is written once and read rarely, so it is not kept twice: it
+// is read back from the allocation's journal record, or, for an allocation that could not
+// be journaled, from the tracker's small side store (cold_records.h). HandleRecord is both
+// together: what a reclaim backend is handed.
 #pragma once
 
 #include <cstdint>
@@ -8,26 +15,38 @@
 
 namespace leaseguard {
 
-// 60 bytes of fields: with its table slot's two bytes in the tail padding, 64 (record_slots.h).
-// That is what a live allocation costs leaseguard besides the table's free slots, whatever its
-// stack (stacks are interned once each, in the stack table).
-struct HandleRecord {
-  uint64_t id = 0;
+struct LiveRecord {
   uint64_t address = 0;
+  // Where the allocation's other fields are: a journal slot (a journal has < 2^28 of them),
+  // or kColdBit | an index into the side store, or kNowhere if neither could take them.
+  static constexpr uint32_t kColdBit = 1u << 31;
+  static constexpr uint32_t kNowhere = UINT32_MAX;
+  uint32_t where = kNowhere;
+  uint32_t lease_id = 0;
+  uint32_t epoch = 0;  // the tracker's epoch when the allocation was journaled
+  Api api = Api::Unknown;
+  uint16_t reference = 0;  // which reference to a value that counts references
+  bool reported = false;   // already counted as a leak by an ended or expired lease
+
+  bool journaled() const noexcept { return where < kColdBit; }
+  bool in_side_store() const noexcept { return where != kNowhere && (where & kColdBit) != 0; }
+};
+// 25 bytes of fields; the table's slot keeps its namespace and occupancy in the tail padding
+// (record_slots.h), so a live allocation costs 32 bytes besides the table's free slots.
+static_assert(sizeof(LiveRecord) == 32);
+
+// What the table does not keep (see above).
+struct ColdFields {
+  uint64_t id = 0;
   uint64_t bytes = 0;
   uint64_t time_ns = 0;
   uint64_t context = 0;
-  uint32_t lease_id = 0;
-  uint32_t epoch = 0;  // the tracker's epoch when the allocation was journaled
-  static constexpr uint32_t kNotJournaled = UINT32_MAX;
-  uint32_t journal_slot = kNotJournaled;  // where its Alloc record is (a journal has < 2^28 slots)
-  Api api = Api::Unknown;
-  uint16_t reference = 0;  // which reference to a value that counts references
   int16_t device = 0;
   Kind kind = Kind::Device;
-  bool reported = false;  // already counted as a leak by an ended or expired lease
 };
 
+// Everything known about a live allocation.
+struct HandleRecord : LiveRecord, ColdFields {};
 
 struct HandleKey {
   uint64_t value = 0;
@@ -43,7 +62,7 @@ struct HandleKeyHash {
   }
 };
 
-inline HandleKey key_of(const HandleRecord &record) {
+inline HandleKey key_of(const LiveRecord &record) {
   return HandleKey{record.address, space_of(record.api), record.reference};
 }
 

@@ -29,7 +29,7 @@ class HandleTable {
   // shard is locked, may still adjust the stored record, and whatever it writes is ordered
   // before any later removal of the key.
   template <typename UnderLock>
-  std::optional<HandleRecord> insert(const HandleRecord &record, bool another_reference, UnderLock under_lock) {
+  std::optional<LiveRecord> insert(const LiveRecord &record, bool another_reference, UnderLock under_lock) {
     HandleKey key = key_of(record);
     Shard &shard = shard_for(key.value);
     std::lock_guard lock(shard.lock);
@@ -37,33 +37,33 @@ class HandleTable {
       while (shard.records.find(key) != nullptr && key.reference < UINT16_MAX) ++key.reference;
     if (key.reference != 0) shard.has_references = true;
     auto [stored, created] = shard.records.emplace(key);
-    std::optional<HandleRecord> displaced;
+    std::optional<LiveRecord> displaced;
     if (!created) displaced = *stored;
     *stored = record;
     stored->reference = key.reference;
     under_lock(*stored);
     return displaced;
   }
-  std::optional<HandleRecord> insert(const HandleRecord &record) {
-    return insert(record, false, [](HandleRecord &) {});
+  std::optional<LiveRecord> insert(const LiveRecord &record) {
+    return insert(record, false, [](LiveRecord &) {});
   }
 
   // Removes the newest reference to `value` in `space` if `accept(record)` agrees;
   // `under_lock` gets the removed record, or nullptr if there was none, or the record and
   // false if `accept` refused it, while the shard is still locked.
   template <typename Accept, typename UnderLock>
-  std::optional<HandleRecord> remove(Space space, uint64_t value, Accept accept, UnderLock under_lock) {
+  std::optional<LiveRecord> remove(Space space, uint64_t value, Accept accept, UnderLock under_lock) {
     Shard &shard = shard_for(value);
     std::lock_guard lock(shard.lock);
     HandleKey key{value, space, 0};
-    HandleRecord *found = shard.records.find(key);
+    LiveRecord *found = shard.records.find(key);
     if (found == nullptr) {
-      under_lock(static_cast<const HandleRecord *>(nullptr), true);
+      under_lock(static_cast<const LiveRecord *>(nullptr), true);
       return std::nullopt;
     }
     for (HandleKey next = key; shard.has_references && next.reference < UINT16_MAX;) {  // the newest reference
       ++next.reference;
-      HandleRecord *newer = shard.records.find(next);
+      LiveRecord *newer = shard.records.find(next);
       if (newer == nullptr) break;
       found = newer;
     }
@@ -71,14 +71,14 @@ class HandleTable {
       under_lock(found, false);
       return std::nullopt;
     }
-    HandleRecord record = *found;
+    LiveRecord record = *found;
     shard.records.erase(found);
     under_lock(&record, true);
     return record;
   }
-  std::optional<HandleRecord> remove(uint64_t address) {
-    return remove(Space::Address, address, [](const HandleRecord &) { return true; },
-                  [](const HandleRecord *, bool) {});
+  std::optional<LiveRecord> remove(uint64_t address) {
+    return remove(Space::Address, address, [](const LiveRecord &) { return true; },
+                  [](const LiveRecord *, bool) {});
   }
 
   // Marks every unreported record of `lease_id` as reported; returns how many there were.
@@ -86,11 +86,11 @@ class HandleTable {
 
   // Removes every record `predicate` accepts; returns them.
   template <typename Predicate>
-  std::vector<HandleRecord> remove_if(Predicate predicate) {
-    std::vector<HandleRecord> removed;
+  std::vector<LiveRecord> remove_if(Predicate predicate) {
+    std::vector<LiveRecord> removed;
     for (Shard &shard : shards_) {
       std::lock_guard lock(shard.lock);
-      shard.records.remove_where([&](const HandleRecord &record) {
+      shard.records.remove_where([&](const LiveRecord &record) {
         if (!predicate(record)) return false;
         removed.push_back(record);
         return true;

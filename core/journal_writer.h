@@ -81,6 +81,26 @@ class JournalWriter {
   // for that, the record is dropped (and counted) instead of waiting.
   bool append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept;
 
+  // Copies out the payload of the one-slot record this process wrote at `slot` (what the live
+  // table reads back instead of keeping it); false if there is no such slot.
+  template <typename Payload>
+  bool read_one_slot(uint64_t slot, Payload &payload) const noexcept {
+    static_assert(sizeof(Payload) <= kSlotPayloadBytes);
+    if (base_ == nullptr || slot >= mapped_slots_.load(std::memory_order_acquire)) return false;
+    std::memcpy(&payload, base_ + slot * kSlotBytes + 4, sizeof payload);
+    return true;
+  }
+  // One field of it, `payload_offset` bytes into the payload; 0 if there is no such slot.
+  // Inline: every free of a recent allocation reads the allocation's time.
+  template <typename Field>
+  Field read_field(uint64_t slot, size_t payload_offset) const noexcept {
+    Field field{};
+    if (base_ != nullptr && payload_offset + sizeof field <= kSlotPayloadBytes &&
+        slot < mapped_slots_.load(std::memory_order_acquire))
+      std::memcpy(&field, base_ + slot * kSlotBytes + 4 + payload_offset, sizeof field);
+    return field;
+  }
+
   bool is_open() const noexcept { return base_ != nullptr; }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   const std::string &path() const noexcept { return path_; }

@@ -2,6 +2,10 @@
 // deletion, so no tombstones build up and no node is allocated per record (a malloc and a
 // free per allocation + free pair was a sixth of recording it). Not synchronized: the
 // shard's lock guards it.
+//
+// Memory is what this table is sized by: a slot is 32 bytes, the table is at most 80% full,
+// and it grows by 3/2 and 4/3 in turn (8, 12, 16, 24, 32...) instead of doubling, so it is
+// never less than 53% full once grown: at most 60 bytes per live record.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +20,9 @@ namespace leaseguard {
 class RecordSlots {
  public:
   // The record under `key`, or nullptr.
-  HandleRecord *find(const HandleKey &key) noexcept {
+  LiveRecord *find(const HandleKey &key) noexcept {
     if (capacity_ == 0) return nullptr;
-    for (size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
+    for (size_t i = home(key);; i = next(i)) {
       Slot &slot = slots_[i];
       if (!slot.used) return nullptr;
       if (slot.matches(key)) return &slot.record();
@@ -27,9 +31,9 @@ class RecordSlots {
 
   // The record under `key`, and whether it was just created (holding a default record with
   // the key's address, space and reference). Throws std::bad_alloc if it cannot grow.
-  std::pair<HandleRecord *, bool> emplace(const HandleKey &key) {
-    if ((count_ + 1) * 4 > capacity_ * 3) grow();
-    for (size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
+  std::pair<LiveRecord *, bool> emplace(const HandleKey &key) {
+    if ((count_ + 1) * 5 > capacity_ * 4) grow();
+    for (size_t i = home(key);; i = next(i)) {
       Slot &slot = slots_[i];
       if (slot.used && slot.matches(key)) return {&slot.record(), false};
       if (!slot.used) {
@@ -45,17 +49,16 @@ class RecordSlots {
   }
 
   // Removes the record `found` (a pointer find or emplace returned, not since invalidated).
-  void erase(HandleRecord *found) noexcept {
+  void erase(LiveRecord *found) noexcept {
     size_t hole = static_cast<size_t>(static_cast<Slot *>(found) - slots_.get());
-    const size_t mask = capacity_ - 1;
     // Backward shift: move each later record of the probe run into the hole if the hole lies
-    // between its home and where it sits.
-    for (size_t next = (hole + 1) & mask; slots_[next].used; next = (next + 1) & mask) {
-      size_t wanted = home(slots_[next].key());
-      bool movable = hole <= next ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next);
+    // between its home and where it sits (cyclically).
+    for (size_t later = next(hole); slots_[later].used; later = next(later)) {
+      size_t wanted = home(slots_[later].key());
+      bool movable = hole <= later ? (wanted <= hole || wanted > later) : (wanted <= hole && wanted > later);
       if (movable) {
-        slots_[hole] = slots_[next];
-        hole = next;
+        slots_[hole] = slots_[later];
+        hole = later;
       }
     }
     slots_[hole].used = false;
@@ -86,22 +89,32 @@ class RecordSlots {
 
  private:
   // Derived, not composed: the Itanium C++ ABI lays a derived class's members into its
-  // base's tail padding (HandleRecord is not trivial), so a slot is 64 bytes, not 72.
-  struct Slot : HandleRecord {
+  // base's tail padding (LiveRecord is not trivial), so a slot is 32 bytes, not 40.
+  struct Slot : LiveRecord {
     Space space = Space::Address;
     bool used = false;
-    HandleRecord &record() noexcept { return *this; }
+    LiveRecord &record() noexcept { return *this; }
     HandleKey key() const noexcept { return HandleKey{address, space, reference}; }
     bool matches(const HandleKey &key) const noexcept {
       return address == key.value && space == key.space && reference == key.reference;
     }
   };
-  static_assert(sizeof(Slot) == 64, "a slot is one cache line");
+  static_assert(sizeof(Slot) == 32, "a slot is half a cache line");
 
-  size_t home(const HandleKey &key) const noexcept { return HandleKeyHash{}(key) & (capacity_ - 1); }
+  // The key's home slot: its hash scaled to the capacity (which need not be a power of two)
+  // by a multiply, not a division. The multiply takes the hash's high bits, so the hash is
+  // mixed until they depend on every bit of the key.
+  size_t home(const HandleKey &key) const noexcept {
+    uint64_t h = key.value ^ (uint64_t{key.reference} << 48) ^ (uint64_t(key.space) << 56);
+    h = (h ^ h >> 32) * 0xD6E8FEB86659FD93ull;
+    h = (h ^ h >> 32) * 0xD6E8FEB86659FD93ull;
+    return static_cast<size_t>(static_cast<unsigned __int128>(h) * capacity_ >> 64);
+  }
+  size_t next(size_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
 
   void grow() {
-    const size_t capacity = capacity_ == 0 ? 16 : capacity_ * 2;
+    // 8, 12, 16, 24, 32, 48...: from a power of two by 3/2, from the size between by 4/3.
+    const size_t capacity = capacity_ == 0 ? 8 : (capacity_ & (capacity_ - 1)) == 0 ? capacity_ / 2 * 3 : capacity_ / 3 * 4;
     std::unique_ptr<Slot[]> grown(new Slot[capacity]);  // may throw: nothing is lost then
     std::unique_ptr<Slot[]> old = std::move(slots_);
     const size_t old_capacity = capacity_;
@@ -117,7 +130,7 @@ class RecordSlots {
   }
 
   std::unique_ptr<Slot[]> slots_;
-  size_t capacity_ = 0;  // a power of two, or 0
+  size_t capacity_ = 0;  // 0, a power of two, or 3/2 of one
   size_t count_ = 0;
 };
 

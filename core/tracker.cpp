@@ -11,6 +11,7 @@
 #include <csignal>
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -208,17 +209,18 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   Lease *named = event.lease_id != 0 && event.lease_id <= UINT32_MAX ? leases_.find(static_cast<uint32_t>(event.lease_id))
                                                                      : nullptr;
   Lease &lease = named != nullptr ? *named : current_lease();
-  HandleRecord record;
-  record.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
+  LiveRecord record;
   record.address = event.address;
-  record.bytes = event.bytes;
-  record.time_ns = event_clock_ns();
-  record.context = event.context;
-  const uint32_t stack_id = journaling ? capture_and_intern() : 0;
   record.lease_id = lease.id;
-  record.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
   record.api = event.api;
-  record.kind = event.kind;
+  ColdFields cold;
+  cold.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
+  cold.bytes = event.bytes;
+  cold.time_ns = event_clock_ns();
+  cold.context = event.context;
+  cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
+  cold.kind = event.kind;
+  const uint32_t stack_id = journaling ? capture_and_intern() : 0;
 
   const HandleKey key{event.address, space_of(event.api), 0};
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
@@ -234,45 +236,78 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   }
 
   journal::AllocPayload alloc{};
-  alloc.id = record.id;
+  alloc.id = cold.id;
   alloc.address = record.address;
-  alloc.bytes = record.bytes;
-  alloc.time_ns = record.time_ns;
-  alloc.context = record.context;
+  alloc.bytes = cold.bytes;
+  alloc.time_ns = cold.time_ns;
+  alloc.context = cold.context;
   alloc.stack_id = stack_id;
   alloc.thread = thread_id();
   alloc.api = static_cast<uint16_t>(record.api);
-  alloc.kind = static_cast<uint8_t>(record.kind);
-  alloc.device = static_cast<int8_t>(record.device >= -1 && record.device <= 127 ? record.device : -1);
+  alloc.kind = static_cast<uint8_t>(cold.kind);
+  // The journal's device is one byte; the side store keeps what a reclaim needs either way.
+  alloc.device = static_cast<int8_t>(cold.device >= -1 && cold.device <= 127 ? cold.device : -1);
   try {
     // The record is written while the table holds the address's lock, so a free of the same
     // address on another thread is always journaled after it. Ending a lease marks it ended
     // before it scans the table; an allocation that completes after that belongs to the
     // process lease, so every allocation is counted by exactly one lease ending.
-    std::optional<HandleRecord> displaced = table_.insert(record, counts_references(record.api), [&](HandleRecord &stored) {
+    std::optional<LiveRecord> displaced = table_.insert(record, counts_references(record.api), [&](LiveRecord &stored) {
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
       if (journaling) {
         stored.epoch = epoch_.load(std::memory_order_acquire);
         const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
-        stored.journal_slot = slot < HandleRecord::kNotJournaled ? static_cast<uint32_t>(slot) : HandleRecord::kNotJournaled;
+        if (slot < LiveRecord::kColdBit) {
+          stored.where = static_cast<uint32_t>(slot);
+          return;
+        }
       }
+      stored.where = cold_.put(cold);
     });
-    if (displaced && journaling) {
+    if (displaced) {
       // The driver handed this address out again, so the old allocation was freed by a path
       // leaseguard did not see. Close it in the journal so it is not reported as a leak.
-      write_free(*displaced, Api::Unknown, journal::kFreeImplicit, 0, 0);
+      if (journaling) write_free(cold_fields(*displaced).id, displaced->address, Api::Unknown, journal::kFreeImplicit, 0, 0);
+      forget(*displaced);
     }
   } catch (...) {
     log_debug("out of memory recording an allocation");
   }
 }
 
-void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uint32_t stack_id,
+ColdFields Tracker::cold_fields(const LiveRecord &record) const noexcept {
+  if (record.journaled()) {
+    journal::AllocPayload alloc;
+    if (!journal_.read_one_slot(record.where, alloc)) return ColdFields{};
+    ColdFields cold;
+    cold.id = alloc.id;
+    cold.bytes = alloc.bytes;
+    cold.time_ns = alloc.time_ns;
+    cold.context = alloc.context;
+    cold.device = alloc.device;
+    cold.kind = static_cast<Kind>(alloc.kind);
+    return cold;
+  }
+  return record.in_side_store() ? cold_.get(record.where) : ColdFields{};
+}
+
+HandleRecord Tracker::full_record(const LiveRecord &record) const noexcept {
+  HandleRecord full;
+  static_cast<LiveRecord &>(full) = record;
+  static_cast<ColdFields &>(full) = cold_fields(record);
+  return full;
+}
+
+void Tracker::forget(const LiveRecord &record) noexcept {
+  if (record.in_side_store()) cold_.release(record.where);
+}
+
+void Tracker::write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id,
                          int32_t status) noexcept {
   journal::FreePayload free_record{};
-  free_record.id = record.id;
-  free_record.address = record.address;
+  free_record.id = id;
+  free_record.address = address;
   free_record.time_ns = event_clock_ns();
   free_record.thread = thread_id();
   free_record.api = static_cast<uint16_t>(api);
@@ -282,15 +317,15 @@ void Tracker::write_free(const HandleRecord &record, Api api, uint8_t flags, uin
   journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
 }
 
-bool Tracker::write_free_in_place(const HandleRecord &record, Api api, uint64_t now_ns) noexcept {
+bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept {
   static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
-  if (record.journal_slot == HandleRecord::kNotJournaled || record.epoch != epoch_.load(std::memory_order_acquire))
-    return false;
+  if (!record.journaled() || record.epoch != epoch_.load(std::memory_order_acquire)) return false;
   const auto api_id = static_cast<uint32_t>(api);
   if (api_id == 0) return false;
-  const uint64_t microseconds = now_ns > record.time_ns ? (now_ns - record.time_ns + 999) / 1000 : 0;
+  const auto allocated_ns = journal_.read_field<uint64_t>(record.where, offsetof(journal::AllocPayload, time_ns));
+  const uint64_t microseconds = now_ns > allocated_ns ? (now_ns - allocated_ns + 999) / 1000 : 0;
   if (microseconds > journal::kFreedInPlaceMaxMicroseconds) return false;
-  journal_.store_in_place(record.journal_slot, journal::kFreedInPlaceOffset,
+  journal_.store_in_place(record.where, journal::kFreedInPlaceOffset,
                           api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(microseconds));
   return true;
 }
@@ -314,51 +349,48 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
       // Already given back to the device: passing this free on would be a double free (or,
       // if the value was handed out again, would free someone else's memory).
       if (journaling) {
-        HandleRecord record;
-        record.id = late->id;
-        record.address = value;
-        if (owner_drop) write_free(record, api, journal::kFreeLate | journal::kFreeOwnerDrop, 0, 0);
-        else write_free(record, api, journal::kFreeLate, capture_and_intern(), 0);
+        if (owner_drop) write_free(late->id, value, api, journal::kFreeLate | journal::kFreeOwnerDrop, 0, 0);
+        else write_free(late->id, value, api, journal::kFreeLate, capture_and_intern(), 0);
       }
       return FreeOutcome::Reclaimed;
     }
   }
   bool late_free = false;
   int unknown_flags = 0;
-  std::optional<HandleRecord> record = table_.remove(
-      space, value, [&](const HandleRecord &live) { return frees(api, live.api); },
-      [&](const HandleRecord *removed, bool accepted) {
+  std::optional<LiveRecord> record = table_.remove(
+      space, value, [&](const LiveRecord &live) { return frees(api, live.api); },
+      [&](const LiveRecord *removed, bool accepted) {
         if (!journaling) return;
         if (removed == nullptr || !accepted) {
           unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
         } else if (!write_free_in_place(*removed, api, now_ns)) {
-          write_free(*removed, api, 0, 0, 0);
+          write_free(cold_fields(*removed).id, removed->address, api, 0, 0, 0);
         }
       });
   // Written after the lock is released, with the stack that freed: a late free, and a free
   // leaseguard did not expect (a double free, a foreign pointer, the wrong entry point) are
   // rare and worth their stack. The driver cannot hand a live value out again before this
   // free reaches it, so the order stays right.
-  if (late_free) write_free(*record, api, 0, capture_and_intern(), 0);
-  if (unknown_flags != 0) {
-    HandleRecord unknown;
-    unknown.address = value;
-    write_free(unknown, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
-  }
-  return record ? FreeOutcome::Known : FreeOutcome::Unknown;
+  if (late_free) write_free(cold_fields(*record).id, value, api, 0, capture_and_intern(), 0);
+  if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
+  if (!record) return FreeOutcome::Unknown;
+  forget(*record);
+  return FreeOutcome::Known;
 }
 
 void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept {
   begin_epoch();
-  std::vector<HandleRecord> freed;
+  std::vector<LiveRecord> freed;
   try {
-    freed = table_.remove_if([context](const HandleRecord &record) {
-      return record.context == context && dies_with_context(record.api, record.kind);
+    freed = table_.remove_if([&](const LiveRecord &record) {
+      const ColdFields cold = cold_fields(record);
+      return cold.context == context && dies_with_context(record.api, cold.kind);
     });
   } catch (...) {
   }
+  for (const LiveRecord &record : freed) forget(record);
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::ContextDestroyPayload destroy{};
   destroy.context = context;
@@ -367,7 +399,7 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) no
   destroy.device = device;
   journal_.append(journal::RecordType::ContextDestroy, &destroy, sizeof destroy);
   size_t leaked = 0;
-  for (const HandleRecord &record : freed) leaked += record.reported ? 0 : 1;
+  for (const LiveRecord &record : freed) leaked += record.reported ? 0 : 1;
   if (leaked > 0)
     log_debug("context %#llx destroyed with %zu live allocation(s)", static_cast<unsigned long long>(context), leaked);
 }
@@ -416,8 +448,10 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   } else {
     std::vector<HandleRecord> records;
     try {
-      records = table_.remove_if(
-          [&](const HandleRecord &record) { return record.lease_id == lease.id && !record.reported; });
+      for (const LiveRecord &record : table_.remove_if([&](const LiveRecord &record) {
+             return record.lease_id == lease.id && !record.reported;
+           }))
+        records.push_back(full_record(record));
       std::lock_guard lock(reclaimed_mutex_);
       for (const HandleRecord &record : records)
         reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0}, Reclaimed{record.id, lease.id, false});
@@ -432,7 +466,8 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
     for (HandleRecord &record : records) {
       int status = backend_->release(record);
       if (journal_state_.load(std::memory_order_acquire) == 1)
-        write_free(record, Api::Unknown, journal::kFreeReclaimed, 0, status);
+        write_free(record.id, record.address, Api::Unknown, journal::kFreeReclaimed, 0, status);
+      if (status == 0) forget(record);
       if (status != 0) {
         // Still allocated on the device: the program's own free, when it comes, must reach
         // the driver. It stays a reported leak.
@@ -450,7 +485,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
           }
         }
         record.reported = true;
-        table_.insert(record, counts_references(record.api), [](HandleRecord &) {});
+        table_.insert(record, counts_references(record.api), [](LiveRecord &) {});
       }
     }
   }

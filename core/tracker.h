@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "api_ids.h"
+#include "cold_records.h"
 #include "event_clock.h"
 #include "handle_table.h"
 #include "journal_writer.h"
@@ -100,7 +101,8 @@ class Tracker {
 
   const Options &options() const noexcept { return options_; }
   size_t live_allocations() const { return table_.size(); }
-  size_t live_record_bytes() const { return table_.memory_bytes(); }
+  // The memory the live records take: the table's (free slots included) and the side store's.
+  size_t live_record_bytes() const { return table_.memory_bytes() + cold_.memory_bytes(); }
   const std::string &journal_path() const noexcept { return journal_.path(); }
 
  private:
@@ -114,8 +116,14 @@ class Tracker {
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept;
-  void write_free(const HandleRecord &record, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
-  bool write_free_in_place(const HandleRecord &record, Api api, uint64_t now_ns) noexcept;
+  void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
+  bool write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept;
+  // What the table does not keep of a live record, read back from where it is (its journal
+  // record or the side store); all of it together; and, once the record has left the table
+  // for good, giving its side-store entry back.
+  ColdFields cold_fields(const LiveRecord &record) const noexcept;
+  HandleRecord full_record(const LiveRecord &record) const noexcept;
+  void forget(const LiveRecord &record) noexcept;
   // Something the replay must see in its place happened (a lease ended, a context or a pool
   // was destroyed): frees of allocations journaled before it get records of their own.
   void begin_epoch() noexcept { epoch_.fetch_add(1, std::memory_order_acq_rel); }
@@ -135,6 +143,7 @@ class Tracker {
   std::atomic<int> journal_state_{0};  // 0: not yet, 1: open, 2: failed
   bool finished_ = false;
   HandleTable table_;
+  ColdRecords cold_;
   StackTable stacks_;
   std::atomic<uint64_t> next_allocation_id_{1};
   std::atomic<uint32_t> epoch_{0};

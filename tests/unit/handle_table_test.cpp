@@ -9,13 +9,12 @@
 namespace leaseguard {
 namespace {
 
-HandleRecord record(uint64_t id, uint64_t address, uint32_t lease = 1, uint64_t context = 0) {
-  HandleRecord r;
-  r.id = id;
+LiveRecord record(uint64_t id, uint64_t address, uint32_t lease = 1, uint64_t group = 0) {
+  LiveRecord r;
+  r.where = static_cast<uint32_t>(id);  // carried untouched: tells records apart
   r.address = address;
-  r.bytes = 100;
   r.lease_id = lease;
-  r.context = context;
+  r.epoch = static_cast<uint32_t>(group);
   return r;
 }
 
@@ -26,7 +25,7 @@ TEST(HandleTable, InsertRemove) {
   EXPECT_EQ(table.size(), 2u);
   auto removed = table.remove(0x1000);
   ASSERT_TRUE(removed);
-  EXPECT_EQ(removed->id, 1u);
+  EXPECT_EQ(removed->where, 1u);
   EXPECT_FALSE(table.remove(0x1000));  // double free: not there
   EXPECT_FALSE(table.remove(0x3000));  // unknown
   EXPECT_EQ(table.size(), 1u);
@@ -37,20 +36,20 @@ TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
   table.insert(record(1, 0x1000));
   auto displaced = table.insert(record(2, 0x1000));
   ASSERT_TRUE(displaced);
-  EXPECT_EQ(displaced->id, 1u);
-  EXPECT_EQ(table.remove(0x1000)->id, 2u);
+  EXPECT_EQ(displaced->where, 1u);
+  EXPECT_EQ(table.remove(0x1000)->where, 2u);
 }
 
 TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
   HandleTable table;
   bool ran = false;
-  table.insert(record(1, 0x1000), false, [&](HandleRecord &stored) { ran = stored.id == 1; });
+  table.insert(record(1, 0x1000), false, [&](LiveRecord &stored) { ran = stored.where == 1; });
   EXPECT_TRUE(ran);
-  auto accept_all = [](const HandleRecord &) { return true; };
+  auto accept_all = [](const LiveRecord &) { return true; };
   uint64_t seen = 0;
-  table.remove(Space::Address, 0x1000, accept_all, [&](const HandleRecord *r, bool) { seen = r != nullptr ? r->id : 99; });
+  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->where : 99; });
   EXPECT_EQ(seen, 1u);
-  table.remove(Space::Address, 0x1000, accept_all, [&](const HandleRecord *r, bool) { seen = r != nullptr ? r->id : 99; });
+  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->where : 99; });
   EXPECT_EQ(seen, 99u);
 }
 
@@ -58,41 +57,41 @@ TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
 // its own namespace, so neither displaces nor frees the other.
 TEST(HandleTable, HandlesAndAddressesWithTheSameValueAreDistinct) {
   HandleTable table;
-  HandleRecord device = record(1, 0x5000);
-  HandleRecord handle = record(2, 0x5000);
+  LiveRecord device = record(1, 0x5000);
+  LiveRecord handle = record(2, 0x5000);
   handle.api = Api::cuMemCreate;
-  HandleRecord array = record(3, 0x5000);
+  LiveRecord array = record(3, 0x5000);
   array.api = Api::cuArrayCreate_v2;
   EXPECT_FALSE(table.insert(device));
   EXPECT_FALSE(table.insert(handle));
   EXPECT_FALSE(table.insert(array));
   EXPECT_EQ(table.size(), 3u);
-  auto accept_all = [](const HandleRecord &) { return true; };
-  auto ignore = [](const HandleRecord *, bool) {};
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x5000, accept_all, ignore)->id, 2u);
-  EXPECT_EQ(table.remove(Space::Array, 0x5000, accept_all, ignore)->id, 3u);
-  EXPECT_EQ(table.remove(0x5000)->id, 1u);
+  auto accept_all = [](const LiveRecord &) { return true; };
+  auto ignore = [](const LiveRecord *, bool) {};
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x5000, accept_all, ignore)->where, 2u);
+  EXPECT_EQ(table.remove(Space::Array, 0x5000, accept_all, ignore)->where, 3u);
+  EXPECT_EQ(table.remove(0x5000)->where, 1u);
 }
 
 // Each retain of a live handle is a reference of its own; releases take the newest first.
 TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
   HandleTable table;
   auto reference = [](uint64_t id) {
-    HandleRecord r = record(id, 0x77);
+    LiveRecord r = record(id, 0x77);
     r.api = Api::cuMemCreate;
     return r;
   };
   uint16_t numbers[3];
   for (uint64_t id = 1; id <= 3; ++id)
-    EXPECT_FALSE(table.insert(reference(id), true, [&](HandleRecord &stored) { numbers[id - 1] = stored.reference; }));
+    EXPECT_FALSE(table.insert(reference(id), true, [&](LiveRecord &stored) { numbers[id - 1] = stored.reference; }));
   EXPECT_EQ(numbers[0], 0);
   EXPECT_EQ(numbers[1], 1);
   EXPECT_EQ(numbers[2], 2);
-  auto accept_all = [](const HandleRecord &) { return true; };
-  auto ignore = [](const HandleRecord *, bool) {};
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->id, 3u);
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->id, 2u);
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->id, 1u);
+  auto accept_all = [](const LiveRecord &) { return true; };
+  auto ignore = [](const LiveRecord *, bool) {};
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 3u);
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 2u);
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 1u);
   EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
 }
 
@@ -100,8 +99,8 @@ TEST(HandleTable, ARefusedRemovalKeepsTheRecord) {
   HandleTable table;
   table.insert(record(1, 0x1000));
   bool refused = false;
-  EXPECT_FALSE(table.remove(Space::Address, 0x1000, [](const HandleRecord &) { return false; },
-                            [&](const HandleRecord *r, bool accepted) { refused = r != nullptr && !accepted; }));
+  EXPECT_FALSE(table.remove(Space::Address, 0x1000, [](const LiveRecord &) { return false; },
+                            [&](const LiveRecord *r, bool accepted) { refused = r != nullptr && !accepted; }));
   EXPECT_TRUE(refused);
   EXPECT_EQ(table.size(), 1u);
 }
@@ -111,7 +110,7 @@ TEST(HandleTable, MarksALeaseOnceAndRemovesByPredicate) {
   for (uint64_t i = 1; i <= 10; ++i) table.insert(record(i, i * 0x100, i <= 4 ? 2 : 1, i % 2));
   EXPECT_EQ(table.mark_lease_reported(2), 4u);
   EXPECT_EQ(table.mark_lease_reported(2), 0u);
-  auto removed = table.remove_if([](const HandleRecord &r) { return r.context == 1; });
+  auto removed = table.remove_if([](const LiveRecord &r) { return r.epoch == 1; });
   EXPECT_EQ(removed.size(), 5u);
   EXPECT_EQ(table.size(), 5u);
 }
@@ -139,19 +138,19 @@ TEST(HandleTable, ConcurrentInsertAndRemoveLoseNothing) {
 TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {
   HandleTable table;
   for (uint64_t i = 1; i <= 5000; ++i) {
-    HandleRecord handle = record(i, 0x1000 + i * 256);
+    LiveRecord handle = record(i, 0x1000 + i * 256);
     handle.api = Api::cuMemCreate;  // the VMM handle namespace
     table.insert(handle);
-    handle.id = i + 100000;
+    handle.where = static_cast<uint32_t>(i + 100000);
     EXPECT_TRUE(table.insert(handle));  // replaced in place
   }
   EXPECT_EQ(table.size(), 5000u);
   for (uint64_t i = 1; i <= 5000; ++i) {
     EXPECT_FALSE(table.remove(0x1000 + i * 256)) << "found in the address namespace";
-    auto removed = table.remove(Space::VmmHandle, 0x1000 + i * 256, [](const HandleRecord &) { return true; },
-                                [](const HandleRecord *, bool) {});
+    auto removed = table.remove(Space::VmmHandle, 0x1000 + i * 256, [](const LiveRecord &) { return true; },
+                                [](const LiveRecord *, bool) {});
     ASSERT_TRUE(removed) << i;
-    EXPECT_EQ(removed->id, i + 100000);
+    EXPECT_EQ(removed->where, i + 100000);
   }
   EXPECT_EQ(table.size(), 0u);
 }

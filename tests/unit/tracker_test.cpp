@@ -137,6 +137,42 @@ TEST(Tracker, ContextDestroyRemovesItsAllocationsButNotPoolMemory) {
   EXPECT_EQ(process.leases[1].leaks.size(), 2u);
 }
 
+// Without a journal the context of each allocation comes from the side store, and a destroy
+// still takes exactly its own context's memory with it; the side store gives entries back.
+TEST(Tracker, ContextDestroyWithoutAJournalStillKnowsEachAllocationsContext) {
+  testing::TempDir dir;
+  Options options = options_for(dir);
+  options.out_dir = "/proc/self/no-such-directory";
+  Tracker tracker(options);
+  tracker.on_alloc(event(0x1000, 1, 0xAAA));
+  tracker.on_alloc(event(0x2000, 2, 0xAAA, Kind::Async));
+  tracker.on_alloc(event(0x3000, 3, 0xBBB));
+  const size_t with_three = tracker.live_record_bytes();
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0);
+  EXPECT_EQ(tracker.live_allocations(), 2u);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);  // gone with its context
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);    // pool memory outlives it
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x3000), FreeOutcome::Known);
+  for (uint64_t i = 1; i <= 3; ++i) tracker.on_alloc(event(i * 0x1000, 1));
+  EXPECT_EQ(tracker.live_allocations(), 3u);
+  EXPECT_EQ(tracker.live_record_bytes(), with_three);  // the freed entries were reused
+  tracker.finish_process();
+}
+
+// The memory budget (bench/README.md): at most 64 bytes per live record, the table's free
+// slots included, from a thousand live allocations to a million.
+TEST(Tracker, ALiveRecordCostsAtMost64Bytes) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  uint64_t live = 0;
+  for (uint64_t target : {1000u, 30000u, 100000u, 300000u}) {
+    for (; live < target; ++live) tracker.on_alloc(event(0x700000000000ull + live * 512, 256));
+    EXPECT_EQ(tracker.live_allocations(), target);
+    EXPECT_LE(static_cast<double>(tracker.live_record_bytes()) / static_cast<double>(target), 64.0) << target;
+  }
+  tracker.finish_process();
+}
+
 TEST(Tracker, ReusedAddressClosesTheUnseenFree) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir));
@@ -266,9 +302,11 @@ class RecordingBackend : public ReclaimBackend {
  public:
   int release(const HandleRecord &record) noexcept override {
     released.push_back(record.address);
+    records.push_back(record);
     return record.address == fail_address ? 999 : 0;
   }
   std::vector<uint64_t> released;
+  std::vector<HandleRecord> records;  // everything each release was handed
   uint64_t fail_address = 0;
 };
 
@@ -350,6 +388,53 @@ TEST(Reclaim, AFailedReclaimLeavesTheAllocationToTheProgramsFree) {
   EXPECT_FALSE(process.leases[0].leaks[0].reclaimed);
   ASSERT_EQ(process.leases[0].late_frees.size(), 1u);
   EXPECT_TRUE(process.leases[0].late_frees[0].forwarded);
+}
+
+// The table keeps 32 bytes of a live allocation; what a reclaim needs besides (its size,
+// context, device, kind and id) is read back from its journal record, or, when there is no
+// journal, from the side store. Either way the backend is handed all of it.
+void expect_reclaim_gets_every_field(const Options &options) {
+  Tracker tracker(options);
+  RecordingBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  uint64_t lease = tracker.lease_begin("job", 0, Policy::Reclaim);
+  ASSERT_NE(lease, 0u);
+  ASSERT_EQ(tracker.lease_enter(lease), 0);
+  AllocationEvent managed = event(0x5000, (uint64_t{1} << 40) + 3, 0xC7, Kind::Managed);
+  managed.api = Api::cuMemAllocManaged;
+  managed.device = 3;
+  tracker.on_alloc(event(0x4000, 77, 0xC6));
+  tracker.on_alloc(managed);
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  EXPECT_EQ(tracker.lease_end(lease), 2);
+  ASSERT_EQ(backend.records.size(), 2u);
+  const HandleRecord &newest = backend.records[0];
+  const HandleRecord &oldest = backend.records[1];
+  EXPECT_EQ(newest.address, 0x5000u);
+  EXPECT_EQ(newest.api, Api::cuMemAllocManaged);
+  EXPECT_EQ(newest.bytes, (uint64_t{1} << 40) + 3);
+  EXPECT_EQ(newest.context, 0xC7u);
+  EXPECT_EQ(newest.device, 3);
+  EXPECT_EQ(newest.kind, Kind::Managed);
+  EXPECT_EQ(oldest.address, 0x4000u);
+  EXPECT_EQ(oldest.bytes, 77u);
+  EXPECT_EQ(oldest.context, 0xC6u);
+  EXPECT_EQ(oldest.kind, Kind::Device);
+  EXPECT_GT(newest.id, oldest.id);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x4000), FreeOutcome::Reclaimed);
+  tracker.finish_process();
+}
+
+TEST(Reclaim, TheBackendGetsEveryFieldFromTheJournal) {
+  testing::TempDir dir;
+  expect_reclaim_gets_every_field(options_for(dir));
+}
+
+TEST(Reclaim, TheBackendGetsEveryFieldWithoutAJournal) {
+  testing::TempDir dir;
+  Options options = options_for(dir);
+  options.out_dir = "/proc/self/no-such-directory";  // the journal cannot be opened
+  expect_reclaim_gets_every_field(options);
 }
 
 TEST(Reclaim, AtExitLeaksAreReportedNotReclaimed) {
