@@ -365,34 +365,23 @@ FrameRule frame_rule_at(uintptr_t pc) noexcept {
 
 namespace detail {
 
-RuleCacheEntry g_rule_cache[size_t{1} << kRuleCacheBits];
+std::atomic<uint64_t> g_rule_cache[size_t{1} << kRuleCacheBits];
 std::atomic<uint64_t> g_code_generation{0};
 
-FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t sequence) noexcept {
-  FrameRule rule = frame_rule_at(pc);
-  if ((sequence & 1) == 0 &&
-      entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acq_rel)) {
-    // Release: a reader that loads either field also sees the odd sequence number before it.
-    entry.pc.store(pc, std::memory_order_release);
-    entry.packed.store(std::bit_cast<uint64_t>(rule), std::memory_order_release);
-    entry.sequence.store(sequence + 2, std::memory_order_release);
-  }
+PackedFrameRule frame_rule_on_miss(uintptr_t pc) noexcept {
+  const uint64_t tag = pc >> kRuleCacheBits;
+  const PackedFrameRule rule = PackedFrameRule::pack(tag, frame_rule_at(pc));
+  // An address too high for the tag (not in today's user address spaces) is not cached.
+  if (rule.tag() == tag) g_rule_cache[rule_cache_index(pc)].store(rule.word(), std::memory_order_relaxed);
   return rule;
 }
 
 }  // namespace detail
 
 void note_code_unloaded() noexcept {
-  for (detail::RuleCacheEntry &entry : detail::g_rule_cache) {
-    uint32_t sequence = entry.sequence.load(std::memory_order_acquire);
-    // An odd entry is being filled by a walk of code that is loaded now; leave it. An even
-    // one is claimed as a writer would and emptied: no lookup passes pc 0.
-    if ((sequence & 1) != 0 ||
-        !entry.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acq_rel))
-      continue;
-    entry.pc.store(0, std::memory_order_release);
-    entry.sequence.store(sequence + 2, std::memory_order_release);
-  }
+  // A walk of code that is loaded now may store a rule into an entry just emptied; that rule
+  // is right.
+  for (std::atomic<uint64_t> &entry : detail::g_rule_cache) entry.store(0, std::memory_order_relaxed);
   detail::g_code_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 

@@ -6,11 +6,10 @@
 // runtime's unwinder for every frame: it parses the CFI again at each step, ~100 ns a frame.
 // The call frame information is right with or without frame pointers, and the rule it gives
 // for one address never changes while its module is loaded, so it is parsed once per
-// address and afterwards an unwinding step is a cache lookup and two loads.
+// address and afterwards an unwinding step is a cache lookup (one load) and two loads.
 #pragma once
 
 #include <atomic>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,53 +34,66 @@ static_assert(sizeof(FrameRule) == 8, "a rule is cached in one 64-bit word");
 // instruction (return address - 1), as the unwinders do.
 FrameRule frame_rule_at(uintptr_t pc) noexcept;
 
-namespace detail {
-
-// A direct-mapped cache of rules. Each entry is guarded by a sequence number: odd while a
-// writer fills it, and a reader that sees it change takes the lookup as a miss. Entries are
-// written only by a thread that wins the entry's sequence number, so no reader sees a torn
-// rule. The entry's fields are stored with release and loaded with acquire (plain moves on
-// x86-64), which orders the reader's second look at the sequence after them without a fence
-// (fences are also what ThreadSanitizer cannot follow).
-struct alignas(32) RuleCacheEntry {
-  std::atomic<uint32_t> sequence{0};
-  std::atomic<uint64_t> pc{0};
-  std::atomic<uint64_t> packed{0};
-};
-inline constexpr unsigned kRuleCacheBits = 13;
-extern RuleCacheEntry g_rule_cache[size_t{1} << kRuleCacheBits];
-
-FrameRule frame_rule_on_miss(uintptr_t pc, RuleCacheEntry &entry, uint32_t sequence) noexcept;
-
-}  // namespace detail
-
-// A rule as the cache holds it: one word, read field by field. A stack walk decodes it with
-// shifts instead of rebuilding the struct, which took a third of each step's instructions.
+// A rule as the rule cache holds it: one 64-bit word that carries the address it is for and
+// the rule, so that a lookup is one load and one comparison, with no lock or sequence number
+// around it (a word is stored and loaded whole). From the top:
+//   bits 63..30  the tag: pc >> kRuleCacheBits (an address below 2^48 fits; the cache
+//                index, the rest of the address, is where the word is)
+//   bits 29..28  the Cfa kind
+//   bit  27      rbp_saved
+//   bits 26..20  rbp_offset / 8, signed
+//   bits 19..0   cfa_offset, signed (within 512 KiB)
+// A rule whose offsets do not fit is cached as Unknown: such a frame (a function with half a
+// megabyte of locals) is left to the full unwinder, which is always right.
 class PackedFrameRule {
  public:
+  static constexpr unsigned kTagShift = 30;
   explicit PackedFrameRule(uint64_t word) noexcept : word_(word) {}
-  explicit PackedFrameRule(FrameRule rule) noexcept : word_(std::bit_cast<uint64_t>(rule)) {}
-  FrameRule::Cfa cfa() const noexcept { return static_cast<FrameRule::Cfa>(word_ >> 48 & 0xff); }
-  int32_t cfa_offset() const noexcept { return static_cast<int32_t>(word_); }
-  bool rbp_saved() const noexcept { return (word_ >> 56) != 0; }
-  int16_t rbp_offset() const noexcept { return static_cast<int16_t>(word_ >> 32); }
+  // `rule` under the tag `tag` (0: none).
+  static PackedFrameRule pack(uint64_t tag, FrameRule rule) noexcept {
+    const bool fits = rule.cfa_offset >= -(1 << 19) && rule.cfa_offset < (1 << 19) && rule.rbp_offset % 8 == 0 &&
+                      rule.rbp_offset >= -512 && rule.rbp_offset < 512;
+    const FrameRule::Cfa cfa = fits ? rule.cfa : FrameRule::Cfa::Unknown;
+    const uint64_t body = cfa == FrameRule::Cfa::Unknown
+                              ? 0
+                              : uint64_t{rule.rbp_saved} << 27 | (static_cast<uint64_t>(rule.rbp_offset / 8) & 0x7f) << 20 |
+                                    (static_cast<uint64_t>(rule.cfa_offset) & 0xfffff);
+    return PackedFrameRule(tag << kTagShift | static_cast<uint64_t>(cfa) << 28 | body);
+  }
+  uint64_t word() const noexcept { return word_; }
+  uint64_t tag() const noexcept { return word_ >> kTagShift; }
+  FrameRule::Cfa cfa() const noexcept { return static_cast<FrameRule::Cfa>(word_ >> 28 & 3); }
+  int32_t cfa_offset() const noexcept { return static_cast<int32_t>(static_cast<int64_t>(word_ << 44) >> 44); }
+  bool rbp_saved() const noexcept { return (word_ >> 27 & 1) != 0; }
+  int32_t rbp_offset() const noexcept { return static_cast<int32_t>(static_cast<int64_t>(word_ << 37) >> 57) * 8; }
 
  private:
   uint64_t word_;
 };
-static_assert(std::bit_cast<uint64_t>(FrameRule{-8, -16, FrameRule::Cfa::FramePointer, true}) ==
-                  0x0102'fff0'ffff'fff8ull,
-              "PackedFrameRule reads FrameRule's little-endian layout");
 
-// The same, through a process-wide lock-free cache. Inline: a stack walk asks once a frame.
+namespace detail {
+
+// A direct-mapped cache of packed rules, process-wide. An empty entry is 0, which no tag
+// matches (no code lies in the first pages). Racing writers of one entry each store a whole
+// word, so a reader sees one of them or the old word, each of which names its own address.
+inline constexpr unsigned kRuleCacheBits = 14;
+extern std::atomic<uint64_t> g_rule_cache[size_t{1} << kRuleCacheBits];
+
+// Where `pc`'s rule is cached: the address's low bits mixed with the next ones, so that
+// call sites a multiple of 16 KiB apart do not share an entry; the tag is the rest.
+inline size_t rule_cache_index(uintptr_t pc) noexcept {
+  return (pc ^ pc >> kRuleCacheBits) & ((size_t{1} << kRuleCacheBits) - 1);
+}
+
+PackedFrameRule frame_rule_on_miss(uintptr_t pc) noexcept;
+
+}  // namespace detail
+
+// The rule in effect at `pc`, through the cache. Inline: a stack walk asks once a frame.
 inline PackedFrameRule cached_frame_rule_at(uintptr_t pc) noexcept {
-  detail::RuleCacheEntry &entry = detail::g_rule_cache[(pc * 0x9E3779B97F4A7C15ull) >> (64 - detail::kRuleCacheBits)];
-  const uint32_t before = entry.sequence.load(std::memory_order_acquire);
-  if ((before & 1) == 0 && entry.pc.load(std::memory_order_acquire) == pc) {
-    const uint64_t packed = entry.packed.load(std::memory_order_acquire);
-    if (entry.sequence.load(std::memory_order_acquire) == before) return PackedFrameRule(packed);
-  }
-  return PackedFrameRule(detail::frame_rule_on_miss(pc, entry, before));
+  const PackedFrameRule cached(detail::g_rule_cache[detail::rule_cache_index(pc)].load(std::memory_order_relaxed));
+  if (cached.tag() == pc >> detail::kRuleCacheBits) return cached;
+  return detail::frame_rule_on_miss(pc);
 }
 
 }  // namespace leaseguard

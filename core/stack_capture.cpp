@@ -71,7 +71,8 @@ constexpr int kMaxSteps = 512;
 }  // namespace
 
 __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames,
-                                                          const ExcludedCode &excluded, size_t &count_out) noexcept {
+                                                          const ExcludedCode &excluded, size_t &count_out,
+                                                          const WalkStart &start) noexcept {
   count_out = 0;
   if (max_frames == 0) return WalkResult::Done;
   const StackBounds &bounds = thread_stack_bounds();
@@ -86,6 +87,18 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   const uintptr_t high = bounds.high;
   size_t count = 0;
   uintptr_t rule_pc = pc;
+  if (start.pc != 0) {
+    // The caller's frame is above this one on the same stack, or the start is not trusted.
+    if (start.sp <= sp || start.sp > high) return WalkResult::NeedsFullUnwinder;
+    frames[count++] = start.pc;
+    if (count == max_frames) {
+      count_out = count;
+      return WalkResult::Done;
+    }
+    rule_pc = start.pc - 1;
+    sp = start.sp;
+    bp = start.bp;
+  }
   for (int steps = 0; steps < kMaxSteps; ++steps) {
     const PackedFrameRule rule = cached_frame_rule_at(rule_pc);
     const FrameRule::Cfa cfa_rule = rule.cfa();
@@ -117,10 +130,12 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   return WalkResult::Done;
 }
 
-size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept {
+size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
+                     const WalkStart &start) noexcept {
   if (max_frames == 0) return 0;
   size_t count = 0;
-  if (capture_stack_cached(frames, max_frames, excluded, count) == WalkResult::Done) return count;
+  if (capture_stack_cached(frames, max_frames, excluded, count, start) == WalkResult::Done) return count;
+  // The full unwinder starts here and finds the application's frames by dropping ours.
   return capture_stack_unwinder(frames, max_frames, excluded);
 }
 

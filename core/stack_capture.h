@@ -42,14 +42,34 @@ struct ExcludedCode {
   }
 };
 
+// Where the application's part of the stack begins, when the caller knows: the return
+// address into the application and the registers it will have there (%rsp, %rbp). A hook
+// reads them from its own frame, so the walk need not step through leaseguard's frames to
+// find it. pc 0: not known (the walk starts here and drops the excluded frames).
+struct WalkStart {
+  uintptr_t pc = 0;
+  uintptr_t sp = 0;
+  uintptr_t bp = 0;
+};
+
+// The start at the caller of the function whose frame pointer is `frame` (its
+// `__builtin_frame_address(0)`, which also makes the compiler give it one): the caller's
+// %rbp is saved at [frame], the return address at [frame + 8], and the caller's %rsp after
+// the return is frame + 16.
+inline WalkStart walk_start_above(const void *frame) noexcept {
+  const auto *words = static_cast<const uintptr_t *>(frame);
+  return WalkStart{words[1], reinterpret_cast<uintptr_t>(words + 2), words[0]};
+}
+
 // Writes at most `max_frames` return addresses into `frames`; returns how many.
-size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept;
+size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
+                     const WalkStart &start = {}) noexcept;
 
 // The cached walk alone: Done, or NeedsFullUnwinder if some frame has no usable cached rule
 // (then `frames` is incomplete).
 enum class WalkResult { Done, NeedsFullUnwinder };
 WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
-                                size_t &count) noexcept;
+                                size_t &count, const WalkStart &start = {}) noexcept;
 
 // The same with the C++ runtime's unwinder alone: the reference the fast walk is tested
 // against, and its fallback.

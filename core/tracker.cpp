@@ -194,9 +194,9 @@ Lease &Tracker::current_lease() noexcept {
   return leases_.process_lease();
 }
 
-uint32_t Tracker::capture_and_intern_stack() noexcept {
+uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
   uintptr_t frames[kMaxStackDepth];
-  size_t depth = capture_stack(frames, static_cast<size_t>(options_.stack_depth), excluded_);
+  size_t depth = capture_stack(frames, static_cast<size_t>(options_.stack_depth), excluded_, start);
   try {
     return stacks_.intern(frames, depth, journal_);
   } catch (...) {
@@ -220,7 +220,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   cold.context = event.context;
   cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
   cold.kind = event.kind;
-  const uint32_t stack_id = journaling ? capture_and_intern() : 0;
+  const uint32_t stack_id = journaling ? capture_and_intern(event.caller) : 0;
 
   const HandleKey key{event.address, space_of(event.api), 0};
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {

@@ -35,6 +35,7 @@ struct AllocationEvent {
   int32_t device = 0;
   uint64_t context = 0;
   uint64_t lease_id = 0;  // 0: the calling thread's current lease
+  WalkStart caller;       // where the application's stack begins, if the hook knows
 };
 
 // Where a lease stands (lease_state).
@@ -130,8 +131,10 @@ class Tracker {
   void on_expired(Lease &lease) noexcept;
   void write_lease_begin(const Lease &lease) noexcept;
   // The calling stack's id in the stack table, or 0 with stacks off.
-  uint32_t capture_and_intern() noexcept { return options_.stack_depth > 0 ? capture_and_intern_stack() : 0; }
-  uint32_t capture_and_intern_stack() noexcept;
+  uint32_t capture_and_intern(const WalkStart &start = {}) noexcept {
+    return options_.stack_depth > 0 ? capture_and_intern_stack(start) : 0;
+  }
+  uint32_t capture_and_intern_stack(const WalkStart &start) noexcept;
 
   static std::atomic<Tracker *> g_instance;
 

@@ -27,8 +27,9 @@ using namespace leaseguard::interpose;
 
 namespace {
 
-void record(Tracker *tracker, Api api, Kind kind, const void *value, uint64_t bytes, void *anchor,
-            int32_t device = kDeviceOfContext) {
+// Always inlined into the hook: it reads the hook's frame (LG_HOOK_CALLER).
+__attribute__((always_inline)) inline void record(Tracker *tracker, Api api, Kind kind, const void *value,
+                                                  uint64_t bytes, void *anchor, int32_t device = kDeviceOfContext) {
   ErrnoKeeper keep;
   if (device == kDeviceOfContext) device = hip_current_device(anchor);
   AllocationEvent event;
@@ -38,6 +39,7 @@ void record(Tracker *tracker, Api api, Kind kind, const void *value, uint64_t by
   event.bytes = bytes;
   event.device = device;
   event.context = hip_device_token(device);
+  event.caller = LG_HOOK_CALLER();
   tracker->on_alloc(event);
 }
 

@@ -34,10 +34,17 @@ class ErrnoKeeper {
 
 inline constexpr int32_t kDeviceOfContext = -2;  // record_alloc: ask the current context
 
+// Where the application's stack begins: the exported hook's caller, read from the hook's
+// frame (stack_capture.h). Only in a function inlined into the hook itself (always_inline),
+// where the builtin is the hook's frame.
+#define LG_HOOK_CALLER() ::leaseguard::walk_start_above(__builtin_frame_address(0))
+
 // Records a successful allocation. The device is the current context's unless the entry
 // point names it (VMM and pools say where their memory lives; host-located memory is -1).
-inline void record_alloc(Tracker *tracker, Api api, Kind kind, uint64_t value, uint64_t bytes, void *anchor,
-                         int32_t device = kDeviceOfContext) {
+// Always inlined into the hook: it reads the hook's frame (LG_HOOK_CALLER).
+__attribute__((always_inline)) inline void record_alloc(Tracker *tracker, Api api, Kind kind, uint64_t value,
+                                                        uint64_t bytes, void *anchor,
+                                                        int32_t device = kDeviceOfContext) {
   ErrnoKeeper keep;
   ContextInfo context = current_context(anchor);
   AllocationEvent event;
@@ -47,6 +54,7 @@ inline void record_alloc(Tracker *tracker, Api api, Kind kind, uint64_t value, u
   event.bytes = bytes;
   event.device = device == kDeviceOfContext ? context.device : device;
   event.context = context.context;
+  event.caller = LG_HOOK_CALLER();
   tracker->on_alloc(event);
 }
 

@@ -2,6 +2,7 @@
 // with frame pointers and without them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -48,6 +49,31 @@ void expect_same_callers(const Captures &captures, size_t at_least = 20) {
       << " frames, unwinder " << captures.reference.size();
 }
 
+// What a hook does: the walk starts at its caller, read from its own frame. It must list
+// exactly the frames the unwinder lists from that return address on.
+__attribute__((noinline)) size_t capture_from_the_caller(void *argument) {
+  auto *captures = static_cast<Captures *>(argument);
+  const WalkStart start = walk_start_above(__builtin_frame_address(0));
+  ExcludedCode none;
+  captures->fast.resize(128);
+  captures->reference.resize(128);
+  size_t count = 0;
+  captures->walked = capture_stack_cached(captures->fast.data(), 128, none, count, start) == WalkResult::Done;
+  captures->fast.resize(count);
+  captures->reference.resize(capture_stack_unwinder(captures->reference.data(), 128, none));
+  EXPECT_EQ(captures->fast.at(0), start.pc);
+  __asm__ volatile("" ::: "memory");
+  return count;
+}
+
+void expect_walk_from_the_caller_is_the_unwinders(const Captures &captures) {
+  EXPECT_TRUE(captures.walked);
+  ASSERT_GE(captures.fast.size(), 20u);
+  auto first = std::find(captures.reference.begin(), captures.reference.end(), captures.fast[0]);
+  ASSERT_NE(first, captures.reference.end()) << "the caller's return address is not on the unwinder's stack";
+  EXPECT_EQ(captures.fast, std::vector<uintptr_t>(first, captures.reference.end()));
+}
+
 __attribute__((noinline)) size_t fp_chain(const testing::ChainCall &call, int depth) {
   size_t result = depth <= 0 ? call.function(call.argument) : fp_chain(call, depth - 1);
   __asm__ volatile("" ::: "memory");
@@ -58,6 +84,15 @@ TEST(StackCapture, SameFramesAsTheUnwinderWithFramePointers) {
   Captures captures;
   fp_chain({capture_both, &captures}, 30);
   expect_same_callers(captures);
+}
+
+TEST(StackCapture, AWalkFromAHooksCallerListsTheUnwindersFramesFromThere) {
+  Captures with_frame_pointers;
+  fp_chain({capture_from_the_caller, &with_frame_pointers}, 30);
+  expect_walk_from_the_caller_is_the_unwinders(with_frame_pointers);
+  Captures without;
+  testing::nofp_chain({capture_from_the_caller, &without}, 30);
+  expect_walk_from_the_caller_is_the_unwinders(without);
 }
 
 TEST(StackCapture, SameFramesAsTheUnwinderWithoutFramePointers) {
@@ -72,6 +107,36 @@ TEST(StackCapture, SameFramesAsTheUnwinderWithoutFramePointers) {
   }
 }
 
+// The cache keeps a rule and its address's tag in one word; every field must come back as it
+// went in, and a rule that does not fit must come back as Unknown (the full unwinder's case),
+// never as some other rule.
+TEST(StackCapture, APackedRuleReadsBackWhatWasPacked) {
+  const uint64_t tag = (uint64_t{1} << 34) - 3;
+  for (FrameRule rule : {FrameRule{16, -16, FrameRule::Cfa::FramePointer, true},
+                         FrameRule{8, 0, FrameRule::Cfa::StackPointer, false},
+                         FrameRule{(1 << 19) - 1, -512, FrameRule::Cfa::StackPointer, true},
+                         FrameRule{-(1 << 19), 504, FrameRule::Cfa::FramePointer, true},
+                         FrameRule{-24, -8, FrameRule::Cfa::StackPointer, true}}) {
+    const PackedFrameRule packed = PackedFrameRule::pack(tag, rule);
+    EXPECT_EQ(packed.tag(), tag);
+    EXPECT_EQ(packed.cfa(), rule.cfa);
+    EXPECT_EQ(packed.cfa_offset(), rule.cfa_offset);
+    EXPECT_EQ(packed.rbp_saved(), rule.rbp_saved);
+    if (rule.rbp_saved) {
+      EXPECT_EQ(packed.rbp_offset(), rule.rbp_offset);
+    }
+  }
+  EXPECT_EQ(PackedFrameRule::pack(tag, FrameRule{0, 0, FrameRule::Cfa::Outermost, false}).cfa(),
+            FrameRule::Cfa::Outermost);
+  for (FrameRule unfit : {FrameRule{1 << 19, -16, FrameRule::Cfa::StackPointer, true},
+                          FrameRule{16, -12, FrameRule::Cfa::FramePointer, true},
+                          FrameRule{16, 512, FrameRule::Cfa::FramePointer, true}}) {
+    const PackedFrameRule packed = PackedFrameRule::pack(tag, unfit);
+    EXPECT_EQ(packed.cfa(), FrameRule::Cfa::Unknown);
+    EXPECT_EQ(packed.tag(), tag);
+  }
+}
+
 TEST(StackCapture, AnUnloadForgetsTheCachedRulesAndTheWalkRefillsThem) {
   Captures before;
   testing::nofp_chain({capture_both, &before}, 25);
@@ -80,7 +145,7 @@ TEST(StackCapture, AnUnloadForgetsTheCachedRulesAndTheWalkRefillsThem) {
   cached_frame_rule_at(pc);
   auto cached = [] {
     size_t entries = 0;
-    for (const detail::RuleCacheEntry &entry : detail::g_rule_cache) entries += entry.pc.load() != 0 ? 1 : 0;
+    for (const std::atomic<uint64_t> &entry : detail::g_rule_cache) entries += entry.load() != 0 ? 1 : 0;
     return entries;
   };
   ASSERT_GT(cached(), 0u);
