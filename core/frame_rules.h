@@ -48,9 +48,9 @@ FrameRule frame_rule_at(uintptr_t pc) noexcept;
 class PackedFrameRule {
  public:
   static constexpr unsigned kTagShift = 30;
-  explicit PackedFrameRule(uint64_t word) noexcept : word_(word) {}
+  constexpr explicit PackedFrameRule(uint64_t word) noexcept : word_(word) {}
   // `rule` under the tag `tag` (0: none).
-  static PackedFrameRule pack(uint64_t tag, FrameRule rule) noexcept {
+  static constexpr PackedFrameRule pack(uint64_t tag, FrameRule rule) noexcept {
     const bool fits = rule.cfa_offset >= -(1 << 19) && rule.cfa_offset < (1 << 19) && rule.rbp_offset % 8 == 0 &&
                       rule.rbp_offset >= -512 && rule.rbp_offset < 512;
     const FrameRule::Cfa cfa = fits ? rule.cfa : FrameRule::Cfa::Unknown;
@@ -60,7 +60,11 @@ class PackedFrameRule {
                                     (static_cast<uint64_t>(rule.cfa_offset) & 0xfffff);
     return PackedFrameRule(tag << kTagShift | static_cast<uint64_t>(cfa) << 28 | body);
   }
-  uint64_t word() const noexcept { return word_; }
+  constexpr uint64_t word() const noexcept { return word_; }
+  // The rule at every call in a function built with frame pointers: CFA = %rbp + 16, the
+  // caller's %rbp saved at CFA - 16. Most frames of most programs; a walk steps them
+  // without decoding the rule.
+  bool is_frame_pointer_frame() const noexcept { return (word_ & kRuleBits) == kFramePointerFrame; }
   uint64_t tag() const noexcept { return word_ >> kTagShift; }
   FrameRule::Cfa cfa() const noexcept { return static_cast<FrameRule::Cfa>(word_ >> 28 & 3); }
   int32_t cfa_offset() const noexcept { return static_cast<int32_t>(static_cast<int64_t>(word_ << 44) >> 44); }
@@ -68,8 +72,12 @@ class PackedFrameRule {
   int32_t rbp_offset() const noexcept { return static_cast<int32_t>(static_cast<int64_t>(word_ << 37) >> 57) * 8; }
 
  private:
+  static constexpr uint64_t kRuleBits = (uint64_t{1} << kTagShift) - 1;
+  static const uint64_t kFramePointerFrame;
   uint64_t word_;
 };
+inline constexpr uint64_t PackedFrameRule::kFramePointerFrame =
+    PackedFrameRule::pack(0, FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}).word();
 
 namespace detail {
 

@@ -101,22 +101,34 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   }
   for (int steps = 0; steps < kMaxSteps; ++steps) {
     const PackedFrameRule rule = cached_frame_rule_at(rule_pc);
-    const FrameRule::Cfa cfa_rule = rule.cfa();
-    if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer) {
-      if (cfa_rule == FrameRule::Cfa::Outermost) break;
-      return WalkResult::NeedsFullUnwinder;
+    uintptr_t return_address;
+    if (rule.is_frame_pointer_frame()) {
+      // The caller's %rbp and the return address are the two words at %rbp, which must lie
+      // between this frame's stack pointer and the stack's top (one unsigned comparison:
+      // below sp wraps around to huge).
+      if (bp - sp > high - 2 * sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+      const auto *saved = reinterpret_cast<const uintptr_t *>(bp);
+      return_address = saved[1];
+      sp = bp + 2 * sizeof(uintptr_t);
+      bp = saved[0];
+    } else {
+      const FrameRule::Cfa cfa_rule = rule.cfa();
+      if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer) {
+        if (cfa_rule == FrameRule::Cfa::Outermost) break;
+        return WalkResult::NeedsFullUnwinder;
+      }
+      const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset());
+      // The return address, at cfa - 8, must lie between this frame's stack pointer and the
+      // stack's top.
+      if (cfa - sizeof(uintptr_t) - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+      return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
+      if (rule.rbp_saved()) {
+        const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
+        if (saved_at - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+        bp = *reinterpret_cast<const uintptr_t *>(saved_at);
+      }
+      sp = cfa;
     }
-    const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset());
-    // The return address, at cfa - 8, must lie between this frame's stack pointer and the
-    // stack's top (one unsigned comparison: below sp wraps around to huge).
-    if (cfa - sizeof(uintptr_t) - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
-    const uintptr_t return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
-    if (rule.rbp_saved()) {
-      const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
-      if (saved_at - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
-      bp = *reinterpret_cast<const uintptr_t *>(saved_at);
-    }
-    sp = cfa;
     if (return_address == 0) break;
     // A return address follows its call: the rule that applies is the call's, one byte back.
     rule_pc = return_address - 1;
