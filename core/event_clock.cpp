@@ -13,8 +13,6 @@
 namespace leaseguard {
 namespace {
 
-constexpr uint64_t kWindowNs = 1'000'000;  // interpolate at most this far from an anchor
-
 #if defined(__x86_64__)
 bool invariant_tsc() noexcept {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -24,22 +22,16 @@ bool invariant_tsc() noexcept {
 }
 
 const bool g_tsc_usable = invariant_tsc();
-// Nanoseconds per counter tick, in 32.32 fixed point; 0 until a thread has measured it.
-std::atomic<uint64_t> g_ns_per_tick{0};
-
-struct Anchor {
-  uint64_t tsc = 0;
-  uint64_t ns = 0;
-  uint64_t last = 0;  // the last time stamp this thread was given
-  bool valid = false;
-};
-// Initial-exec: read on every allocation and free, where a general-dynamic access is a call.
-// The core's few such variables fit the static TLS reserve even when the C++ API library that
-// carries this core is loaded with dlopen.
-thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
 #endif
 
 }  // namespace
+
+#if defined(__x86_64__)
+namespace detail {
+__thread ClockAnchor t_clock_anchor __attribute__((tls_model("initial-exec")));
+std::atomic<uint64_t> g_ns_per_tick{0};
+}  // namespace detail
+#endif
 
 uint64_t monotonic_ns() noexcept {
   timespec now;
@@ -47,23 +39,13 @@ uint64_t monotonic_ns() noexcept {
   return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
 }
 
-uint64_t event_clock_ns() noexcept {
+uint64_t detail::event_clock_slow_ns() noexcept {
 #if defined(__x86_64__)
   if (!g_tsc_usable) return monotonic_ns();
-  Anchor &anchor = t_anchor;
+  ClockAnchor &anchor = t_clock_anchor;
   const uint64_t tsc = __rdtsc();
-  const uint64_t ticks = tsc - anchor.tsc;  // huge if the counter went back (another core)
-  const uint64_t ns_per_tick = g_ns_per_tick.load(std::memory_order_relaxed);
-  if (anchor.valid && ns_per_tick != 0 && ticks < (uint64_t{1} << 32)) {
-    const uint64_t elapsed = ticks * ns_per_tick >> 32;
-    if (elapsed < kWindowNs) {
-      const uint64_t now = anchor.ns + elapsed;
-      anchor.last = now > anchor.last ? now : anchor.last;
-      return anchor.last;
-    }
-  }
   const uint64_t now = monotonic_ns();
-  if (anchor.valid && now - anchor.ns >= kWindowNs && tsc > anchor.tsc && now - anchor.ns < 1'000'000'000ull) {
+  if (anchor.valid && now - anchor.ns >= kInterpolationWindowNs && tsc > anchor.tsc && now - anchor.ns < 1'000'000'000ull) {
     // A measurement of the counter's rate over at least a window: the first one stands, later
     // ones are averaged in, so one preempted measurement moves the rate by an eighth at most.
     const uint64_t measured = ((now - anchor.ns) << 32) / (tsc - anchor.tsc);

@@ -213,14 +213,10 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.address = event.address;
   record.lease_id = lease.id;
   record.api = event.api;
-  ColdFields cold;
-  cold.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
-  cold.bytes = event.bytes;
-  cold.time_ns = event_clock_ns();
-  cold.context = event.context;
-  cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
-  cold.kind = event.kind;
-  const uint32_t stack_id = journaling ? capture_and_intern(event.caller) : 0;
+  journal::AllocPayload alloc{};
+  alloc.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
+  alloc.time_ns = event_clock_ns();
+  alloc.stack_id = journaling ? capture_and_intern(event.caller) : 0;
 
   const HandleKey key{event.address, space_of(event.api), 0};
   if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
@@ -235,18 +231,14 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
     }
   }
 
-  journal::AllocPayload alloc{};
-  alloc.id = cold.id;
   alloc.address = record.address;
-  alloc.bytes = cold.bytes;
-  alloc.time_ns = cold.time_ns;
-  alloc.context = cold.context;
-  alloc.stack_id = stack_id;
+  alloc.bytes = event.bytes;
+  alloc.context = event.context;
   alloc.thread = thread_id();
   alloc.api = static_cast<uint16_t>(record.api);
-  alloc.kind = static_cast<uint8_t>(cold.kind);
+  alloc.kind = static_cast<uint8_t>(event.kind);
   // The journal's device is one byte; the side store keeps what a reclaim needs either way.
-  alloc.device = static_cast<int8_t>(cold.device >= -1 && cold.device <= 127 ? cold.device : -1);
+  alloc.device = static_cast<int8_t>(event.device >= -1 && event.device <= 127 ? event.device : -1);
   try {
     // The record is written while the table holds the address's lock, so a free of the same
     // address on another thread is always journaled after it. Ending a lease marks it ended
@@ -263,6 +255,14 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
           return;
         }
       }
+      // No journal record to read the rest back from: the side store keeps it.
+      ColdFields cold;
+      cold.id = alloc.id;
+      cold.bytes = event.bytes;
+      cold.time_ns = alloc.time_ns;
+      cold.context = event.context;
+      cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
+      cold.kind = event.kind;
       stored.where = cold_.put(cold);
     });
     if (displaced) {
