@@ -87,7 +87,9 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   const uintptr_t high = bounds.high;
   size_t count = 0;
   uintptr_t rule_pc = pc;
-  if (start.pc != 0) {
+  // A start inside leaseguard (one of its own calls of a hook) is no application frame: then
+  // the walk starts here and drops leaseguard's frames.
+  if (start.pc != 0 && !excluded.contains(start.pc)) {
     // The caller's frame is above this one on the same stack, or the start is not trusted.
     if (start.sp <= sp || start.sp > high) return WalkResult::NeedsFullUnwinder;
     frames[count++] = start.pc;
