@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# bench/compare works end to end: one short round prints every row of its table, each
+# leaseguard row with a per-pair time and an overhead. No figure is judged (timings here are
+# noise); what is checked is that a user who runs the script gets the table.
+#
+#   compare_smoke_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+source_dir=$1
+build_dir=$2
+out=$("$source_dir/bench/compare" --build "$build_dir" --pairs 2000 --repeats 1 --no-callgrind)
+echo "$out"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+number='[0-9]+(\.[0-9]+)?'
+for build in "frame pointers" "no frame pointers"; do
+  for stacks in "stacks off" "16 frames" "32 frames"; do
+    row="leaseguard (simulated cuMemAlloc_v2; $build; $stacks)"
+    grep -F "| $row |" <<<"$out" >/dev/null || fail "no row: $row"
+    grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+  done
+done
+for stacks in "stacks off" "16 frames"; do
+  row="leaseguard (simulated hipMalloc; frame pointers; $stacks)"
+  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+done
+grep -Eq "^\| LeakSanitizer \(glibc malloc; frame pointers; 30 frames\) \| $number \|" <<<"$out" ||
+  fail "no LeakSanitizer row"
+echo "PASS"
