@@ -84,18 +84,25 @@ class HandleTable {
   // Marks every unreported record of `lease_id` as reported; returns how many there were.
   size_t mark_lease_reported(uint32_t lease_id);
 
+  // Removes every record `take(record)` says to, calling it under the record's shard lock;
+  // if it throws, the record it was given stays, and the exception leaves the table as is.
+  template <typename Take>
+  void extract_if(Take take) {
+    for (Shard &shard : shards_) {
+      std::lock_guard lock(shard.lock);
+      shard.records.remove_where([&](const LiveRecord &record) { return take(record); });
+    }
+  }
+
   // Removes every record `predicate` accepts; returns them.
   template <typename Predicate>
   std::vector<LiveRecord> remove_if(Predicate predicate) {
     std::vector<LiveRecord> removed;
-    for (Shard &shard : shards_) {
-      std::lock_guard lock(shard.lock);
-      shard.records.remove_where([&](const LiveRecord &record) {
-        if (!predicate(record)) return false;
-        removed.push_back(record);
-        return true;
-      });
-    }
+    extract_if([&](const LiveRecord &record) {
+      if (!predicate(record)) return false;
+      removed.push_back(record);
+      return true;
+    });
     return removed;
   }
 

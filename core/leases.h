@@ -33,6 +33,10 @@ struct Lease {
   uint64_t deadline_ns = 0;  // CLOCK_MONOTONIC; 0: none
   std::atomic<bool> ended{false};
   std::atomic<bool> expired{false};  // ended by its time-to-live or deadline
+  // Its ending is done: leaks reported, reclaimed ones given back. Until then its state is
+  // not told to other threads (Tracker::lease_state), so "expired" means "already freed".
+  std::atomic<bool> settled{false};
+  std::atomic<uint32_t> ending_thread{0};  // who is ending it (it may ask its state meanwhile)
 };
 
 class LeaseRegistry {

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,16 @@ thread_local Lease *t_entered[kMaxEnteredLeases];
 // Initial-exec (read on every allocation; see event_clock.cpp for why that is safe).
 thread_local int t_entered_depth __attribute__((tls_model("initial-exec"))) = 0;
 thread_local uint32_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
+
+// The calling thread's block of allocation ids (Tracker::take_allocation_id).
+struct IdBlock {
+  uint64_t next;
+  uint64_t end;
+  uint64_t tracker;  // the serial of the tracker it was taken from
+};
+__thread IdBlock t_ids __attribute__((tls_model("initial-exec")));
+constexpr uint64_t kIdsPerBlock = 256;
+std::atomic<uint64_t> g_tracker_serials{0};
 
 uint32_t thread_id() noexcept {
   if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
@@ -88,6 +99,7 @@ Tracker::Tracker(Options options)
     : options_(std::move(options)),
       start_monotonic_ns_(monotonic_ns()),
       start_realtime_ns_(realtime_ns()),
+      serial_(g_tracker_serials.fetch_add(1, std::memory_order_relaxed) + 1),
       leases_(start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
               deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {}
 
@@ -204,6 +216,16 @@ uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
   }
 }
 
+uint64_t Tracker::take_allocation_id() noexcept {
+  IdBlock &ids = t_ids;
+  if (ids.tracker != serial_ || ids.next == ids.end) {
+    ids.next = next_allocation_id_.fetch_add(kIdsPerBlock, std::memory_order_relaxed);
+    ids.end = ids.next + kIdsPerBlock;
+    ids.tracker = serial_;
+  }
+  return ids.next++;
+}
+
 void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   const bool journaling = ensure_journal();
   Lease *named = event.lease_id != 0 && event.lease_id <= UINT32_MAX ? leases_.find(static_cast<uint32_t>(event.lease_id))
@@ -214,7 +236,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   record.lease_id = lease.id;
   record.api = event.api;
   journal::AllocPayload alloc{};
-  alloc.id = next_allocation_id_.fetch_add(1, std::memory_order_relaxed);
+  alloc.id = take_allocation_id();
   alloc.time_ns = event_clock_ns();
   alloc.stack_id = journaling ? capture_and_intern(event.caller) : 0;
 
@@ -330,36 +352,38 @@ bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t no
   return true;
 }
 
+bool Tracker::swallow_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept {
+  if (reclaimed_count_.load(std::memory_order_acquire) == 0) return false;
+  std::optional<Reclaimed> late;
+  {
+    std::lock_guard lock(reclaimed_mutex_);
+    auto it = reclaimed_.find(HandleKey{value, space_of(api), 0});
+    if (it == reclaimed_.end()) return false;
+    late = it->second;
+    reclaimed_.erase(it);
+    reclaimed_count_.fetch_sub(1, std::memory_order_release);
+  }
+  // Already given back to the device: passing this free on would be a double free (or, if
+  // the value was handed out again, would free someone else's memory).
+  if (journaling) {
+    if (owner_drop) write_free(late->id, value, api, journal::kFreeLate | journal::kFreeOwnerDrop, 0, 0);
+    else write_free(late->id, value, api, journal::kFreeLate, capture_and_intern(), 0);
+  }
+  return true;
+}
+
 FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
   const uint64_t now_ns = journaling ? event_clock_ns() : 0;
   const Space space = space_of(api);
-  if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
-    std::optional<Reclaimed> late;
-    {
-      std::lock_guard lock(reclaimed_mutex_);
-      auto it = reclaimed_.find(HandleKey{value, space, 0});
-      if (it != reclaimed_.end()) {
-        late = it->second;
-        reclaimed_.erase(it);
-        reclaimed_count_.fetch_sub(1, std::memory_order_release);
-      }
-    }
-    if (late) {
-      // Already given back to the device: passing this free on would be a double free (or,
-      // if the value was handed out again, would free someone else's memory).
-      if (journaling) {
-        if (owner_drop) write_free(late->id, value, api, journal::kFreeLate | journal::kFreeOwnerDrop, 0, 0);
-        else write_free(late->id, value, api, journal::kFreeLate, capture_and_intern(), 0);
-      }
-      return FreeOutcome::Reclaimed;
-    }
-  }
+  if (swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
   bool late_free = false;
+  bool absent = false;
   int unknown_flags = 0;
   std::optional<LiveRecord> record = table_.remove(
       space, value, [&](const LiveRecord &live) { return frees(api, live.api); },
       [&](const LiveRecord *removed, bool accepted) {
+        absent = removed == nullptr;
         if (!journaling) return;
         if (removed == nullptr || !accepted) {
           unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
@@ -373,6 +397,9 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   // leaseguard did not expect (a double free, a foreign pointer, the wrong entry point) are
   // rare and worth their stack. The driver cannot hand a live value out again before this
   // free reaches it, so the order stays right.
+  // A lease ending on another thread may have just taken the value out of the table to
+  // reclaim it; it registered the value as reclaimed in the same step, so look once more.
+  if (absent && swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
   if (late_free) write_free(cold_fields(*record).id, value, api, 0, capture_and_intern(), 0);
   if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
   if (!record) return FreeOutcome::Unknown;
@@ -440,6 +467,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   // At exit the process gives everything back anyway, and the driver may already be going
   // away: reclaim applies to leases that end or expire while the program runs.
   const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
+  lease.ending_thread.store(thread_id(), std::memory_order_relaxed);
   begin_epoch();
   size_t leaked = 0;
   if (!reclaim) {
@@ -448,21 +476,34 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   } else {
     std::vector<HandleRecord> records;
     try {
-      for (const LiveRecord &record : table_.remove_if([&](const LiveRecord &record) {
-             return record.lease_id == lease.id && !record.reported;
-           }))
+      // Each record leaves the table and is registered as reclaimed in one step, under its
+      // shard's lock: a free of it by the program meanwhile either finds it live (and reaches
+      // the driver first; the reclaim then never sees it) or finds it reclaimed (and is
+      // swallowed), never neither (which would free it twice).
+      table_.extract_if([&](const LiveRecord &record) {
+        if (record.lease_id != lease.id || record.reported) return false;
         records.push_back(full_record(record));
-      std::lock_guard lock(reclaimed_mutex_);
-      for (const HandleRecord &record : records)
-        reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0}, Reclaimed{record.id, lease.id, false});
-      reclaimed_count_.store(reclaimed_.size(), std::memory_order_release);
+        try {
+          std::lock_guard lock(reclaimed_mutex_);
+          reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0},
+                             Reclaimed{records.back().id, lease.id, false});
+          reclaimed_count_.store(reclaimed_.size(), std::memory_order_release);
+        } catch (...) {
+          records.pop_back();  // stays live, and unreclaimed
+          throw;
+        }
+        return true;
+      });
     } catch (...) {
       log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
     }
     leaked = records.size();
     write_lease_end(lease, ended_by, leaked);  // reported first, then given back
-    // Newest first, as a program unwinding its own allocations would free them.
-    std::sort(records.begin(), records.end(), [](const HandleRecord &a, const HandleRecord &b) { return a.id > b.id; });
+    // Newest first, as a program unwinding its own allocations would free them (ids are in
+    // allocation order only within a thread: times order them across threads).
+    std::sort(records.begin(), records.end(), [](const HandleRecord &a, const HandleRecord &b) {
+      return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.id > b.id;
+    });
     for (HandleRecord &record : records) {
       int status = backend_->release(record);
       if (journal_state_.load(std::memory_order_acquire) == 1)
@@ -489,6 +530,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
       }
     }
   }
+  lease.settled.store(true, std::memory_order_release);
   if (leaked > 0 && ended_by != EndedBy::Exit)
     log_info("lease %u \"%s\" %s with %zu leaked allocation(s)%s", lease.id, lease.name.c_str(),
              ended_by == EndedBy::Expiry ? "expired" : "ended", leaked, reclaim ? ", reclaimed" : "");
@@ -526,6 +568,12 @@ LeaseState Tracker::lease_state(uint64_t lease_id) noexcept {
   if (lease_id == 0 || lease_id > UINT32_MAX) return LeaseState::Unknown;
   Lease *lease = leases_.find(static_cast<uint32_t>(lease_id));
   if (lease == nullptr) return LeaseState::Unknown;
+  if (lease->ended.load(std::memory_order_acquire) && !lease->settled.load(std::memory_order_acquire) &&
+      lease->ending_thread.load(std::memory_order_relaxed) != thread_id()) {
+    // Another thread is ending it (an expiry reclaiming its leaks): answer when it is done,
+    // so that a program told "expired" can rely on the memory being given back already.
+    while (!lease->settled.load(std::memory_order_acquire)) sched_yield();
+  }
   if (lease->expired.load(std::memory_order_acquire)) return LeaseState::Expired;
   return lease->ended.load(std::memory_order_acquire) ? LeaseState::Ended : LeaseState::Open;
 }
@@ -550,6 +598,7 @@ void Tracker::end_leases_from_signal_handler(int signal_number, bool terminating
     // The leaked count is left to the reader: counting would mean taking the table's locks,
     // which the interrupted thread may hold.
     journal_.append_from_signal_handler(journal::RecordType::LeaseEnd, &record, sizeof record);
+    lease.settled.store(true, std::memory_order_release);
   };
   // Innermost (newest) leases first, as at exit; the process lease last.
   std::array<Lease *, 64> explicit_leases{};

@@ -119,6 +119,9 @@ class Tracker {
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept;
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
   bool write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept;
+  // True if `value` was reclaimed when its lease ended and this is the program's late free
+  // of it: then it is journaled as such and must not reach the driver.
+  bool swallow_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept;
   // What the table does not keep of a live record, read back from where it is (its journal
   // record or the side store); all of it together; and, once the record has left the table
   // for good, giving its side-store entry back.
@@ -148,6 +151,11 @@ class Tracker {
   HandleTable table_;
   ColdRecords cold_;
   StackTable stacks_;
+  // Allocation ids: each thread takes a block of them at a time (take_allocation_id), so an
+  // allocation's id costs no shared atomic operation. Unique, but not consecutive across
+  // threads: the report orders allocations by their place in the journal, not by id.
+  uint64_t take_allocation_id() noexcept;
+  const uint64_t serial_;  // tells this tracker's blocks from another's (tests make several)
   std::atomic<uint64_t> next_allocation_id_{1};
   std::atomic<uint32_t> epoch_{0};
   ExcludedCode excluded_;

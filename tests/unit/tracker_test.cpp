@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "report/report_model.h"
@@ -157,6 +159,57 @@ TEST(Tracker, ContextDestroyWithoutAJournalStillKnowsEachAllocationsContext) {
   EXPECT_EQ(tracker.live_allocations(), 3u);
   EXPECT_EQ(tracker.live_record_bytes(), with_three);  // the freed entries were reused
   tracker.finish_process();
+}
+
+// Allocation ids are taken in blocks per thread: every allocation still gets its own id, and
+// the report lists leaks in the order the journal recorded the allocations, not by id.
+struct AllocOrder : journal::JournalVisitor {
+  std::vector<uint64_t> ids;
+  void on_alloc(const journal::AllocPayload &alloc) override { ids.push_back(alloc.id); }
+};
+
+TEST(Tracker, AllocationsOnManyThreadsHaveDistinctIdsAndAreReportedInJournalOrder) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  constexpr uint64_t kThreads = 4, kPerThread = 700;  // more than one block of ids each
+  std::vector<std::thread> threads;
+  for (uint64_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&tracker, t] {
+      for (uint64_t i = 0; i < kPerThread; ++i) tracker.on_alloc(event(((t + 1) << 32) + i * 256, 1));
+    });
+  for (std::thread &thread : threads) thread.join();
+  tracker.finish_process();
+
+  AllocOrder order;
+  journal::ReadStats stats;
+  std::string error;
+  ASSERT_TRUE(journal::read_journal(tracker.journal_path(), order, stats, error)) << error;
+  ASSERT_EQ(order.ids.size(), kThreads * kPerThread);
+  EXPECT_EQ(std::set<uint64_t>(order.ids.begin(), order.ids.end()).size(), kThreads * kPerThread);
+
+  report::ProcessReport process = replay(tracker);
+  ASSERT_EQ(process.leases.size(), 1u);
+  std::vector<uint64_t> reported;
+  for (const report::Leak &leak : process.leases[0].leaks) reported.push_back(leak.id);
+  EXPECT_EQ(reported, order.ids);
+}
+
+TEST(Tracker, LeaksAreListedInAllocationOrderWhateverTheirIds) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  tracker.on_alloc(event(0x1000, 1));                                 // this thread's first block
+  std::thread([&tracker] { tracker.on_alloc(event(0x2000, 2)); }).join();  // the next block
+  tracker.on_alloc(event(0x3000, 3));                                 // this thread's block again
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  ASSERT_EQ(process.leases.size(), 1u);
+  std::vector<uint64_t> addresses, ids;
+  for (const report::Leak &leak : process.leases[0].leaks) {
+    addresses.push_back(leak.address);
+    ids.push_back(leak.id);
+  }
+  EXPECT_EQ(addresses, (std::vector<uint64_t>{0x1000, 0x2000, 0x3000}));
+  EXPECT_GT(ids[1], ids[2]);  // the second allocation's id is the largest: order is not by id
 }
 
 // The memory budget (bench/README.md): at most 64 bytes per live record, the table's free
@@ -435,6 +488,74 @@ TEST(Reclaim, TheBackendGetsEveryFieldWithoutAJournal) {
   Options options = options_for(dir);
   options.out_dir = "/proc/self/no-such-directory";  // the journal cannot be opened
   expect_reclaim_gets_every_field(options);
+}
+
+// "If the lease has already expired, the teardown has already freed the device memory"
+// (the seed): a thread that is told a lease expired must find its leaks given back, even
+// while the expiry is still reclaiming them on the watchdog's thread.
+class SlowBackend : public ReclaimBackend {
+ public:
+  int release(const HandleRecord &record) noexcept override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    released.push_back(record.address);
+    return 0;
+  }
+  std::vector<uint64_t> released;  // read only once the lease is told expired
+};
+
+TEST(Reclaim, ALeaseIsToldExpiredOnlyOnceItsLeaksAreGivenBack) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  SlowBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  uint64_t lease = tracker.lease_begin("job", 20, Policy::Reclaim);
+  ASSERT_EQ(tracker.lease_enter(lease), 0);
+  tracker.on_alloc(event(0x1000, 10));
+  tracker.on_alloc(event(0x2000, 20));
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  LeaseState state = LeaseState::Open;
+  for (int i = 0; i < 1000 && state == LeaseState::Open; ++i) {
+    state = tracker.lease_state(lease);
+    if (state == LeaseState::Open) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(state, LeaseState::Expired);
+  EXPECT_EQ(backend.released.size(), 2u);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Reclaimed);
+  tracker.finish_process();
+}
+
+// A program freeing allocations while their lease ends with policy reclaim: each allocation
+// is given back exactly once, by the program's free (forwarded to the driver) or by the
+// reclaim, never by both and never by neither.
+class CountingBackend : public ReclaimBackend {
+ public:
+  int release(const HandleRecord &) noexcept override {
+    released.fetch_add(1);
+    return 0;
+  }
+  std::atomic<int> released{0};
+};
+
+TEST(Reclaim, AFreeRacingTheReclaimOfItsLeaseIsNeverAlsoReclaimed) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  CountingBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  constexpr int kRounds = 100, kAllocations = 64;
+  int forwarded = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    uint64_t lease = tracker.lease_begin("job", 0, Policy::Reclaim);
+    ASSERT_EQ(tracker.lease_enter(lease), 0);
+    for (int i = 0; i < kAllocations; ++i) tracker.on_alloc(event(0x100000 + static_cast<uint64_t>(i) * 0x1000, 1));
+    ASSERT_EQ(tracker.lease_leave(), 0);
+    std::thread ender([&] { tracker.lease_end(lease); });
+    for (int i = 0; i < kAllocations; ++i)
+      if (tracker.on_free(Api::cuMemFree_v2, 0x100000 + static_cast<uint64_t>(i) * 0x1000) != FreeOutcome::Reclaimed)
+        ++forwarded;  // the hook passes Known and Unknown frees on to the driver
+    ender.join();
+  }
+  EXPECT_EQ(forwarded + backend.released.load(), kRounds * kAllocations);
+  tracker.finish_process();
 }
 
 TEST(Reclaim, AtExitLeaksAreReportedNotReclaimed) {

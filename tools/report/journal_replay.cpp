@@ -120,7 +120,11 @@ class Replay : public journal::JournalVisitor {
     bytes.peak = std::max(bytes.peak, bytes.live);
     add_point(bytes, since_start_ms(alloc.time_ns));
     if (alloc.freed_in_place == 0) {
-      live_[alloc.id] = LiveAllocation{alloc, false, 0, 0};
+      // A repeated id (a damaged journal) replaces the allocation that had it, as before.
+      if (auto repeated = find_live(alloc.id); repeated != live_.end()) live_.erase(repeated);
+      const uint64_t place = next_place_++;
+      live_.emplace(place, LiveAllocation{alloc, false, 0, 0});
+      place_of_id_[alloc.id] = place;
       return;
     }
     // Freed, and never to be reported: no lease ended between the allocation and its free.
@@ -135,7 +139,7 @@ class Replay : public journal::JournalVisitor {
   void on_free(const journal::FreePayload &free_record) override {
     touch(free_record.time_ns);
     if (free_record.flags & journal::kFreeReclaimed) {
-      auto it = live_.find(free_record.id);
+      auto it = find_live(free_record.id);
       if (it == live_.end() || !it->second.reported) return;
       if (free_record.status != 0) return;  // the driver refused: still allocated
       process_.leases[it->second.ending].leaks[it->second.leak].reclaimed = true;
@@ -156,7 +160,7 @@ class Replay : public journal::JournalVisitor {
       return;
     }
     ++process_.frees;
-    auto it = free_record.id != 0 ? live_.find(free_record.id) : live_.end();
+    auto it = free_record.id != 0 ? find_live(free_record.id) : live_.end();
     if (it == live_.end()) {
       if (free_record.flags & journal::kFreeUnknown) {
         ++process_.unknown_frees;
@@ -306,11 +310,20 @@ class Replay : public journal::JournalVisitor {
     ending.leaks.push_back(make_leak(allocation.record, time_ns));
   }
 
+  using LiveIterator = std::map<uint64_t, LiveAllocation>::iterator;
+
+  // The live allocation with this id, or live_.end().
+  LiveIterator find_live(uint64_t id) {
+    auto place = place_of_id_.find(id);
+    return place == place_of_id_.end() ? live_.end() : live_.find(place->second);
+  }
+
   // Forgets a live allocation that is gone from the device.
-  std::map<uint64_t, LiveAllocation>::iterator release(std::map<uint64_t, LiveAllocation>::iterator it) {
+  LiveIterator release(LiveIterator it) {
     LeaseBytes &bytes = lease_bytes_[it->second.record.lease_id];
     bytes.live -= std::min(bytes.live, it->second.record.bytes);
     add_point(bytes, since_start_ms(last_ns_));
+    place_of_id_.erase(it->second.record.id);
     return live_.erase(it);
   }
 
@@ -398,7 +411,12 @@ class Replay : public journal::JournalVisitor {
   uint64_t last_ns_ = 0;
   std::map<uint32_t, journal::ModuleInfo> modules_;
   std::map<uint32_t, LeaseInfo> leases_;
-  std::map<uint64_t, LiveAllocation> live_;  // ordered by id: allocation order
+  // Live allocations by their place among the journal's allocation records: allocation order.
+  // (Ids are unique but are taken in blocks per thread, so across threads they are not in
+  // allocation order.)
+  std::map<uint64_t, LiveAllocation> live_;
+  std::unordered_map<uint64_t, uint64_t> place_of_id_;  // allocation id -> its key in live_
+  uint64_t next_place_ = 0;
   std::unordered_map<uint64_t, Freed> recently_freed_;
   std::deque<uint64_t> freed_order_;
   std::map<uint32_t, LeaseBytes> lease_bytes_;
