@@ -216,7 +216,8 @@ uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
   }
 }
 
-uint64_t Tracker::take_allocation_id() noexcept {
+// Inlined into on_alloc, its one caller.
+__attribute__((always_inline)) inline uint64_t Tracker::take_allocation_id() noexcept {
   IdBlock &ids = t_ids;
   if (ids.tracker != serial_ || ids.next == ids.end) {
     ids.next = next_allocation_id_.fetch_add(kIdsPerBlock, std::memory_order_relaxed);
@@ -352,8 +353,7 @@ bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t no
   return true;
 }
 
-bool Tracker::swallow_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept {
-  if (reclaimed_count_.load(std::memory_order_acquire) == 0) return false;
+bool Tracker::take_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept {
   std::optional<Reclaimed> late;
   {
     std::lock_guard lock(reclaimed_mutex_);

@@ -120,8 +120,12 @@ class Tracker {
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
   bool write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept;
   // True if `value` was reclaimed when its lease ended and this is the program's late free
-  // of it: then it is journaled as such and must not reach the driver.
-  bool swallow_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept;
+  // of it: then it is journaled as such and must not reach the driver. Inline: every free
+  // asks, and almost always nothing was reclaimed.
+  bool swallow_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept {
+    return reclaimed_count_.load(std::memory_order_acquire) != 0 && take_late_free(api, value, owner_drop, journaling);
+  }
+  bool take_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept;
   // What the table does not keep of a live record, read back from where it is (its journal
   // record or the side store); all of it together; and, once the record has left the table
   // for good, giving its side-store entry back.
