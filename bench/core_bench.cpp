@@ -7,7 +7,8 @@
 // held meanwhile (flat from 1e3 to 1e6 is a budget). BM_JournalAppend: 64-byte records per
 // second into a journal file, 1 and 2 threads. BM_ReportOfAMillionAllocations: replaying a
 // journal of 1e6 allocations of which 1e5 leak (the report budget: under 10 s, 1 GiB; the
-// peak resident size of the process is reported as a counter). A measurement, never a test.
+// peak resident size of the process is reported as a counter). BM_StackCapture: 16 frames
+// captured by the cached walk and by the C++ runtime's unwinder. A measurement, never a test.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -18,6 +19,7 @@
 #include "million_allocations.h"
 #include "journal_writer.h"
 #include "report/report_model.h"
+#include "stack_capture.h"
 #include "tracker.h"
 
 namespace {
@@ -96,6 +98,25 @@ void BM_JournalAppend(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_JournalAppend)->Threads(1)->Threads(2)->UseRealTime();
+
+// Capturing 16 frames at the bottom of a 21-deep chain: the cached walk (0) against the
+// C++ runtime's unwinder (1), which the walk falls back to and is tested against.
+__attribute__((noinline)) size_t capture_at_depth(int depth, bool unwinder) {
+  if (depth > 0) {
+    size_t frames = capture_at_depth(depth - 1, unwinder);
+    benchmark::DoNotOptimize(frames);
+    return frames;
+  }
+  uintptr_t frames[16];
+  ExcludedCode none;
+  return unwinder ? capture_stack_unwinder(frames, 16, none) : capture_stack(frames, 16, none);
+}
+
+void BM_StackCapture(benchmark::State &state) {
+  const bool unwinder = state.range(0) != 0;
+  for (auto _ : state) benchmark::DoNotOptimize(capture_at_depth(21, unwinder));
+}
+BENCHMARK(BM_StackCapture)->ArgName("unwinder")->Arg(0)->Arg(1);
 
 void BM_ReportOfAMillionAllocations(benchmark::State &state) {
   std::string directory = scratch_directory("report");
