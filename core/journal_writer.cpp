@@ -35,6 +35,7 @@ JournalWriter::~JournalWriter() {
 }
 
 void JournalWriter::start_prefaulting() noexcept {
+  prefaulter_start_.store(kStartTried, std::memory_order_relaxed);  // asked once, whatever comes of it
   std::lock_guard lock(prefault_mutex_);
   if (base_ == nullptr || prefaulter_.joinable() || prefault_stop_) return;
   try {

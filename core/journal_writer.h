@@ -113,14 +113,23 @@ class JournalWriter {
   // (MADV_POPULATE_WRITE), so that the kernel's zeroing of fresh pages, most of what an
   // append costs on a cold machine, is not paid inside the program's allocation calls.
   // stop_prefaulting() joins it; the destructor too.
+  // Started only once a megabyte has been written (wants_prefaulter): a program that records
+  // less never gets the thread, and stays single-threaded if it was (glibc's malloc is
+  // cheaper in a single-threaded process). The owner starts it outside its own locks.
   void start_prefaulting() noexcept;
   void stop_prefaulting() noexcept;
+  bool wants_prefaulter() const noexcept { return prefaulter_start_.load(std::memory_order_relaxed) == kStartWanted; }
 
  private:
   bool ensure_mapped(uint64_t slot_end, bool may_block = true) noexcept;
   void ask_prefaulter() noexcept {
-    if (prefaulting_.load(std::memory_order_relaxed) && !prefault_wanted_.load(std::memory_order_relaxed) &&
-        !prefault_wanted_.exchange(true, std::memory_order_acq_rel))
+    if (!prefaulting_.load(std::memory_order_relaxed)) {
+      int state = kStartNotYet;
+      if (prefaulter_start_.load(std::memory_order_relaxed) == kStartNotYet)
+        prefaulter_start_.compare_exchange_strong(state, kStartWanted, std::memory_order_relaxed);
+      return;
+    }
+    if (!prefault_wanted_.load(std::memory_order_relaxed) && !prefault_wanted_.exchange(true, std::memory_order_acq_rel))
       wake_prefaulter();
   }
   void wake_prefaulter() noexcept;
@@ -144,6 +153,8 @@ class JournalWriter {
   std::atomic<uint64_t> dropped_{0};
   std::mutex grow_mutex_;
   std::atomic<bool> prefaulting_{false};
+  static constexpr int kStartNotYet = 0, kStartWanted = 1, kStartTried = 2;
+  std::atomic<int> prefaulter_start_{kStartNotYet};
   std::atomic<bool> prefault_wanted_{false};
   bool prefault_stop_ = false;
   std::mutex prefault_mutex_;

@@ -151,7 +151,6 @@ bool Tracker::open_journal(std::string &error) {
       std::vector<unsigned char> process = process_payload();
       journal_.append(journal::RecordType::Process, process.data(), process.size());
       write_lease_begin(leases_.process_lease());
-      journal_.start_prefaulting();
       log_debug("journal %s", path.c_str());
       return true;
     }
@@ -288,6 +287,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       cold.kind = event.kind;
       stored.where = cold_.put(cold);
     });
+    if (journal_.wants_prefaulter()) journal_.start_prefaulting();  // once, after a megabyte
     if (displaced) {
       // The driver handed this address out again, so the old allocation was freed by a path
       // leaseguard did not see. Close it in the journal so it is not reported as a leak.

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <map>
 #include <set>
 #include <thread>
@@ -210,6 +213,32 @@ TEST(Tracker, LeaksAreListedInAllocationOrderWhateverTheirIds) {
   }
   EXPECT_EQ(addresses, (std::vector<uint64_t>{0x1000, 0x2000, 0x3000}));
   EXPECT_GT(ids[1], ids[2]);  // the second allocation's id is the largest: order is not by id
+}
+
+size_t journal_threads() {
+  size_t count = 0;
+  for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    count += name == "leaseguard-jrnl" ? 1 : 0;
+  }
+  return count;
+}
+
+// The journal's prefaulting thread starts only once a megabyte of journal has been written:
+// a program that records a few allocations keeps the threads it had.
+TEST(Tracker, TheJournalThreadStartsOnlyForAProgramThatRecordsMuch) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  for (uint64_t i = 0; i < 1000; ++i) tracker.on_alloc(event(0x100000 + i * 256, 1));
+  EXPECT_EQ(journal_threads(), 0u);
+  for (uint64_t i = 1000; i < 40000; ++i) tracker.on_alloc(event(0x100000 + i * 256, 1));
+  // The thread names itself once it runs: give a busy machine time to schedule it.
+  for (int i = 0; i < 500 && journal_threads() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(journal_threads(), 1u);
+  tracker.finish_process();
+  EXPECT_EQ(journal_threads(), 0u);  // joined when recording ends
 }
 
 // The memory budget (bench/README.md): at most 64 bytes per live record, the table's free
