@@ -41,11 +41,6 @@ void ColdRecords::release(uint32_t where) noexcept {
   if (index < fields_.size()) free_.push_back(index);  // never grows: reserved by put
 }
 
-size_t ColdRecords::size() const {
-  std::lock_guard lock(mutex_);
-  return fields_.size() - free_.size();
-}
-
 size_t ColdRecords::memory_bytes() const {
   std::lock_guard lock(mutex_);
   return fields_.capacity() * sizeof(ColdFields) + free_.capacity() * sizeof(uint32_t);

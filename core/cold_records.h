@@ -22,7 +22,6 @@ class ColdRecords {
   ColdFields get(uint32_t where) const noexcept;
   void release(uint32_t where) noexcept;
 
-  size_t size() const;
   size_t memory_bytes() const;
 
  private:

@@ -71,10 +71,8 @@ class JournalWriter {
   // payload (4-byte aligned, within the first slot): one atomic store, which a reader sees
   // whole or not at all. Inline: every free of a recent allocation does it.
   void store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept {
-    if (base_ == nullptr || payload_offset + sizeof value > kSlotPayloadBytes) return;
-    if (slot >= mapped_slots_.load(std::memory_order_acquire)) return;
-    __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + slot * kSlotBytes + 4 + payload_offset), value,
-                     __ATOMIC_RELEASE);
+    if (unsigned char *at = payload_at(slot, payload_offset, sizeof value))
+      __atomic_store_n(reinterpret_cast<uint32_t *>(at), value, __ATOMIC_RELEASE);
   }
 
   // The same for a signal handler: if the file must grow and another thread holds the lock
@@ -86,18 +84,16 @@ class JournalWriter {
   template <typename Payload>
   bool read_one_slot(uint64_t slot, Payload &payload) const noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (base_ == nullptr || slot >= mapped_slots_.load(std::memory_order_acquire)) return false;
-    std::memcpy(&payload, base_ + slot * kSlotBytes + 4, sizeof payload);
-    return true;
+    const unsigned char *at = payload_at(slot, 0, sizeof payload);
+    if (at != nullptr) std::memcpy(&payload, at, sizeof payload);
+    return at != nullptr;
   }
   // One field of it, `payload_offset` bytes into the payload; 0 if there is no such slot.
   // Inline: every free of a recent allocation reads the allocation's time.
   template <typename Field>
   Field read_field(uint64_t slot, size_t payload_offset) const noexcept {
     Field field{};
-    if (base_ != nullptr && payload_offset + sizeof field <= kSlotPayloadBytes &&
-        slot < mapped_slots_.load(std::memory_order_acquire))
-      std::memcpy(&field, base_ + slot * kSlotBytes + 4 + payload_offset, sizeof field);
+    if (const unsigned char *at = payload_at(slot, payload_offset, sizeof field)) std::memcpy(&field, at, sizeof field);
     return field;
   }
 
@@ -114,14 +110,21 @@ class JournalWriter {
   // append costs on a cold machine, is not paid inside the program's allocation calls.
   // stop_prefaulting() joins it; the destructor too.
   // Started only once a megabyte has been written (wants_prefaulter): a program that records
-  // less never gets the thread, and stays single-threaded if it was (glibc's malloc is
-  // cheaper in a single-threaded process). The owner starts it outside its own locks.
+  // less never gets the thread, and stays single-threaded if it was (glibc's allocator takes
+  // fewer locks in a single-threaded process). The owner starts it outside its own locks.
   void start_prefaulting() noexcept;
   void stop_prefaulting() noexcept;
   bool wants_prefaulter() const noexcept { return prefaulter_start_.load(std::memory_order_relaxed) == kStartWanted; }
 
  private:
   bool ensure_mapped(uint64_t slot_end, bool may_block = true) noexcept;
+  // Where `bytes` bytes at `payload_offset` into the payload of the written slot `slot` are,
+  // or nullptr if that is outside the slot's payload or the mapping.
+  unsigned char *payload_at(uint64_t slot, size_t payload_offset, size_t bytes) const noexcept {
+    if (base_ == nullptr || payload_offset + bytes > kSlotPayloadBytes) return nullptr;
+    if (slot >= mapped_slots_.load(std::memory_order_acquire)) return nullptr;
+    return base_ + slot * kSlotBytes + 4 + payload_offset;
+  }
   void ask_prefaulter() noexcept {
     if (!prefaulting_.load(std::memory_order_relaxed)) {
       int state = kStartNotYet;

@@ -142,6 +142,7 @@ class Tracker {
     return options_.stack_depth > 0 ? capture_and_intern_stack(start) : 0;
   }
   uint32_t capture_and_intern_stack(const WalkStart &start) noexcept;
+  uint64_t take_allocation_id() noexcept;  // see next_allocation_id_
 
   static std::atomic<Tracker *> g_instance;
 
@@ -158,7 +159,6 @@ class Tracker {
   // Allocation ids: each thread takes a block of them at a time (take_allocation_id), so an
   // allocation's id costs no shared atomic operation. Unique, but not consecutive across
   // threads: the report orders allocations by their place in the journal, not by id.
-  uint64_t take_allocation_id() noexcept;
   const uint64_t serial_;  // tells this tracker's blocks from another's (tests make several)
   std::atomic<uint64_t> next_allocation_id_{1};
   std::atomic<uint32_t> epoch_{0};

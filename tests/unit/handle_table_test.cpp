@@ -133,6 +133,29 @@ TEST(HandleTable, ConcurrentInsertAndRemoveLoseNothing) {
   EXPECT_EQ(table.size(), static_cast<size_t>(kThreads * kPerThread / 2));
 }
 
+// The shards grow through capacities that are not powers of two (8, 12, 16, 24...), and a
+// removal shifts later records of its probe run back, wrapping around the end: after many
+// insertions and removals in mixed order, every record left is found under its own key and
+// no removed one is.
+TEST(HandleTable, EveryRecordStaysFindableThroughGrowthAndRemovals) {
+  HandleTable table;
+  constexpr uint64_t kRecords = 20000;
+  auto address = [](uint64_t i) { return 0x7f0000000000ull + i * 512; };
+  for (uint64_t i = 0; i < kRecords; ++i) EXPECT_FALSE(table.insert(record(i + 1, address(i))));
+  for (uint64_t i = 0; i < kRecords; i += 3) ASSERT_TRUE(table.remove(address(i))) << i;
+  EXPECT_EQ(table.size(), kRecords - (kRecords + 2) / 3);
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    auto removed = table.remove(address(i));
+    if (i % 3 == 0) {
+      EXPECT_FALSE(removed) << i;
+    } else {
+      ASSERT_TRUE(removed) << i;
+      EXPECT_EQ(removed->where, i + 1);
+    }
+  }
+  EXPECT_EQ(table.size(), 0u);
+}
+
 // A slot keeps its namespace in the record's tail padding (record_slots.h): replacing a
 // record, and growing the table, must leave every record findable in its own namespace.
 TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {
