@@ -19,7 +19,20 @@ constexpr size_t kAlignment = 256;
 constexpr size_t kMapThreshold = 64 * 1024;  // larger requests are mmap'd, committed lazily
 constexpr size_t kDefaultCapacity = 80ull << 30;
 
+// Each thread's context stack, and its top kept beside it in initial-exec storage: reading
+// the current context, which every hooked allocation does, is then one thread-local load, as
+// in a real driver (the vector alone needs a __tls_get_addr call from a shared library).
 thread_local std::vector<CUcontext> t_context_stack;
+__thread CUcontext t_current_context __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void push_context(CUcontext ctx) {
+  t_context_stack.push_back(ctx);
+  t_current_context = ctx;
+}
+void pop_context() {
+  t_context_stack.pop_back();
+  t_current_context = t_context_stack.empty() ? nullptr : t_context_stack.back();
+}
 
 // Parses "80G", "512M", "1048576". Returns `fallback` and warns on a bad value.
 size_t parse_bytes(const char *variable, size_t fallback) {
@@ -122,7 +135,7 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
   context->device = device;
   contexts_.push_back(context);
   *out = reinterpret_cast<CUcontext>(context);
-  t_context_stack.push_back(*out);
+  push_context(*out);
   return CUDA_SUCCESS;
 }
 
@@ -179,8 +192,7 @@ CUresult SimDriver::destroy_context(CUcontext ctx) {
   if (context->primary) return CUDA_ERROR_INVALID_CONTEXT;  // the driver refuses this too
   free_context_memory_locked(context);
   context->alive = false;
-  auto &stack = t_context_stack;
-  if (!stack.empty() && stack.back() == ctx) stack.pop_back();
+  if (t_current_context == ctx) pop_context();
   return CUDA_SUCCESS;
 }
 
@@ -231,40 +243,32 @@ CUresult SimDriver::primary_state(int device, unsigned *flags, int *active) {
 CUresult SimDriver::set_current(CUcontext ctx) {
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  auto &stack = t_context_stack;
   if (ctx == nullptr) {
-    if (!stack.empty()) stack.pop_back();
+    if (t_current_context != nullptr) pop_context();
     return CUDA_SUCCESS;
   }
   if (!context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (stack.empty()) {
-    stack.push_back(ctx);
-  } else {
-    stack.back() = ctx;
-  }
+  if (t_current_context != nullptr) pop_context();
+  push_context(ctx);
   return CUDA_SUCCESS;
 }
 
-CUcontext SimDriver::current() const {
-  const auto &stack = t_context_stack;
-  return stack.empty() ? nullptr : stack.back();
-}
+CUcontext SimDriver::current() const { return t_current_context; }
 
 CUresult SimDriver::push_current(CUcontext ctx) {
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (!context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  t_context_stack.push_back(ctx);
+  push_context(ctx);
   return CUDA_SUCCESS;
 }
 
 CUresult SimDriver::pop_current(CUcontext *out) {
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  auto &stack = t_context_stack;
-  if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (out != nullptr) *out = stack.back();
-  stack.pop_back();
+  if (t_current_context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (out != nullptr) *out = t_current_context;
+  pop_context();
   return CUDA_SUCCESS;
 }
 

@@ -8,12 +8,14 @@
 #define LG_SIM_EXPORT extern "C" __attribute__((visibility("default")))
 #define LG_SIM_ENTRY(name)                                                      \
   do {                                                                          \
-    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
+    static leaseguard::sim::EntryPoint lg_entry_point(#name);                   \
+    if (auto fault = lg_entry_point.called())                                   \
       return static_cast<CUresult>(*fault);                                     \
   } while (0)
 // The same for the HIP runtime's entry points (hipError_t shares the driver's numbers).
 #define LG_SIM_HIP_ENTRY(name)                                                  \
   do {                                                                          \
-    if (auto fault = leaseguard::sim::injected_fault(#name))                    \
+    static leaseguard::sim::EntryPoint lg_entry_point(#name);                   \
+    if (auto fault = lg_entry_point.called())                                   \
       return static_cast<hipError_t>(*fault);                                   \
   } while (0)

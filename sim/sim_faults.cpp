@@ -1,11 +1,15 @@
 // Parses LEASEGUARD_SIM_FAULTS once and answers, per call, whether a fault is due.
 #include "sim_faults.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,7 +29,7 @@ struct FaultPlan {
   std::atomic<Fault *> faults[kMaxFaults] = {};
   std::atomic<size_t> count{0};
 
-  FaultPlan() {
+  __attribute__((noinline)) FaultPlan() {
     const char *spec = std::getenv("LEASEGUARD_SIM_FAULTS");
     if (spec != nullptr) add(spec);
   }
@@ -68,31 +72,123 @@ struct FaultPlan {
   }
 };
 
-FaultPlan &plan() {
+// Inlined into every entry point's check: after the first call, one load of the guard.
+__attribute__((always_inline)) inline FaultPlan &plan() {
   static FaultPlan instance;
   return instance;
 }
 
-// How often each entry point was called: a lock-free table keyed by the address of the
-// entry point's name (each is one string literal).
-constexpr size_t kCountSlots = 512;
-std::atomic<const char *> g_count_names[kCountSlots];
-std::atomic<uint64_t> g_counts[kCountSlots];
-
-void count_call(const char *name) noexcept {
-  size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) % kCountSlots;
-  for (size_t probe = 0; probe < kCountSlots; ++probe, slot = (slot + 1) % kCountSlots) {
-    const char *held = g_count_names[slot].load(std::memory_order_acquire);
-    if (held == nullptr && g_count_names[slot].compare_exchange_strong(held, name, std::memory_order_acq_rel))
-      held = name;
-    if (held == name) {
-      g_counts[slot].fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+// The status the plan's `count` faults inject into this call of entry point `name`, if any.
+// Out of line: most runs plan no fault at all, and their calls never come here.
+__attribute__((noinline)) std::optional<int> fault_due(FaultPlan &faults, size_t count, const char *name) noexcept {
+  for (size_t i = 0; i < count && i < FaultPlan::kMaxFaults; ++i) {
+    Fault *fault = faults.faults[i].load(std::memory_order_acquire);
+    if (fault == nullptr || fault->entry_point != name) continue;
+    long call = fault->calls.fetch_add(1) + 1;
+    if (fault->nth == 0 || call == fault->nth) return fault->status;
   }
+  return std::nullopt;
+}
+
+// How often each entry point was called. Each thread counts into a row of its own, written
+// only by that thread (a relaxed load and store, no locked instruction) and read by
+// call_count under the registry's lock. A thread that exits folds its row into `retired`
+// and leaves it for the next new thread.
+constexpr size_t kMaxEntryPoints = 1024;
+
+struct CallCounts {
+  std::atomic<uint64_t> calls[kMaxEntryPoints] = {};
+};
+
+struct CallRegistry {
+  std::mutex mutex;
+  std::vector<EntryPoint *> entry_points;  // index order
+  std::vector<CallCounts *> live;          // the rows of running threads
+  std::vector<CallCounts *> spare;         // rows of exited threads, zeroed
+  uint64_t retired[kMaxEntryPoints] = {};  // what exited threads counted
+  pthread_key_t exit_key{};
+  bool has_exit_key = false;
+};
+
+void retire_row(void *row);
+
+// Never destroyed: threads may still exit, and count, after static destructors ran.
+CallRegistry &registry() {
+  static CallRegistry *instance = [] {
+    auto *created = new CallRegistry;
+    created->has_exit_key = pthread_key_create(&created->exit_key, retire_row) == 0;
+    // A fork while another thread holds the lock would leave the child's copy held forever.
+    pthread_atfork([] { registry().mutex.lock(); }, [] { registry().mutex.unlock(); },
+                   [] { registry().mutex.unlock(); });
+    return created;
+  }();
+  return *instance;
+}
+
+__thread CallCounts *t_row __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void retire_row(void *row) {
+  auto *counts = static_cast<CallCounts *>(row);
+  CallRegistry &calls = registry();
+  std::lock_guard lock(calls.mutex);
+  for (size_t i = 0; i < kMaxEntryPoints; ++i) {
+    calls.retired[i] += counts->calls[i].load(std::memory_order_relaxed);
+    counts->calls[i].store(0, std::memory_order_relaxed);
+  }
+  calls.live.erase(std::find(calls.live.begin(), calls.live.end(), counts));
+  calls.spare.push_back(counts);  // cannot throw: live just gave up a slot of the same size
+  t_row = nullptr;
+}
+
+// This thread's row, made on its first call; nullptr if memory ran out.
+__attribute__((noinline)) CallCounts *adopt_row() noexcept {
+  CallRegistry &calls = registry();
+  std::lock_guard lock(calls.mutex);
+  CallCounts *row = nullptr;
+  try {
+    calls.live.reserve(calls.live.size() + 1);
+    calls.spare.reserve(calls.live.size() + calls.spare.size() + 1);
+    if (!calls.spare.empty()) {
+      row = calls.spare.back();
+      calls.spare.pop_back();
+    } else {
+      row = new CallCounts;
+    }
+  } catch (...) {
+    return nullptr;
+  }
+  calls.live.push_back(row);
+  if (calls.has_exit_key) pthread_setspecific(calls.exit_key, row);
+  t_row = row;
+  return row;
 }
 
 }  // namespace
+
+EntryPoint::EntryPoint(const char *name) noexcept : name_(name), index_(UINT32_MAX) {
+  CallRegistry &calls = registry();
+  std::lock_guard lock(calls.mutex);
+  try {
+    calls.entry_points.push_back(this);
+    if (calls.entry_points.size() <= kMaxEntryPoints) index_ = static_cast<uint32_t>(calls.entry_points.size() - 1);
+  } catch (...) {
+  }
+}
+
+std::optional<int> EntryPoint::called() noexcept {
+  CallCounts *row = index_ < kMaxEntryPoints ? t_row : nullptr;
+  if (row == nullptr && index_ < kMaxEntryPoints) row = adopt_row();
+  if (row != nullptr) {
+    std::atomic<uint64_t> &count = row->calls[index_];
+    count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    overflow_calls_.fetch_add(1, std::memory_order_relaxed);
+  }
+  FaultPlan &faults = plan();
+  const size_t planned = faults.count.load(std::memory_order_acquire);
+  if (planned == 0) return std::nullopt;
+  return fault_due(faults, planned, name_);
+}
 
 void add_faults(const char *spec) noexcept {
   try {
@@ -102,25 +198,18 @@ void add_faults(const char *spec) noexcept {
 }
 
 uint64_t call_count(const char *name) noexcept {
+  CallRegistry &calls = registry();
+  std::lock_guard lock(calls.mutex);
   uint64_t total = 0;
-  for (size_t slot = 0; slot < kCountSlots; ++slot) {
-    const char *held = g_count_names[slot].load(std::memory_order_acquire);
-    if (held != nullptr && std::strcmp(held, name) == 0) total += g_counts[slot].load(std::memory_order_relaxed);
+  for (const EntryPoint *entry_point : calls.entry_points) {
+    if (std::strcmp(entry_point->name(), name) != 0) continue;
+    total += entry_point->overflow_calls();
+    const size_t index = entry_point->index();
+    if (index >= kMaxEntryPoints) continue;
+    total += calls.retired[index];
+    for (const CallCounts *row : calls.live) total += row->calls[index].load(std::memory_order_relaxed);
   }
   return total;
-}
-
-std::optional<int> injected_fault(const char *name) noexcept {
-  count_call(name);
-  FaultPlan &faults = plan();
-  const size_t count = faults.count.load(std::memory_order_acquire);
-  for (size_t i = 0; i < count && i < FaultPlan::kMaxFaults; ++i) {
-    Fault *fault = faults.faults[i].load(std::memory_order_acquire);
-    if (fault == nullptr || fault->entry_point != name) continue;
-    long call = fault->calls.fetch_add(1) + 1;
-    if (fault->nth == 0 || call == fault->nth) return fault->status;
-  }
-  return std::nullopt;
 }
 
 }  // namespace leaseguard::sim

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "lg_cuda.h"
-#include "sim_faults.h"
+#include "sim_entry.h"
 
 namespace {
 
@@ -189,15 +189,13 @@ CUresult get_proc_address(const char *symbol, void **pfn, int cudaVersion, cuuin
 
 extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress(
     const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
-  if (auto fault = leaseguard::sim::injected_fault("cuGetProcAddress"))
-    return static_cast<CUresult>(*fault);
+  LG_SIM_ENTRY(cuGetProcAddress);
   return get_proc_address(symbol, pfn, cudaVersion, flags, nullptr);
 }
 
 extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
     const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
     CUdriverProcAddressQueryResult *symbolStatus) {
-  if (auto fault = leaseguard::sim::injected_fault("cuGetProcAddress_v2"))
-    return static_cast<CUresult>(*fault);
+  LG_SIM_ENTRY(cuGetProcAddress_v2);
   return get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus);
 }

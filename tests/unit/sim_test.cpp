@@ -10,6 +10,8 @@
 #define LG_CUDA_DEFINES_ENTRY_POINTS 1
 #include "lg_cuda.h"
 
+extern "C" uint64_t leaseguard_sim_call_count(const char *name);
+
 namespace {
 
 class Sim : public ::testing::Test {
@@ -127,6 +129,54 @@ TEST_F(Sim, ConcurrentAllocationAndFree) {
       }
     });
   for (auto &thread : threads) thread.join();
+}
+
+TEST_F(Sim, CallsAreCountedOnEveryThreadWhetherItIsRunningOrHasExited) {
+  const uint64_t before = leaseguard_sim_call_count("cuCtxGetCurrent");
+  auto query = [](int times) {
+    for (int i = 0; i < times; ++i) {
+      CUcontext context = nullptr;
+      cuCtxGetCurrent(&context);
+    }
+  };
+  // Threads in waves, so later threads take over the counters of exited ones.
+  for (int wave = 0; wave < 3; ++wave) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) threads.emplace_back(query, 250);
+    for (auto &thread : threads) thread.join();
+  }
+  EXPECT_EQ(leaseguard_sim_call_count("cuCtxGetCurrent"), before + 3000);
+  query(7);
+  EXPECT_EQ(leaseguard_sim_call_count("cuCtxGetCurrent"), before + 3007);
+  EXPECT_EQ(leaseguard_sim_call_count("cuNoSuchEntryPoint"), 0u);
+}
+
+TEST_F(Sim, TheCurrentContextIsTheTopOfTheThreadsStack) {
+  CUcontext created = nullptr;
+  CUcontext current = nullptr;
+  ASSERT_EQ(cuCtxCreate_v2(&created, 0, 0), CUDA_SUCCESS);  // pushed
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, created);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, created);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, primary_);
+  ASSERT_EQ(cuCtxPushCurrent_v2(created), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);  // replaces the top
+  ASSERT_EQ(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, primary_);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, primary_);  // the stack below was [primary]
+  ASSERT_EQ(cuCtxPushCurrent_v2(created), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxDestroy_v2(created), CUDA_SUCCESS);  // pops itself
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, primary_);
+  std::thread([] {
+    CUcontext elsewhere = reinterpret_cast<CUcontext>(1);
+    ASSERT_EQ(cuCtxGetCurrent(&elsewhere), CUDA_SUCCESS);
+    EXPECT_EQ(elsewhere, nullptr);  // a new thread has no current context
+  }).join();
 }
 
 TEST_F(Sim, ErrorNamesAndProcAddressOfUnknownSymbols) {
