@@ -102,12 +102,13 @@ class RecordSlots {
   static_assert(sizeof(Slot) == 32, "a slot is half a cache line");
 
   // The key's home slot: its hash scaled to the capacity (which need not be a power of two)
-  // by a multiply, not a division. The multiply takes the hash's high bits, so the hash is
-  // mixed until they depend on every bit of the key.
+  // by a multiply, not a division. The scaling takes the hash's high bits. One multiply by
+  // an odd constant makes each of them depend on every bit below it, and folding the high
+  // half down first brings in the bits above: enough for addresses, which differ in their
+  // middle bits, and for handles.
   size_t home(const HandleKey &key) const noexcept {
     uint64_t h = key.value ^ (uint64_t{key.reference} << 48) ^ (uint64_t(key.space) << 56);
-    h = (h ^ h >> 32) * 0xD6E8FEB86659FD93ull;
-    h = (h ^ h >> 32) * 0xD6E8FEB86659FD93ull;
+    h = (h ^ h >> 29) * 0xD6E8FEB86659FD93ull;
     return static_cast<size_t>(static_cast<unsigned __int128>(h) * capacity_ >> 64);
   }
   size_t next(size_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }

@@ -85,6 +85,9 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   // Locals, not the bounds or `count_out`, so the loop keeps them in registers: a store
   // through `frames` could otherwise alias them and force a reload every step.
   const uintptr_t high = bounds.high;
+  // The highest address a saved word, or a pair of them, can start at within the stack.
+  const uintptr_t last_word = high - sizeof(uintptr_t);
+  const uintptr_t last_pair = high - 2 * sizeof(uintptr_t);
   size_t count = 0;
   uintptr_t rule_pc = pc;
   // A start inside leaseguard (one of its own calls of a hook) is no application frame: then
@@ -106,9 +109,8 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
     uintptr_t return_address;
     if (rule.is_frame_pointer_frame()) {
       // The caller's %rbp and the return address are the two words at %rbp, which must lie
-      // between this frame's stack pointer and the stack's top (one unsigned comparison:
-      // below sp wraps around to huge).
-      if (bp - sp > high - 2 * sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+      // between this frame's stack pointer and the stack's top.
+      if (bp < sp || bp > last_pair) return WalkResult::NeedsFullUnwinder;
       const auto *saved = reinterpret_cast<const uintptr_t *>(bp);
       return_address = saved[1];
       sp = bp + 2 * sizeof(uintptr_t);
@@ -122,11 +124,11 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
       const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset());
       // The return address, at cfa - 8, must lie between this frame's stack pointer and the
       // stack's top.
-      if (cfa - sizeof(uintptr_t) - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+      if (cfa - sizeof(uintptr_t) < sp || cfa - sizeof(uintptr_t) > last_word) return WalkResult::NeedsFullUnwinder;
       return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
       if (rule.rbp_saved()) {
         const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
-        if (saved_at - sp > high - sizeof(uintptr_t) - sp) return WalkResult::NeedsFullUnwinder;
+        if (saved_at < sp || saved_at > last_word) return WalkResult::NeedsFullUnwinder;
         bp = *reinterpret_cast<const uintptr_t *>(saved_at);
       }
       sp = cfa;

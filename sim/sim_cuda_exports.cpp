@@ -257,8 +257,9 @@ LG_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
 LG_SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
   LG_SIM_ENTRY(cuCtxGetCurrent);
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  *pctx = driver().current();
+  const SimDriver &sim = driver();
+  if (!sim.initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  *pctx = sim.current();
   return CUDA_SUCCESS;
 }
 
