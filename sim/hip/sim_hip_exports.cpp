@@ -20,7 +20,10 @@ using leaseguard::sim::SimDriver;
 
 namespace {
 
-thread_local int t_device = 0;
+// Each thread's current device, in initial-exec storage: hipGetDevice, which every hooked
+// allocation asks, is one thread-local load, as in the real runtime (thread_local in a shared
+// library would call __tls_get_addr).
+__thread int t_device __attribute__((tls_model("initial-exec"))) = 0;
 constexpr size_t kPitchAlignment = 512;
 
 SimDriver &driver() { return SimDriver::instance(); }
