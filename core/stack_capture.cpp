@@ -65,8 +65,52 @@ const StackBounds &thread_stack_bounds() noexcept {
   return t_bounds;
 }
 
-// Enough for any real stack; a cycle in corrupt frames ends here.
+// Enough for any real stack: how many of leaseguard's own frames a walk may skip.
 constexpr int kMaxSteps = 512;
+
+enum class Step { Stepped, Outermost, NeedsFullUnwinder };
+
+// The registers a step of the walk recovers, and the highest addresses a saved word, or a
+// pair of them, may start at within the stack.
+struct WalkState {
+  uintptr_t sp;
+  uintptr_t bp;
+  uintptr_t last_word;
+  uintptr_t last_pair;
+};
+
+// Steps from the frame whose code is at `rule_pc` to its caller: `walk` then holds the
+// caller's stack and frame pointers, and `return_address` where the caller resumes. Each
+// load must lie between the frame's stack pointer and the stack's top, so the stack pointer
+// rises with every step and a walk always ends. Inlined into both of the walk's loops.
+__attribute__((always_inline)) inline Step step_frame(uintptr_t rule_pc, WalkState &walk,
+                                                      uintptr_t &return_address) noexcept {
+  const PackedFrameRule rule = cached_frame_rule_at(rule_pc);
+  if (rule.is_frame_pointer_frame()) {
+    // The caller's %rbp and the return address are the two words at %rbp.
+    if (walk.bp < walk.sp || walk.bp > walk.last_pair) return Step::NeedsFullUnwinder;
+    const auto *saved = reinterpret_cast<const uintptr_t *>(walk.bp);
+    return_address = saved[1];
+    walk.sp = walk.bp + 2 * sizeof(uintptr_t);
+    walk.bp = saved[0];
+    return Step::Stepped;
+  }
+  const FrameRule::Cfa cfa_rule = rule.cfa();
+  if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer)
+    return cfa_rule == FrameRule::Cfa::Outermost ? Step::Outermost : Step::NeedsFullUnwinder;
+  const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? walk.sp : walk.bp) + static_cast<intptr_t>(rule.cfa_offset());
+  // The return address is at cfa - 8.
+  const uintptr_t return_address_at = cfa - sizeof(uintptr_t);
+  if (return_address_at < walk.sp || return_address_at > walk.last_word) return Step::NeedsFullUnwinder;
+  return_address = *reinterpret_cast<const uintptr_t *>(return_address_at);
+  if (rule.rbp_saved()) {
+    const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
+    if (saved_at < walk.sp || saved_at > walk.last_word) return Step::NeedsFullUnwinder;
+    walk.bp = *reinterpret_cast<const uintptr_t *>(saved_at);
+  }
+  walk.sp = cfa;
+  return Step::Stepped;
+}
 
 }  // namespace
 
@@ -82,65 +126,42 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   // Where this function is now: the rule for this very instruction describes its frame.
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
   if (!bounds.known || sp < bounds.low || sp >= bounds.high) return WalkResult::NeedsFullUnwinder;
-  // Locals, not the bounds or `count_out`, so the loop keeps them in registers: a store
+  // Locals, not the bounds or `count_out`, so the loops keep them in registers: a store
   // through `frames` could otherwise alias them and force a reload every step.
   const uintptr_t high = bounds.high;
-  // The highest address a saved word, or a pair of them, can start at within the stack.
-  const uintptr_t last_word = high - sizeof(uintptr_t);
-  const uintptr_t last_pair = high - 2 * sizeof(uintptr_t);
+  WalkState walk{sp, bp, high - sizeof(uintptr_t), high - 2 * sizeof(uintptr_t)};
   size_t count = 0;
   uintptr_t rule_pc = pc;
+  uintptr_t return_address = 0;
   // A start inside leaseguard (one of its own calls of a hook) is no application frame: then
   // the walk starts here and drops leaseguard's frames.
   if (start.pc != 0 && !excluded.contains(start.pc)) {
     // The caller's frame is above this one on the same stack, or the start is not trusted.
     if (start.sp <= sp || start.sp > high) return WalkResult::NeedsFullUnwinder;
     frames[count++] = start.pc;
-    if (count == max_frames) {
-      count_out = count;
-      return WalkResult::Done;
-    }
     rule_pc = start.pc - 1;
-    sp = start.sp;
-    bp = start.bp;
-  }
-  for (int steps = 0; steps < kMaxSteps; ++steps) {
-    const PackedFrameRule rule = cached_frame_rule_at(rule_pc);
-    uintptr_t return_address;
-    if (rule.is_frame_pointer_frame()) {
-      // The caller's %rbp and the return address are the two words at %rbp, which must lie
-      // between this frame's stack pointer and the stack's top.
-      if (bp < sp || bp > last_pair) return WalkResult::NeedsFullUnwinder;
-      const auto *saved = reinterpret_cast<const uintptr_t *>(bp);
-      return_address = saved[1];
-      sp = bp + 2 * sizeof(uintptr_t);
-      bp = saved[0];
-    } else {
-      const FrameRule::Cfa cfa_rule = rule.cfa();
-      if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer) {
-        if (cfa_rule == FrameRule::Cfa::Outermost) break;
-        return WalkResult::NeedsFullUnwinder;
-      }
-      const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? sp : bp) + static_cast<intptr_t>(rule.cfa_offset());
-      // The return address, at cfa - 8, must lie between this frame's stack pointer and the
-      // stack's top.
-      if (cfa - sizeof(uintptr_t) < sp || cfa - sizeof(uintptr_t) > last_word) return WalkResult::NeedsFullUnwinder;
-      return_address = *reinterpret_cast<const uintptr_t *>(cfa - sizeof(uintptr_t));
-      if (rule.rbp_saved()) {
-        const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
-        if (saved_at < sp || saved_at > last_word) return WalkResult::NeedsFullUnwinder;
-        bp = *reinterpret_cast<const uintptr_t *>(saved_at);
-      }
-      sp = cfa;
-    }
-    if (return_address == 0) break;
-    // A return address follows its call: the rule that applies is the call's, one byte back.
-    rule_pc = return_address - 1;
+    walk.sp = start.sp;
+    walk.bp = start.bp;
+  } else {
     // Our own frames (capture, tracker, hook) come first; the first foreign frame is the
     // application's call into the driver API.
-    if (count == 0 && excluded.contains(return_address)) continue;
+    for (int steps = 0;; ++steps) {
+      const Step step = steps < kMaxSteps ? step_frame(rule_pc, walk, return_address) : Step::Outermost;
+      if (step == Step::NeedsFullUnwinder) return WalkResult::NeedsFullUnwinder;
+      if (step == Step::Outermost || return_address == 0) return WalkResult::Done;
+      // A return address follows its call: the rule that applies is the call's, one byte back.
+      rule_pc = return_address - 1;
+      if (!excluded.contains(return_address)) break;
+    }
     frames[count++] = return_address;
-    if (count == max_frames) break;
+  }
+  // The application's frames: every step adds one, so this loop ends at max_frames.
+  while (count < max_frames) {
+    const Step step = step_frame(rule_pc, walk, return_address);
+    if (step == Step::NeedsFullUnwinder) return WalkResult::NeedsFullUnwinder;
+    if (step == Step::Outermost || return_address == 0) break;
+    rule_pc = return_address - 1;
+    frames[count++] = return_address;
   }
   count_out = count;
   return WalkResult::Done;
