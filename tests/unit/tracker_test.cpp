@@ -537,13 +537,15 @@ TEST(Reclaim, ALeaseIsToldExpiredOnlyOnceItsLeaksAreGivenBack) {
   Tracker tracker(options_for(dir, 0));
   SlowBackend backend;
   tracker.set_reclaim_backend(&backend);
-  uint64_t lease = tracker.lease_begin("job", 20, Policy::Reclaim);
+  // Long enough that the lease is still open when its allocations are made, even on a
+  // loaded machine under a sanitizer; the test waits for the expiry however long it takes.
+  uint64_t lease = tracker.lease_begin("job", 300, Policy::Reclaim);
   ASSERT_EQ(tracker.lease_enter(lease), 0);
   tracker.on_alloc(event(0x1000, 10));
   tracker.on_alloc(event(0x2000, 20));
   ASSERT_EQ(tracker.lease_leave(), 0);
   LeaseState state = LeaseState::Open;
-  for (int i = 0; i < 1000 && state == LeaseState::Open; ++i) {
+  for (int i = 0; i < 10000 && state == LeaseState::Open; ++i) {
     state = tracker.lease_state(lease);
     if (state == LeaseState::Open) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
