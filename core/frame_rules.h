@@ -65,6 +65,9 @@ class PackedFrameRule {
   // caller's %rbp saved at CFA - 16. Most frames of most programs; a walk steps them
   // without decoding the rule.
   bool is_frame_pointer_frame() const noexcept { return (word_ & kRuleBits) == kFramePointerFrame; }
+  // CFA = %rsp + cfa_offset with %rbp left as it is: most frames of code built without frame
+  // pointers; a walk steps them without decoding the rest of the rule.
+  bool is_stack_pointer_frame() const noexcept { return (word_ >> 27 & 7) == kStackPointerKeepingRbp; }
   uint64_t tag() const noexcept { return word_ >> kTagShift; }
   FrameRule::Cfa cfa() const noexcept { return static_cast<FrameRule::Cfa>(word_ >> 28 & 3); }
   int32_t cfa_offset() const noexcept { return static_cast<int32_t>(static_cast<int64_t>(word_ << 44) >> 44); }
@@ -74,6 +77,7 @@ class PackedFrameRule {
  private:
   static constexpr uint64_t kRuleBits = (uint64_t{1} << kTagShift) - 1;
   static const uint64_t kFramePointerFrame;
+  static constexpr uint64_t kStackPointerKeepingRbp = static_cast<uint64_t>(FrameRule::Cfa::StackPointer) << 1;  // bits 29..27
   uint64_t word_;
 };
 inline constexpr uint64_t PackedFrameRule::kFramePointerFrame =

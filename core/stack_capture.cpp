@@ -95,6 +95,14 @@ __attribute__((always_inline)) inline Step step_frame(uintptr_t rule_pc, WalkSta
     walk.bp = saved[0];
     return Step::Stepped;
   }
+  if (rule.is_stack_pointer_frame()) {
+    const uintptr_t cfa = walk.sp + static_cast<intptr_t>(rule.cfa_offset());
+    const uintptr_t return_address_at = cfa - sizeof(uintptr_t);  // the return address is at cfa - 8
+    if (return_address_at < walk.sp || return_address_at > walk.last_word) return Step::NeedsFullUnwinder;
+    return_address = *reinterpret_cast<const uintptr_t *>(return_address_at);
+    walk.sp = cfa;
+    return Step::Stepped;
+  }
   const FrameRule::Cfa cfa_rule = rule.cfa();
   if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer)
     return cfa_rule == FrameRule::Cfa::Outermost ? Step::Outermost : Step::NeedsFullUnwinder;

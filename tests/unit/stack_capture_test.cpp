@@ -132,6 +132,13 @@ TEST(StackCapture, APackedRuleReadsBackWhatWasPacked) {
   EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::StackPointer, true}).is_frame_pointer_frame());
   EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{24, -16, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
   EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -24, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
+  EXPECT_TRUE(PackedFrameRule::pack(tag, FrameRule{8, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
+  EXPECT_TRUE(PackedFrameRule::pack(tag, FrameRule{-24, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
+  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::StackPointer, true}).is_stack_pointer_frame());
+  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, 0, FrameRule::Cfa::FramePointer, false}).is_stack_pointer_frame());
+  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}).is_stack_pointer_frame());
+  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{0, 0, FrameRule::Cfa::Outermost, false}).is_stack_pointer_frame());
+  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{1 << 19, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
   for (FrameRule unfit : {FrameRule{1 << 19, -16, FrameRule::Cfa::StackPointer, true},
                           FrameRule{16, -12, FrameRule::Cfa::FramePointer, true},
                           FrameRule{16, 512, FrameRule::Cfa::FramePointer, true}}) {
