@@ -38,6 +38,10 @@ class StackTable {
     std::unordered_multimap<uint64_t, Entry> entries;
   };
   static uint64_t hash(const uintptr_t *frames, size_t depth);
+  // intern() past the lock-free check of recent_: the shard, and the first sighting's journal
+  // records. Out of line, so that the common path saves and restores few registers.
+  uint32_t intern_locked(const uintptr_t *frames, size_t depth, uint64_t key, uint64_t generation,
+                         std::atomic<const Entry *> &recent, journal::JournalWriter &journal);
   const Entry *find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth,
                            uint64_t generation) const;
 
