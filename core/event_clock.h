@@ -39,6 +39,8 @@ inline constexpr uint64_t kInterpolationWindowNs = 1'000'000;  // at most this f
 #endif
 // Everything but the interpolation: a new anchor, the rate, clock_gettime.
 uint64_t event_clock_slow_ns() noexcept;
+// Whether this machine's time stamp counter is used at all (an invariant one).
+bool time_stamp_counter_usable() noexcept;
 }  // namespace detail
 
 // Inline: every allocation and every free asks.

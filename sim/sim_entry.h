@@ -9,13 +9,15 @@
 #define LG_SIM_ENTRY(name)                                                      \
   do {                                                                          \
     static leaseguard::sim::EntryPoint lg_entry_point(#name);                   \
-    if (auto fault = lg_entry_point.called())                                   \
-      return static_cast<CUresult>(*fault);                                     \
+    if (const int fault = lg_entry_point.called();                              \
+        fault != leaseguard::sim::EntryPoint::kNoFault)                         \
+      return static_cast<CUresult>(fault);                                      \
   } while (0)
 // The same for the HIP runtime's entry points (hipError_t shares the driver's numbers).
 #define LG_SIM_HIP_ENTRY(name)                                                  \
   do {                                                                          \
     static leaseguard::sim::EntryPoint lg_entry_point(#name);                   \
-    if (auto fault = lg_entry_point.called())                                   \
-      return static_cast<hipError_t>(*fault);                                   \
+    if (const int fault = lg_entry_point.called();                              \
+        fault != leaseguard::sim::EntryPoint::kNoFault)                         \
+      return static_cast<hipError_t>(fault);                                    \
   } while (0)

@@ -80,14 +80,14 @@ __attribute__((always_inline)) inline FaultPlan &plan() {
 
 // The status the plan's `count` faults inject into this call of entry point `name`, if any.
 // Out of line: most runs plan no fault at all, and their calls never come here.
-__attribute__((noinline)) std::optional<int> fault_due(FaultPlan &faults, size_t count, const char *name) noexcept {
+__attribute__((noinline)) int fault_due(FaultPlan &faults, size_t count, const char *name) noexcept {
   for (size_t i = 0; i < count && i < FaultPlan::kMaxFaults; ++i) {
     Fault *fault = faults.faults[i].load(std::memory_order_acquire);
     if (fault == nullptr || fault->entry_point != name) continue;
     long call = fault->calls.fetch_add(1) + 1;
     if (fault->nth == 0 || call == fault->nth) return fault->status;
   }
-  return std::nullopt;
+  return EntryPoint::kNoFault;
 }
 
 // How often each entry point was called. Each thread counts into a row of its own, written
@@ -175,7 +175,7 @@ EntryPoint::EntryPoint(const char *name) noexcept : name_(name), index_(UINT32_M
   }
 }
 
-std::optional<int> EntryPoint::called() noexcept {
+int EntryPoint::called() noexcept {
   CallCounts *row = index_ < kMaxEntryPoints ? t_row : nullptr;
   if (row == nullptr && index_ < kMaxEntryPoints) row = adopt_row();
   if (row != nullptr) {
@@ -186,7 +186,7 @@ std::optional<int> EntryPoint::called() noexcept {
   }
   FaultPlan &faults = plan();
   const size_t planned = faults.count.load(std::memory_order_acquire);
-  if (planned == 0) return std::nullopt;
+  if (planned == 0) return kNoFault;
   return fault_due(faults, planned, name_);
 }
 

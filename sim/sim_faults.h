@@ -7,7 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <optional>
+#include <climits>
 
 namespace leaseguard::sim {
 
@@ -21,9 +21,11 @@ class EntryPoint {
   EntryPoint(const EntryPoint &) = delete;
   EntryPoint &operator=(const EntryPoint &) = delete;
 
-  // Counts this call; then the status to return instead of running the entry point, if a
-  // fault is due now.
-  std::optional<int> called() noexcept;
+  // Counts this call; then the status to return instead of running the entry point if a
+  // fault is due now, else kNoFault. (A plain int, not std::optional: an optional returned
+  // through memory is written a byte at a time and read back whole, which stalls the load.)
+  static constexpr int kNoFault = INT32_MIN;
+  int called() noexcept;
 
   const char *name() const noexcept { return name_; }
   uint32_t index() const noexcept { return index_; }

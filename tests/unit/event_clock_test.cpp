@@ -27,6 +27,19 @@ void expect_close_and_monotonic() {
 
 TEST(EventClock, AgreesWithTheMonotonicClockAndNeverGoesBack) { expect_close_and_monotonic(); }
 
+// A program that allocates in a tight loop from its start asks far more often than once an
+// interpolation window: the rate must still be learned within a few windows, or every time
+// stamp costs a clock_gettime.
+TEST(EventClock, LearnsTheCounterRateWhenAskedWithoutPause) {
+  if (!detail::time_stamp_counter_usable()) GTEST_SKIP() << "no invariant time stamp counter";
+  detail::g_ns_per_tick.store(0);
+  detail::t_clock_anchor = detail::ClockAnchor{};
+  const uint64_t until = monotonic_ns() + 5 * detail::kInterpolationWindowNs;
+  while (monotonic_ns() < until && detail::g_ns_per_tick.load() == 0) event_clock_ns();
+  EXPECT_NE(detail::g_ns_per_tick.load(), 0u);
+  expect_close_and_monotonic();
+}
+
 TEST(EventClock, OnSeveralThreadsAtOnce) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 3; ++i) threads.emplace_back(expect_close_and_monotonic);
