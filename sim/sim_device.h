@@ -77,6 +77,7 @@ struct SimAllocation {
   SimContext *context = nullptr;
   MemoryKind kind = MemoryKind::Device;
   bool mapped = false;     // mmap'd (large or 32-bit) rather than heap-allocated
+  void *heap_block = nullptr;  // heap-allocated: the block malloc returned, the address within it aligned
   SimPool *pool = nullptr;  // stream-ordered memory: the pool it came from
 };
 
