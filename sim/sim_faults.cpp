@@ -127,6 +127,10 @@ CallRegistry &registry() {
 
 __thread CallCounts *t_row __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// The registry is made when the library is loaded, while no other thread can be inside it:
+// its function-local static is then never being constructed when some thread forks.
+__attribute__((constructor)) void make_registry_at_load() { registry(); }
+
 void retire_row(void *row) {
   auto *counts = static_cast<CallCounts *>(row);
   CallRegistry &calls = registry();
@@ -165,21 +169,29 @@ __attribute__((noinline)) CallCounts *adopt_row() noexcept {
 
 }  // namespace
 
-EntryPoint::EntryPoint(const char *name) noexcept : name_(name), index_(UINT32_MAX) {
+uint32_t EntryPoint::join_registry() noexcept {
   CallRegistry &calls = registry();
   std::lock_guard lock(calls.mutex);
+  uint32_t index = index_.load(std::memory_order_relaxed);
+  if (index != kUnregistered) return index;  // another thread registered it meanwhile
+  index = kNoColumn;
   try {
     calls.entry_points.push_back(this);
-    if (calls.entry_points.size() <= kMaxEntryPoints) index_ = static_cast<uint32_t>(calls.entry_points.size() - 1);
+    if (calls.entry_points.size() <= kMaxEntryPoints) index = static_cast<uint32_t>(calls.entry_points.size() - 1);
   } catch (...) {
+    index = kNoColumn;  // out of memory: counted, but call_count cannot find it
   }
+  index_.store(index, std::memory_order_release);
+  return index;
 }
 
 int EntryPoint::called() noexcept {
-  CallCounts *row = index_ < kMaxEntryPoints ? t_row : nullptr;
-  if (row == nullptr && index_ < kMaxEntryPoints) row = adopt_row();
+  uint32_t index = index_.load(std::memory_order_acquire);
+  if (index == kUnregistered) index = join_registry();
+  CallCounts *row = index < kMaxEntryPoints ? t_row : nullptr;
+  if (row == nullptr && index < kMaxEntryPoints) row = adopt_row();
   if (row != nullptr) {
-    std::atomic<uint64_t> &count = row->calls[index_];
+    std::atomic<uint64_t> &count = row->calls[index];
     count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else {
     overflow_calls_.fetch_add(1, std::memory_order_relaxed);

@@ -15,9 +15,14 @@ namespace leaseguard::sim {
 // Its calls are counted per thread, so counting takes no locked instruction and no shared
 // cache line: a real driver's cheap queries (cuCtxGetCurrent) stay cheap here too, and a
 // hooked allocation is not charged for the simulator's bookkeeping.
+//
+// Constant-initialized (a function-local static of it needs no guard): it joins the registry
+// of entry points at its first call instead. A guard would be a hazard under fork(): a thread
+// that is still constructing the static when another forks leaves the child a guard that
+// never opens.
 class EntryPoint {
  public:
-  explicit EntryPoint(const char *name) noexcept;
+  constexpr explicit EntryPoint(const char *name) noexcept : name_(name) {}
   EntryPoint(const EntryPoint &) = delete;
   EntryPoint &operator=(const EntryPoint &) = delete;
 
@@ -28,13 +33,18 @@ class EntryPoint {
   int called() noexcept;
 
   const char *name() const noexcept { return name_; }
-  uint32_t index() const noexcept { return index_; }
+  uint32_t index() const noexcept { return index_.load(std::memory_order_acquire); }
   uint64_t overflow_calls() const noexcept { return overflow_calls_.load(std::memory_order_relaxed); }
 
+  static constexpr uint32_t kUnregistered = UINT32_MAX;
+  static constexpr uint32_t kNoColumn = UINT32_MAX - 1;  // registered, counted in overflow_calls
+
  private:
+  uint32_t join_registry() noexcept;
+
   const char *name_;
-  uint32_t index_;                           // its column in every thread's counts
-  std::atomic<uint64_t> overflow_calls_{0};  // counted here when there are more entry points than columns
+  std::atomic<uint32_t> index_{kUnregistered};  // its column in every thread's counts
+  std::atomic<uint64_t> overflow_calls_{0};     // counted here when there are more entry points than columns
 };
 
 // Adds faults in the LEASEGUARD_SIM_FAULTS syntax (tests that start faulting midway).
