@@ -83,48 +83,75 @@ struct WalkState {
 // caller's stack and frame pointers, and `return_address` where the caller resumes. Each
 // load must lie between the frame's stack pointer and the stack's top, so the stack pointer
 // rises with every step and a walk always ends. Inlined into both of the walk's loops.
-__attribute__((always_inline)) inline Step step_frame(uintptr_t rule_pc, WalkState &walk,
-                                                      uintptr_t &return_address) noexcept {
+// Reads the stack word at `address`, noting it in `trace` when the walk is traced.
+template <bool kTraced>
+__attribute__((always_inline)) inline uintptr_t load_word(uintptr_t address, WalkTrace *trace) noexcept {
+  const uintptr_t value = *reinterpret_cast<const uintptr_t *>(address);
+  if constexpr (kTraced) {
+    trace->address[trace->words] = address;
+    trace->value[trace->words] = value;
+    ++trace->words;
+  }
+  return value;
+}
+
+// Notes, when the walk is traced, that %rbp is used here: if it is still the start's, the
+// walk depends on the start's %rbp.
+template <bool kTraced>
+__attribute__((always_inline)) inline void note_bp_use(WalkTrace *trace) noexcept {
+  if constexpr (kTraced) trace->start_bp_used |= trace->bp_is_start;
+}
+template <bool kTraced>
+__attribute__((always_inline)) inline void note_bp_loaded(WalkTrace *trace) noexcept {
+  if constexpr (kTraced) trace->bp_is_start = false;
+}
+
+template <bool kTraced>
+__attribute__((always_inline)) inline Step step_frame(uintptr_t rule_pc, WalkState &walk, uintptr_t &return_address,
+                                                      WalkTrace *trace) noexcept {
   const PackedFrameRule rule = cached_frame_rule_at(rule_pc);
   if (rule.is_frame_pointer_frame()) {
     // The caller's %rbp and the return address are the two words at %rbp.
+    note_bp_use<kTraced>(trace);
     if (walk.bp < walk.sp || walk.bp > walk.last_pair) return Step::NeedsFullUnwinder;
-    const auto *saved = reinterpret_cast<const uintptr_t *>(walk.bp);
-    return_address = saved[1];
-    walk.sp = walk.bp + 2 * sizeof(uintptr_t);
-    walk.bp = saved[0];
+    const uintptr_t frame = walk.bp;
+    return_address = load_word<kTraced>(frame + sizeof(uintptr_t), trace);
+    walk.bp = load_word<kTraced>(frame, trace);
+    note_bp_loaded<kTraced>(trace);
+    walk.sp = frame + 2 * sizeof(uintptr_t);
     return Step::Stepped;
   }
   if (rule.is_stack_pointer_frame()) {
     const uintptr_t cfa = walk.sp + static_cast<intptr_t>(rule.cfa_offset());
     const uintptr_t return_address_at = cfa - sizeof(uintptr_t);  // the return address is at cfa - 8
     if (return_address_at < walk.sp || return_address_at > walk.last_word) return Step::NeedsFullUnwinder;
-    return_address = *reinterpret_cast<const uintptr_t *>(return_address_at);
+    return_address = load_word<kTraced>(return_address_at, trace);
     walk.sp = cfa;
     return Step::Stepped;
   }
   const FrameRule::Cfa cfa_rule = rule.cfa();
   if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer)
     return cfa_rule == FrameRule::Cfa::Outermost ? Step::Outermost : Step::NeedsFullUnwinder;
+  if (cfa_rule == FrameRule::Cfa::FramePointer) note_bp_use<kTraced>(trace);
   const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? walk.sp : walk.bp) + static_cast<intptr_t>(rule.cfa_offset());
   // The return address is at cfa - 8.
   const uintptr_t return_address_at = cfa - sizeof(uintptr_t);
   if (return_address_at < walk.sp || return_address_at > walk.last_word) return Step::NeedsFullUnwinder;
-  return_address = *reinterpret_cast<const uintptr_t *>(return_address_at);
+  return_address = load_word<kTraced>(return_address_at, trace);
   if (rule.rbp_saved()) {
     const uintptr_t saved_at = cfa + static_cast<intptr_t>(rule.rbp_offset());
     if (saved_at < walk.sp || saved_at > walk.last_word) return Step::NeedsFullUnwinder;
-    walk.bp = *reinterpret_cast<const uintptr_t *>(saved_at);
+    walk.bp = load_word<kTraced>(saved_at, trace);
+    note_bp_loaded<kTraced>(trace);
   }
   walk.sp = cfa;
   return Step::Stepped;
 }
 
-}  // namespace
-
-__attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames,
-                                                          const ExcludedCode &excluded, size_t &count_out,
-                                                          const WalkStart &start) noexcept {
+template <bool kTraced>
+__attribute__((always_inline)) inline WalkResult walk_cached(uintptr_t *frames, size_t max_frames,
+                                                             const ExcludedCode &excluded, size_t &count_out,
+                                                             const WalkStart &start, WalkTrace *trace) noexcept {
   count_out = 0;
   if (max_frames == 0) return WalkResult::Done;
   const StackBounds &bounds = thread_stack_bounds();
@@ -154,7 +181,7 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
     // Our own frames (capture, tracker, hook) come first; the first foreign frame is the
     // application's call into the driver API.
     for (int steps = 0;; ++steps) {
-      const Step step = steps < kMaxSteps ? step_frame(rule_pc, walk, return_address) : Step::Outermost;
+      const Step step = steps < kMaxSteps ? step_frame<kTraced>(rule_pc, walk, return_address, trace) : Step::Outermost;
       if (step == Step::NeedsFullUnwinder) return WalkResult::NeedsFullUnwinder;
       if (step == Step::Outermost || return_address == 0) return WalkResult::Done;
       // A return address follows its call: the rule that applies is the call's, one byte back.
@@ -165,7 +192,7 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   }
   // The application's frames: every step adds one, so this loop ends at max_frames.
   while (count < max_frames) {
-    const Step step = step_frame(rule_pc, walk, return_address);
+    const Step step = step_frame<kTraced>(rule_pc, walk, return_address, trace);
     if (step == Step::NeedsFullUnwinder) return WalkResult::NeedsFullUnwinder;
     if (step == Step::Outermost || return_address == 0) break;
     rule_pc = return_address - 1;
@@ -173,6 +200,34 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   }
   count_out = count;
   return WalkResult::Done;
+}
+
+}  // namespace
+
+__attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames,
+                                                          const ExcludedCode &excluded, size_t &count_out,
+                                                          const WalkStart &start) noexcept {
+  return walk_cached<false>(frames, max_frames, excluded, count_out, start, nullptr);
+}
+
+size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
+                            const WalkStart &start, WalkTrace &trace) noexcept {
+  trace.complete = false;
+  trace.words = 0;
+  trace.start_bp_used = false;
+  trace.bp_is_start = true;
+  if (max_frames == 0) return 0;
+  // Traced only from a known start inside the application, within the trace's room: a walk
+  // that begins by skipping leaseguard's own frames could take more steps than it holds.
+  if (start.pc == 0 || excluded.contains(start.pc) || max_frames > WalkTrace::kMaxFrames)
+    return capture_stack(frames, max_frames, excluded, start);
+  size_t count = 0;
+  if (walk_cached<true>(frames, max_frames, excluded, count, start, &trace) == WalkResult::Done) {
+    trace.start = start;
+    trace.complete = true;
+    return count;
+  }
+  return capture_stack_unwinder(frames, max_frames, excluded);
 }
 
 size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,

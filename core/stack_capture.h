@@ -71,6 +71,39 @@ enum class WalkResult { Done, NeedsFullUnwinder };
 WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
                                 size_t &count, const WalkStart &start = {}) noexcept;
 
+// What one cached walk from a known start read from the stack: the start, and the address
+// and value of every word it loaded. A walk is a function of its start, the cached rules
+// and those words, so a later walk from the same start, while the code is unchanged, whose
+// words still hold the same values would list the same frames: checking the words is all
+// it costs (a loop that allocates from one place captures one stack again and again).
+struct WalkTrace {
+  static constexpr size_t kMaxFrames = 64;           // walks deeper than this are not traced
+  static constexpr size_t kMaxWords = 2 * kMaxFrames;  // a step loads at most two words
+  WalkStart start;
+  size_t words = 0;
+  bool complete = false;  // the cached walk finished and every word it read is here
+  // Whether the walk used the start's %rbp before loading another: in code without frame
+  // pointers %rbp is an ordinary register, whose value from one call to the next says
+  // nothing about the stack, and a walk that never used it does not depend on it.
+  bool start_bp_used = false;
+  bool bp_is_start = true;  // while walking: %rbp still holds the start's value
+  uintptr_t address[kMaxWords];
+  uintptr_t value[kMaxWords];
+
+  // True if a walk from `from` now would read exactly what this one read.
+  bool still_holds(const WalkStart &from) const noexcept {
+    if (!complete || from.pc != start.pc || from.sp != start.sp || (start_bp_used && from.bp != start.bp)) return false;
+    for (size_t i = 0; i < words; ++i)
+      if (*reinterpret_cast<const volatile uintptr_t *>(address[i]) != value[i]) return false;
+    return true;
+  }
+};
+
+// capture_stack from a known start (start.pc != 0), recording the walk into `trace`
+// (trace.complete says whether the cached walk did it all, so that it can be reused).
+size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
+                            const WalkStart &start, WalkTrace &trace) noexcept;
+
 // The same with the C++ runtime's unwinder alone: the reference the fast walk is tested
 // against, and its fallback.
 size_t capture_stack_unwinder(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded) noexcept;

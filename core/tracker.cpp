@@ -16,8 +16,10 @@
 #include <cstring>
 #include <vector>
 
+#include "code_generation.h"
 #include "event_clock.h"
 #include "files.h"
+#include "last_stack.h"
 #include "log.h"
 
 namespace leaseguard {
@@ -206,13 +208,29 @@ Lease &Tracker::current_lease() noexcept {
 }
 
 uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
+  const auto max_frames = static_cast<size_t>(options_.stack_depth);
+  const uint64_t generation = code_generation();
+  ThisThreadsLastStack last;
+  LastStack *seen = last.get();
+  if (seen != nullptr && seen->stack_id != 0 && seen->tracker == serial_ && seen->max_frames == max_frames &&
+      seen->generation == generation && seen->trace.still_holds(start))
+    return seen->stack_id;  // the walk would read, and list, exactly what it did last time
   uintptr_t frames[kMaxStackDepth];
-  size_t depth = capture_stack(frames, static_cast<size_t>(options_.stack_depth), excluded_, start);
+  const size_t depth = seen != nullptr ? capture_stack_traced(frames, max_frames, excluded_, start, seen->trace)
+                                       : capture_stack(frames, max_frames, excluded_, start);
+  uint32_t id = 0;
   try {
-    return stacks_.intern(frames, depth, journal_);
+    id = stacks_.intern(frames, depth, journal_);
   } catch (...) {
-    return 0;  // out of memory: the allocation is still recorded, without its stack
+    id = 0;  // out of memory: the allocation is still recorded, without its stack
   }
+  if (seen != nullptr) {
+    seen->tracker = serial_;
+    seen->max_frames = max_frames;
+    seen->generation = generation;
+    seen->stack_id = id;
+  }
+  return id;
 }
 
 // Inlined into on_alloc, its one caller.

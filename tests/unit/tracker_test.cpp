@@ -15,6 +15,7 @@
 #include "report/report_model.h"
 #include "report/symbolizer.h"
 #include "test_support.h"
+#include "code_generation.h"
 #include "journal_reader.h"
 #include "tracker.h"
 
@@ -82,6 +83,83 @@ TEST(Tracker, RecordsLeaksWithTheirStacks) {
     return frame.function && frame.function->find("allocate_from_a_named_function") != std::string::npos;
   });
   EXPECT_TRUE(found);
+}
+
+// What a hook does: record an allocation with the walk starting at its caller. The start of
+// each walk is kept, so a test can tell that two walks began at the same place.
+WalkStart g_last_start;
+__attribute__((noinline)) void hook_like_allocation(Tracker &tracker, uint64_t address) {
+  AllocationEvent e = event(address, 16);
+  e.caller = walk_start_above(__builtin_frame_address(0));
+  g_last_start = e.caller;
+  tracker.on_alloc(e);
+  asm volatile("");
+}
+// One call site of the hook, reached through either of two callers of the same shape: the
+// walk starts at the same instruction and stack address either way, and only a word further
+// up the stack (a return address) tells them apart.
+__attribute__((noinline)) void allocating_leaf(Tracker &tracker, uint64_t address) {
+  hook_like_allocation(tracker, address);
+  asm volatile("");
+}
+__attribute__((noinline)) void through_caller_a(Tracker &tracker, uint64_t address) {
+  allocating_leaf(tracker, address);
+  asm volatile("");
+}
+__attribute__((noinline)) void through_caller_b(Tracker &tracker, uint64_t address) {
+  allocating_leaf(tracker, address);
+  asm volatile("");
+}
+__attribute__((noinline)) void allocate_through(Tracker &tracker, bool caller_b, uint64_t address) {
+  if (caller_b) through_caller_b(tracker, address);
+  else through_caller_a(tracker, address);
+  asm volatile("");
+}
+
+std::map<uint64_t, uint32_t> stack_ids_by_address(Tracker &tracker) {
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  std::map<uint64_t, uint32_t> ids;
+  for (const auto &lease : process.leases)
+    for (const auto &leak : lease.leaks) ids[leak.address] = leak.stack_id;
+  return ids;
+}
+
+TEST(Tracker, AStackCapturedAgainFromTheSamePlaceIsTheSameAndADifferentCallerIsNot) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 16));
+  const bool through_b[] = {false, false, false, true, false};
+  std::vector<WalkStart> starts;
+  volatile int count = 5;  // one call site in a real loop: the frames below it are the same
+  for (int i = 0; i < count; ++i) {
+    allocate_through(tracker, through_b[i], 0x10000 + static_cast<uint64_t>(i) * 0x100);
+    starts.push_back(g_last_start);
+  }
+  // The case that matters: the same start, a different stack above it.
+  EXPECT_EQ(starts[3].pc, starts[0].pc);
+  EXPECT_EQ(starts[3].sp, starts[0].sp);
+
+  std::map<uint64_t, uint32_t> ids = stack_ids_by_address(tracker);
+  ASSERT_EQ(ids.size(), 5u);
+  EXPECT_NE(ids[0x10000], 0u);
+  EXPECT_EQ(ids[0x10100], ids[0x10000]);
+  EXPECT_EQ(ids[0x10200], ids[0x10000]);
+  EXPECT_EQ(ids[0x10400], ids[0x10000]);
+  EXPECT_NE(ids[0x10300], ids[0x10000]);
+  EXPECT_NE(ids[0x10300], 0u);
+}
+
+TEST(Tracker, AStackCapturedAfterAnUnloadIsWalkedAgain) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 16));
+  volatile int count = 3;
+  for (int i = 0; i < count; ++i) {
+    if (i == 2) note_code_unloaded();  // the same addresses may now be other code: a stack of its own
+    allocate_through(tracker, false, 0x10000 + static_cast<uint64_t>(i) * 0x100);
+  }
+  std::map<uint64_t, uint32_t> ids = stack_ids_by_address(tracker);
+  EXPECT_EQ(ids[0x10100], ids[0x10000]);
+  EXPECT_NE(ids[0x10200], ids[0x10000]);
 }
 
 TEST(Tracker, StacksOffRecordsNoStack) {
