@@ -79,10 +79,6 @@ struct WalkState {
   uintptr_t last_pair;
 };
 
-// Steps from the frame whose code is at `rule_pc` to its caller: `walk` then holds the
-// caller's stack and frame pointers, and `return_address` where the caller resumes. Each
-// load must lie between the frame's stack pointer and the stack's top, so the stack pointer
-// rises with every step and a walk always ends. Inlined into both of the walk's loops.
 // Reads the stack word at `address`, noting it in `trace` when the walk is traced.
 template <bool kTraced>
 __attribute__((always_inline)) inline uintptr_t load_word(uintptr_t address, WalkTrace *trace) noexcept {
@@ -106,6 +102,10 @@ __attribute__((always_inline)) inline void note_bp_loaded(WalkTrace *trace) noex
   if constexpr (kTraced) trace->bp_is_start = false;
 }
 
+// Steps from the frame whose code is at `rule_pc` to its caller: `walk` then holds the
+// caller's stack and frame pointers, and `return_address` where the caller resumes. Each
+// load must lie between the frame's stack pointer and the stack's top, so the stack pointer
+// rises with every step and a walk always ends. Inlined into both of the walk's loops.
 template <bool kTraced>
 __attribute__((always_inline)) inline Step step_frame(uintptr_t rule_pc, WalkState &walk, uintptr_t &return_address,
                                                       WalkTrace *trace) noexcept {

@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <climits>
 
 namespace leaseguard::sim {
 
