@@ -161,7 +161,9 @@ LG_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
 #define LG_CTX_DESTROY_HOOK(name)                                                   \
   LG_EXPORT CUresult name(CUcontext ctx) {                                          \
     LG_HOOK_PROLOGUE(name);                                                         \
+    context_handles_may_be_reused();                                                \
     CUresult status = real_fn(ctx);                                                 \
+    context_handles_may_be_reused();                                                \
     if (tracker != nullptr && status == CUDA_SUCCESS && ctx != nullptr)             \
       record_context_destroyed(tracker, Api::name, ctx, -1);                        \
     return status;                                                                  \
@@ -180,7 +182,9 @@ LG_CTX_DESTROY_HOOK(cuCtxDestroy_v2)
       ErrnoKeeper keep;                                                                       \
       primary = active_primary_context(anchor, dev);                                          \
     }                                                                                         \
+    context_handles_may_be_reused();                                                          \
     CUresult status = real_fn(dev);                                                           \
+    context_handles_may_be_reused();                                                          \
     if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr) {                 \
       ErrnoKeeper keep;                                                                       \
       if (!primary_context_active(anchor, dev)) record_context_destroyed(tracker, Api::name, primary, dev); \
@@ -198,7 +202,9 @@ LG_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2)
       ErrnoKeeper keep;                                                                    \
       primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev);            \
     }                                                                                      \
+    context_handles_may_be_reused();                                                       \
     CUresult status = real_fn(dev);                                                        \
+    context_handles_may_be_reused();                                                       \
     if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr)                \
       record_context_destroyed(tracker, Api::name, primary, dev);                          \
     return status;                                                                         \

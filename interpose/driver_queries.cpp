@@ -32,9 +32,13 @@ std::atomic<void *> g_primary_get_state{nullptr};
 std::atomic<void *> g_primary_retain{nullptr};
 std::atomic<void *> g_primary_release{nullptr};
 
-// One cached (context, device) pair per thread: most threads use one context.
+// One cached (context, device) pair per thread: most threads use one context. A destroyed
+// context's handle may be handed out again for another device, so each pair also keeps the
+// generation of context handles it was learned in, and any destruction starts a new one.
+std::atomic<uint64_t> g_context_generation{0};
 thread_local uint64_t t_cached_context __attribute__((tls_model("initial-exec"))) = 0;
 thread_local int32_t t_cached_device __attribute__((tls_model("initial-exec"))) = -1;
+thread_local uint64_t t_cached_generation __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace
 
@@ -47,10 +51,12 @@ ContextInfo current_context(void *anchor) noexcept {
   ContextInfo info;
   auto get_current = reinterpret_cast<lg_pfn_cuCtxGetCurrent>(driver_function(anchor, "cuCtxGetCurrent", g_ctx_get_current));
   if (get_current == nullptr) return info;
+  // Read before asking: a destruction that overlaps the questions makes the answer stale.
+  const uint64_t generation = g_context_generation.load(std::memory_order_acquire);
   CUcontext context = nullptr;
   if (get_current(&context) != CUDA_SUCCESS || context == nullptr) return info;
   info.context = reinterpret_cast<uint64_t>(context);
-  if (info.context == t_cached_context) {
+  if (info.context == t_cached_context && generation == t_cached_generation) {
     info.device = t_cached_device;
     return info;
   }
@@ -60,9 +66,12 @@ ContextInfo current_context(void *anchor) noexcept {
     info.device = device;
     t_cached_context = info.context;
     t_cached_device = device;
+    t_cached_generation = generation;
   }
   return info;
 }
+
+void context_handles_may_be_reused() noexcept { g_context_generation.fetch_add(1, std::memory_order_acq_rel); }
 
 bool primary_context_active(void *anchor, CUdevice device) noexcept {
   auto get_state = reinterpret_cast<lg_pfn_cuDevicePrimaryCtxGetState>(

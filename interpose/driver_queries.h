@@ -18,6 +18,11 @@ struct ContextInfo {
 // The calling thread's current context and its device.
 ContextInfo current_context(void *anchor) noexcept;
 
+// Called before and after the driver destroys a context (or may: releasing or resetting a
+// primary one): the context's handle may be handed out again, for another device, so what
+// each thread remembers of a handle's device is forgotten.
+void context_handles_may_be_reused() noexcept;
+
 // The primary context of `device` if it is active (refcount unchanged), else nullptr.
 CUcontext active_primary_context(void *anchor, CUdevice device) noexcept;
 

@@ -88,6 +88,7 @@ SimDriver &SimDriver::instance() {
 SimDriver::SimDriver() {
   capacity_ = parse_bytes("LEASEGUARD_SIM_CAPACITY", kDefaultCapacity);
   device_count_ = parse_count("LEASEGUARD_SIM_DEVICES", 1, 64);
+  reuse_contexts_ = parse_count("LEASEGUARD_SIM_REUSE_CONTEXTS", 0, 1) == 1;
   for (int d = 0; d < device_count_; ++d) {
     auto *primary = new SimContext;
     primary->device = d;
@@ -131,9 +132,23 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
-  auto *context = new SimContext;
+  // A real driver's contexts are heap objects, so a new context may get the handle of one
+  // destroyed before it; on request the simulator does that deterministically (the newest
+  // destroyed one), so tests can check that nothing keyed by a handle outlives its context.
+  SimContext *context = nullptr;
+  if (reuse_contexts_) {
+    auto dead = std::find_if(contexts_.rbegin(), contexts_.rend(),
+                             [](const SimContext *c) { return !c->primary && !c->alive; });
+    if (dead != contexts_.rend()) {
+      context = *dead;
+      *context = SimContext{};
+    }
+  }
+  if (context == nullptr) {
+    context = new SimContext;
+    contexts_.push_back(context);
+  }
   context->device = device;
-  contexts_.push_back(context);
   *out = reinterpret_cast<CUcontext>(context);
   push_context(*out);
   return CUDA_SUCCESS;

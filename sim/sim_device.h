@@ -164,9 +164,10 @@ class SimDriver {
   mutable std::mutex mutex_;
   bool initialized_ = false;
   int device_count_ = 1;
+  bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
   size_t capacity_ = 0;
   size_t used_ = 0;
-  std::vector<SimContext *> contexts_;         // never deleted: handles stay comparable
+  std::vector<SimContext *> contexts_;         // never deleted: handles stay comparable (or are reused on request)
   std::vector<SimContext *> primaries_;        // one per device
   std::vector<SimPool *> default_pools_;       // one per device
   std::vector<SimPool *> pools_;               // every pool ever made; never deleted

@@ -85,6 +85,21 @@ TEST(Victims, EveryHookedEntryPointBuiltAgainstTheToolkitHeader) {
   expect_direct_calls_report(run);
 }
 
+// A destroyed context's handle, handed out again for another device: what the hooks
+// remember of a handle's device must not outlive its context.
+TEST(Victims, AContextHandleReusedForAnotherDeviceIsAskedAgain) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("context_reuse")}, {},
+                                  {{"LEASEGUARD_SIM_DEVICES", "2"}, {"LEASEGUARD_SIM_REUSE_CONTEXTS", "1"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_NE(run.result.out.find("handle reused"), std::string::npos) << "the simulator did not reuse the handle";
+  auto leaks = all_leaks(run.json);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_EQ((*leaks[0])["bytes"].as_number(), 6000);
+  EXPECT_EQ((*leaks[0])["device"].as_number(), 1);
+  EXPECT_EQ(first_function(*leaks[0]), "leak_on");
+}
+
 TEST(Victims, DlopenAndDlsymOnTheHandle) {
   TempDir out;
   auto run = run_under_leaseguard(out.path(), {victim("dlopen_calls")});
