@@ -258,18 +258,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   alloc.time_ns = event_clock_ns();
   alloc.stack_id = journaling ? capture_and_intern(event.caller) : 0;
 
-  const HandleKey key{event.address, space_of(event.api), 0};
-  if (reclaimed_count_.load(std::memory_order_acquire) != 0) {
-    std::lock_guard lock(reclaimed_mutex_);
-    auto [first, last] = reclaimed_.equal_range(key);
-    if (program_chooses_value(event.api)) {
-      // Registering the buffer again: the program is done with the reclaimed registration.
-      reclaimed_count_.fetch_sub(static_cast<size_t>(std::distance(first, last)), std::memory_order_release);
-      reclaimed_.erase(first, last);
-    } else {
-      for (auto it = first; it != last; ++it) it->second.reissued = true;
-    }
-  }
+  if (reclaimed_count_.load(std::memory_order_acquire) != 0) note_value_given_again(event.api, event.address);
 
   alloc.address = record.address;
   alloc.bytes = event.bytes;
@@ -296,25 +285,45 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
         }
       }
       // No journal record to read the rest back from: the side store keeps it.
-      ColdFields cold;
-      cold.id = alloc.id;
-      cold.bytes = event.bytes;
-      cold.time_ns = alloc.time_ns;
-      cold.context = event.context;
-      cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
-      cold.kind = event.kind;
-      stored.where = cold_.put(cold);
+      stored.where = keep_in_side_store(event, alloc);
     });
     if (journal_.wants_prefaulter()) journal_.start_prefaulting();  // once, after a megabyte
-    if (displaced) {
-      // The driver handed this address out again, so the old allocation was freed by a path
-      // leaseguard did not see. Close it in the journal so it is not reported as a leak.
-      if (journaling) write_free(cold_fields(*displaced).id, displaced->address, Api::Unknown, journal::kFreeImplicit, 0, 0);
-      forget(*displaced);
-    }
+    if (displaced) close_displaced(*displaced, journaling);
   } catch (...) {
     log_debug("out of memory recording an allocation");
   }
+}
+
+// The rare paths of on_alloc, out of line so that its common path keeps its registers.
+
+void Tracker::note_value_given_again(Api api, uint64_t value) noexcept {
+  std::lock_guard lock(reclaimed_mutex_);
+  auto [first, last] = reclaimed_.equal_range(HandleKey{value, space_of(api), 0});
+  if (program_chooses_value(api)) {
+    // Registering the buffer again: the program is done with the reclaimed registration.
+    reclaimed_count_.fetch_sub(static_cast<size_t>(std::distance(first, last)), std::memory_order_release);
+    reclaimed_.erase(first, last);
+  } else {
+    for (auto it = first; it != last; ++it) it->second.reissued = true;
+  }
+}
+
+uint32_t Tracker::keep_in_side_store(const AllocationEvent &event, const journal::AllocPayload &alloc) noexcept {
+  ColdFields cold;
+  cold.id = alloc.id;
+  cold.bytes = event.bytes;
+  cold.time_ns = alloc.time_ns;
+  cold.context = event.context;
+  cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
+  cold.kind = event.kind;
+  return cold_.put(cold);
+}
+
+void Tracker::close_displaced(const LiveRecord &displaced, bool journaling) noexcept {
+  // The driver handed this address out again, so the old allocation was freed by a path
+  // leaseguard did not see. Close it in the journal so it is not reported as a leak.
+  if (journaling) write_free(cold_fields(displaced).id, displaced.address, Api::Unknown, journal::kFreeImplicit, 0, 0);
+  forget(displaced);
 }
 
 ColdFields Tracker::cold_fields(const LiveRecord &record) const noexcept {
@@ -356,6 +365,15 @@ void Tracker::write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, 
   free_record.stack_id = stack_id;
   free_record.status = status;
   journal_.append(journal::RecordType::Free, &free_record, sizeof free_record);
+}
+
+void Tracker::write_free_record_of(const LiveRecord &record, Api api) noexcept {
+  write_free(cold_fields(record).id, record.address, api, 0, 0, 0);
+}
+
+void Tracker::write_unexpected_free(const LiveRecord *late, uint64_t value, Api api, int unknown_flags) noexcept {
+  if (late != nullptr) write_free(cold_fields(*late).id, value, api, 0, capture_and_intern(), 0);
+  if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
 }
 
 bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept {
@@ -408,7 +426,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
         } else if (!write_free_in_place(*removed, api, now_ns)) {
-          write_free(cold_fields(*removed).id, removed->address, api, 0, 0, 0);
+          write_free_record_of(*removed, api);
         }
       });
   // Written after the lock is released, with the stack that freed: a late free, and a free
@@ -418,8 +436,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   // A lease ending on another thread may have just taken the value out of the table to
   // reclaim it; it registered the value as reclaimed in the same step, so look once more.
   if (absent && swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
-  if (late_free) write_free(cold_fields(*record).id, value, api, 0, capture_and_intern(), 0);
-  if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
+  if (late_free || unknown_flags != 0) write_unexpected_free(late_free ? &*record : nullptr, value, api, unknown_flags);
   if (!record) return FreeOutcome::Unknown;
   forget(*record);
   return FreeOutcome::Known;

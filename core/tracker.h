@@ -119,6 +119,17 @@ class Tracker {
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept;
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
   bool write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept;
+  // The rare paths of on_alloc and on_free, out of line so the common ones keep their
+  // registers: a value leaseguard reclaimed was handed out again; no journal record to read
+  // a live record back from; an address handed out again whose free leaseguard never saw;
+  // a free that needs a record of its own; a late or unexpected free, with its stack.
+  __attribute__((noinline)) void note_value_given_again(Api api, uint64_t value) noexcept;
+  __attribute__((noinline)) uint32_t keep_in_side_store(const AllocationEvent &event,
+                                                        const journal::AllocPayload &alloc) noexcept;
+  __attribute__((noinline)) void close_displaced(const LiveRecord &displaced, bool journaling) noexcept;
+  __attribute__((noinline)) void write_free_record_of(const LiveRecord &record, Api api) noexcept;
+  __attribute__((noinline)) void write_unexpected_free(const LiveRecord *late, uint64_t value, Api api,
+                                                       int unknown_flags) noexcept;
   // True if `value` was reclaimed when its lease ended and this is the program's late free
   // of it: then it is journaled as such and must not reach the driver. Inline: every free
   // asks, and almost always nothing was reclaimed.
