@@ -1,8 +1,11 @@
 /* The program bench/compare times: allocation + free pairs made at the bottom of a 12-deep
  * call chain, so every tool under comparison captures stacks of the same depth.
  *
- *   compare_chain malloc|cuda|hip PAIRS
+ *   compare_chain malloc|cuda|hip PAIRS [alternating]
  *
+ * With `alternating`, consecutive pairs come through two call chains that differ in their
+ * top frame (level1 or level1b, called from two places), as in a program with more than
+ * one allocation site: a tool that remembers the last stack it walked cannot reuse it.
  * malloc: glibc malloc + free of 256 bytes (the peers, LeakSanitizer and heaptrack, track
  * these); cuda: cuMemAlloc_v2 + cuMemFree_v2; hip: hipMalloc + hipFree (leaseguard tracks
  * these; on the simulator, or a real driver). Prints the mean nanoseconds per pair over the
@@ -59,6 +62,14 @@ LEVEL(3, level4)
 LEVEL(2, level3)
 LEVEL(1, level2)
 
+/* The other top of the chain for `alternating`: level1 with one more instruction, so the
+ * compiler cannot fold the two into one function. */
+__attribute__((noinline)) static int level1b(void) {
+  int status = level2();
+  __asm__ volatile("nop" ::: "memory");
+  return status;
+}
+
 static void *must_open(const char *library) {
   void *handle = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
   if (handle == NULL) {
@@ -106,10 +117,11 @@ static double now_ns(clockid_t clock) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS\n");
+  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "alternating") == 0)) {
+    fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS [alternating]\n");
     return 2;
   }
+  const long alternate = argc == 4;  /* odd pairs through level1b */
   long pairs = atol(argv[2]);
   if (strcmp(argv[1], "malloc") == 0) {
     g_alloc = malloc_alloc;
@@ -127,11 +139,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (long i = 0; i < pairs / 10; ++i)
-    if (level1() != 0) return 1;
+    if (((i & alternate) ? level1b() : level1()) != 0) return 1;
   double start = now_ns(CLOCK_MONOTONIC);
   double start_cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (long i = 0; i < pairs; ++i)
-    if (level1() != 0) return 1;
+    if (((i & alternate) ? level1b() : level1()) != 0) return 1;
   double cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - start_cpu;
   printf("%.1f %.1f\n", (now_ns(CLOCK_MONOTONIC) - start) / (double)pairs, cpu / (double)pairs);
   return 0;
