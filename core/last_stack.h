@@ -1,6 +1,6 @@
-// The stack each thread captured last, with what its walk read, so that capturing the same
-// stack again (a loop allocating from one place, the common case) costs a check of those
-// words instead of a walk and a lookup of the interned stack.
+// The stacks each thread captured last, with what their walks read, so that capturing one
+// of them again (a loop allocating from one place, or from a few in turn: the common case)
+// costs a check of those words instead of a walk and a lookup of the interned stack.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +16,44 @@ struct LastStack {
   size_t max_frames = 0;    // the depth it was captured at
   uint32_t stack_id = 0;    // 0: none
   WalkTrace trace;
+
+  // True if a walk from `start`, for this tracker, depth and code generation, would
+  // produce this stack again.
+  bool walks_again(uint64_t tracker_serial, size_t frames, uint64_t code_generation,
+                   const WalkStart &start) const noexcept {
+    return stack_id != 0 && tracker == tracker_serial && max_frames == frames && generation == code_generation &&
+           trace.still_holds(start);
+  }
 };
 
-// This thread's LastStack for the duration of a capture, made on the thread's first. get()
+// The last few stacks of one thread. A loop that allocates from a handful of places in turn
+// finds each of them here; past that, the oldest is walked over again.
+struct LastStacks {
+  static constexpr size_t kKept = 4;
+  LastStack kept[kKept];
+  size_t newest = 0;  // the one found or walked last: checked first
+
+  // The kept stack a walk from `start` would produce again, or nullptr.
+  const LastStack *find(uint64_t tracker_serial, size_t frames, uint64_t code_generation,
+                        const WalkStart &start) noexcept {
+    for (size_t i = 0; i < kKept; ++i) {
+      const size_t at = (newest + i) % kKept;
+      if (kept[at].walks_again(tracker_serial, frames, code_generation, start)) {
+        newest = at;
+        return &kept[at];
+      }
+    }
+    return nullptr;
+  }
+  // Where the next walk is kept: the entry after the newest, so the kKept last walks stay.
+  LastStack &make_room() noexcept {
+    newest = (newest + 1) % kKept;
+    kept[newest].stack_id = 0;
+    return kept[newest];
+  }
+};
+
+// This thread's LastStacks for the duration of a capture, made on the thread's first. get()
 // is nullptr if memory ran out, or if the thread is already inside a capture: a signal
 // handler that allocates while its thread captures a stack walks without it, and leaves it
 // alone.
@@ -28,10 +63,10 @@ class ThisThreadsLastStack {
   ~ThisThreadsLastStack();
   ThisThreadsLastStack(const ThisThreadsLastStack &) = delete;
   ThisThreadsLastStack &operator=(const ThisThreadsLastStack &) = delete;
-  LastStack *get() const noexcept { return stack_; }
+  LastStacks *get() const noexcept { return stacks_; }
 
  private:
-  LastStack *stack_ = nullptr;
+  LastStacks *stacks_ = nullptr;
   bool claimed_ = false;
 };
 

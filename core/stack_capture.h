@@ -93,7 +93,9 @@ struct WalkTrace {
   // True if a walk from `from` now would read exactly what this one read.
   bool still_holds(const WalkStart &from) const noexcept {
     if (!complete || from.pc != start.pc || from.sp != start.sp || (start_bp_used && from.bp != start.bp)) return false;
-    for (size_t i = 0; i < words; ++i)
+    // From the outermost frame in: two stacks from one place differ where their callers
+    // do, further up than down here.
+    for (size_t i = words; i-- > 0;)
       if (*reinterpret_cast<const volatile uintptr_t *>(address[i]) != value[i]) return false;
     return true;
   }

@@ -211,10 +211,12 @@ uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
   const auto max_frames = static_cast<size_t>(options_.stack_depth);
   const uint64_t generation = code_generation();
   ThisThreadsLastStack last;
-  LastStack *seen = last.get();
-  if (seen != nullptr && seen->stack_id != 0 && seen->tracker == serial_ && seen->max_frames == max_frames &&
-      seen->generation == generation && seen->trace.still_holds(start))
-    return seen->stack_id;  // the walk would read, and list, exactly what it did last time
+  LastStacks *kept = last.get();
+  if (kept != nullptr) {
+    // The walk would read, and list, exactly what it did last time from here.
+    if (const LastStack *again = kept->find(serial_, max_frames, generation, start)) return again->stack_id;
+  }
+  LastStack *seen = kept != nullptr ? &kept->make_room() : nullptr;
   uintptr_t frames[kMaxStackDepth];
   const size_t depth = seen != nullptr ? capture_stack_traced(frames, max_frames, excluded_, start, seen->trace)
                                        : capture_stack(frames, max_frames, excluded_, start);

@@ -149,6 +149,48 @@ TEST(Tracker, AStackCapturedAgainFromTheSamePlaceIsTheSameAndADifferentCallerIsN
   EXPECT_NE(ids[0x10300], 0u);
 }
 
+// The leaf reached through `levels` more frames: each depth is a stack of its own.
+__attribute__((noinline)) void allocate_nested(Tracker &tracker, int levels, uint64_t address) {
+  if (levels == 0) allocating_leaf(tracker, address);
+  else allocate_nested(tracker, levels - 1, address);
+  asm volatile("");
+}
+
+TEST(Tracker, StacksFromTwoCallersInTurnAreEachTheirOwnEveryTime) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 16));
+  volatile int count = 8;
+  for (int i = 0; i < count; ++i) allocate_through(tracker, i % 2 == 1, 0x10000 + static_cast<uint64_t>(i) * 0x100);
+  std::map<uint64_t, uint32_t> ids = stack_ids_by_address(tracker);
+  ASSERT_EQ(ids.size(), 8u);
+  EXPECT_NE(ids[0x10000], 0u);
+  EXPECT_NE(ids[0x10100], 0u);
+  EXPECT_NE(ids[0x10000], ids[0x10100]);
+  for (uint64_t i = 2; i < 8; ++i) EXPECT_EQ(ids[0x10000 + i * 0x100], ids[0x10000 + (i % 2) * 0x100]) << i;
+}
+
+// More places in turn than a thread keeps stacks for: each is walked again, and still right.
+TEST(Tracker, StacksFromMorePlacesInTurnThanAreKeptAreStillEachTheirOwn) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 16));
+  constexpr int kPlaces = 6;
+  volatile int rounds = 3;
+  for (int round = 0; round < rounds; ++round)
+    for (int place = 0; place < kPlaces; ++place)
+      allocate_nested(tracker, place, 0x10000 + static_cast<uint64_t>(round * kPlaces + place) * 0x100);
+  std::map<uint64_t, uint32_t> ids = stack_ids_by_address(tracker);
+  ASSERT_EQ(ids.size(), 3u * kPlaces);
+  std::set<uint32_t> distinct;
+  for (int place = 0; place < kPlaces; ++place) {
+    const uint32_t first = ids[0x10000 + static_cast<uint64_t>(place) * 0x100];
+    EXPECT_NE(first, 0u);
+    distinct.insert(first);
+    for (int round = 1; round < 3; ++round)
+      EXPECT_EQ(ids[0x10000 + static_cast<uint64_t>(round * kPlaces + place) * 0x100], first) << place;
+  }
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(kPlaces));
+}
+
 TEST(Tracker, AStackCapturedAfterAnUnloadIsWalkedAgain) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir, 16));
