@@ -22,6 +22,10 @@ for stacks in "stacks off" "16 frames"; do
   row="leaseguard (simulated hipMalloc; frame pointers; $stacks)"
   grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
 done
+for build in "frame pointers" "no frame pointers"; do
+  row="leaseguard (simulated cuMemAlloc_v2; $build; 16 frames; two chains in turn)"
+  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+done
 grep -Eq "^\| LeakSanitizer \(glibc malloc; frame pointers; 30 frames\) \| $number \|" <<<"$out" ||
   fail "no LeakSanitizer row"
 echo "PASS"
