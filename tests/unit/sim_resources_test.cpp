@@ -17,11 +17,17 @@ constexpr size_t kGranularity = size_t{2} << 20;
 
 class SimResources : public ::testing::Test {
  protected:
+  // One reference to device 0's primary context per test, given back (see sim_test.cpp).
   void SetUp() override {
     ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
     ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
+    primary_retained_ = true;
     ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
   }
+  void TearDown() override {
+    if (primary_retained_) EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+  }
+  bool primary_retained_ = false;
   static size_t used() {
     size_t free_bytes = 0, total = 0;
     EXPECT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);

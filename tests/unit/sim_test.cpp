@@ -14,14 +14,22 @@ extern "C" uint64_t leaseguard_sim_call_count(const char *name);
 
 namespace {
 
+// Each test holds one reference to device 0's primary context, and gives it back: the tests
+// share one process when the binary runs whole, and a reference left behind would keep the
+// context alive into the next test.
 class Sim : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
     ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
+    primary_retained_ = true;
     ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
   }
+  void TearDown() override {
+    if (primary_retained_) EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+  }
   CUcontext primary_ = nullptr;
+  bool primary_retained_ = false;  // false once a test released SetUp's reference itself
 };
 
 
@@ -103,6 +111,7 @@ TEST_F(Sim, PrimaryContextResetAndLastReleaseFreeItsMemory) {
   ASSERT_EQ(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
   EXPECT_EQ(active, 1);  // SetUp's retain is still held
   ASSERT_EQ(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+  primary_retained_ = false;
   ASSERT_EQ(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
   EXPECT_EQ(active, 0);
   EXPECT_EQ(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE);
@@ -111,9 +120,10 @@ TEST_F(Sim, PrimaryContextResetAndLastReleaseFreeItsMemory) {
 TEST_F(Sim, InjectedFaultHitsExactlyTheNthCall) {
   CUdeviceptr pointer = 0;
   ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
-  EXPECT_EQ(cuMemsetD32_v2(pointer, 1, 4), CUDA_SUCCESS);
-  EXPECT_EQ(static_cast<int>(cuMemsetD32_v2(pointer, 1, 4)), 999);  // LEASEGUARD_SIM_FAULTS: 2nd call
-  EXPECT_EQ(cuMemsetD32_v2(pointer, 1, 4), CUDA_SUCCESS);
+  // No other test calls this entry point, so its calls are this test's whatever the order.
+  EXPECT_EQ(cuMemsetD32_v2_ptds(pointer, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(static_cast<int>(cuMemsetD32_v2_ptds(pointer, 1, 4)), 999);  // LEASEGUARD_SIM_FAULTS: 2nd call
+  EXPECT_EQ(cuMemsetD32_v2_ptds(pointer, 1, 4), CUDA_SUCCESS);
   EXPECT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
 }
 
@@ -199,7 +209,7 @@ TEST_F(Sim, ErrorNamesAndProcAddressOfUnknownSymbols) {
 
 int main(int argc, char **argv) {
   setenv("LEASEGUARD_SIM_CAPACITY", "1G", 1);
-  setenv("LEASEGUARD_SIM_FAULTS", "cuMemsetD32_v2:2=999", 1);
+  setenv("LEASEGUARD_SIM_FAULTS", "cuMemsetD32_v2_ptds:2=999", 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
