@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# bench/alloc_pairs works end to end: a short run of two series prints their rows, each with
+# a figure for both stack depths. No figure is judged; what is checked is that a user who
+# runs the script gets the table.
+#
+#   alloc_pairs_smoke_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+out=$("$1/bench/alloc_pairs" --build "$2" --min-time 0.01 --filter 'BM_AllocFreePair/(direct|hooked)/1000$')
+echo "$out"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for series in direct hooked; do
+  grep -Eq "^\| BM_AllocFreePair/$series/1000 \| [0-9]+ \| [0-9]+ \|$" <<<"$out" || fail "no figures for $series"
+done
+if "$1/bench/alloc_pairs" --build "$2" --filter 'no such series' >/dev/null 2>&1; then fail "an empty filter was accepted"; fi
+echo "PASS"
