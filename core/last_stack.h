@@ -45,7 +45,8 @@ struct LastStacks {
     }
     return nullptr;
   }
-  // Where the next walk is kept: the entry after the newest, so the kKept last walks stay.
+  // Where the next walk is kept: the entry after the one found or walked last, in turn. A
+  // loop through up to kKept places fills one entry each, then finds every one of them.
   LastStack &make_room() noexcept {
     newest = (newest + 1) % kKept;
     kept[newest].stack_id = 0;
