@@ -25,7 +25,9 @@ class SimResources : public ::testing::Test {
     ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
   }
   void TearDown() override {
-    if (primary_retained_) EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    if (primary_retained_) {
+      EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    }
   }
   bool primary_retained_ = false;
   static size_t used() {

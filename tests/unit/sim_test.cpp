@@ -26,7 +26,9 @@ class Sim : public ::testing::Test {
     ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
   }
   void TearDown() override {
-    if (primary_retained_) EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    if (primary_retained_) {
+      EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    }
   }
   CUcontext primary_ = nullptr;
   bool primary_retained_ = false;  // false once a test released SetUp's reference itself
