@@ -73,6 +73,28 @@ TEST(ApiWithoutThePreload, RecordsIntoItsOwnCore) {
   for (const auto &leak : (*job)["leaks"].items()) EXPECT_TRUE(leak["reclaimed"].as_bool());
 }
 
+// Without the preload, the API's own core must see dlclose as the preload does: a plugin
+// loaded where an unloaded one was is walked and named as itself.
+TEST(ApiWithoutThePreload, APluginLoadedWhereAnUnloadedOneWasIsNamedAsItself) {
+  TempDir dir;
+  auto direct = run_process({victim("api_dlclose_leak"), victim("libapi_plugin.so"), victim("libapi_plugin_b.so")},
+                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}}, {"LD_PRELOAD"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  // The case under test: the loader reused the addresses.
+  ASSERT_NE(direct.out.find("same addresses"), std::string::npos) << direct.out;
+  auto report = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "report.json"), dir.path()});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  JsonValue json;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << error;
+  auto named = first_functions_and_modules(all_leaks(json));
+  ASSERT_EQ(named.size(), 2u);
+  ASSERT_EQ(named.count("leak_in_api_plugin"), 1u);
+  ASSERT_EQ(named.count("leak_in_second_api_plugin"), 1u);
+  EXPECT_NE(named.find("leak_in_api_plugin")->second.find("libapi_plugin.so"), std::string::npos);
+  EXPECT_NE(named.find("leak_in_second_api_plugin")->second.find("libapi_plugin_b.so"), std::string::npos);
+}
+
 TEST(ApiExitDrops, HandlesDroppedAtExitWithAndWithoutThePreload) {
   TempDir dir;
   auto run = run_under_leaseguard(dir.path(), {victim("api_exit_drop")});

@@ -111,4 +111,13 @@ std::string first_function(const report::JsonValue &leak) {
   return function.is_null() ? "" : function.as_string();
 }
 
+std::multimap<std::string, std::string> first_functions_and_modules(const std::vector<const report::JsonValue *> &leaks) {
+  std::multimap<std::string, std::string> named;
+  for (const report::JsonValue *leak : leaks) {
+    const report::JsonValue &module = (*leak)["stack"][0]["module"];
+    named.emplace(first_function(*leak), module.is_null() ? "" : module.as_string());
+  }
+  return named;
+}
+
 }  // namespace leaseguard::testing

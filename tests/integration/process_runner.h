@@ -41,5 +41,7 @@ std::string victim(const std::string &name);
 std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json);
 // The function of a leak's first frame, or "" where unknown.
 std::string first_function(const report::JsonValue &leak);
+// For each leak, the function of its first frame and the module that frame is in.
+std::multimap<std::string, std::string> first_functions_and_modules(const std::vector<const report::JsonValue *> &leaks);
 
 }  // namespace leaseguard::testing
