@@ -179,7 +179,8 @@ uint32_t EntryPoint::join_registry() noexcept {
     calls.entry_points.push_back(this);
     if (calls.entry_points.size() <= kMaxEntryPoints) index = static_cast<uint32_t>(calls.entry_points.size() - 1);
   } catch (...) {
-    index = kNoColumn;  // out of memory: counted, but call_count cannot find it
+    // Out of memory: index stays kNoColumn, counted in overflow_calls where call_count
+    // cannot find it.
   }
   index_.store(index, std::memory_order_release);
   return index;

@@ -17,6 +17,7 @@
 #include "test_support.h"
 #include "code_generation.h"
 #include "journal_reader.h"
+#include "last_stack.h"
 #include "tracker.h"
 
 namespace leaseguard {
@@ -173,19 +174,20 @@ TEST(Tracker, StacksFromTwoCallersInTurnAreEachTheirOwnEveryTime) {
 TEST(Tracker, StacksFromMorePlacesInTurnThanAreKeptAreStillEachTheirOwn) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir, 16));
-  constexpr int kPlaces = 6;
-  volatile int rounds = 3;
+  constexpr int kPlaces = static_cast<int>(LastStacks::kKept) + 2;
+  constexpr int kRounds = 3;
+  volatile int rounds = kRounds;  // a real loop: the frames below each call site are the same
   for (int round = 0; round < rounds; ++round)
     for (int place = 0; place < kPlaces; ++place)
       allocate_nested(tracker, place, 0x10000 + static_cast<uint64_t>(round * kPlaces + place) * 0x100);
   std::map<uint64_t, uint32_t> ids = stack_ids_by_address(tracker);
-  ASSERT_EQ(ids.size(), 3u * kPlaces);
+  ASSERT_EQ(ids.size(), static_cast<size_t>(kRounds * kPlaces));
   std::set<uint32_t> distinct;
   for (int place = 0; place < kPlaces; ++place) {
     const uint32_t first = ids[0x10000 + static_cast<uint64_t>(place) * 0x100];
     EXPECT_NE(first, 0u);
     distinct.insert(first);
-    for (int round = 1; round < 3; ++round)
+    for (int round = 1; round < kRounds; ++round)
       EXPECT_EQ(ids[0x10000 + static_cast<uint64_t>(round * kPlaces + place) * 0x100], first) << place;
   }
   EXPECT_EQ(distinct.size(), static_cast<size_t>(kPlaces));
