@@ -23,7 +23,7 @@ struct LiveRecord {
   static constexpr uint32_t kNowhere = UINT32_MAX;
   uint32_t where = kNowhere;
   uint32_t lease_id = 0;
-  uint32_t epoch = 0;  // the tracker's epoch when the allocation was journaled
+  uint32_t epoch = 0;  // the tracker's epoch when the allocation was recorded
   Api api = Api::Unknown;
   uint16_t reference = 0;  // which reference to a value that counts references
   bool reported = false;   // already counted as a leak by an ended or expired lease

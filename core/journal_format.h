@@ -26,7 +26,7 @@ inline constexpr size_t kMaxSlotsPerRecord = 255;
 inline constexpr size_t kMaxPayloadBytes = kSlotPayloadBytes * kMaxSlotsPerRecord;
 inline constexpr uint32_t kTagMagic = 0x4C470000u;  // "LG" in the top half
 inline constexpr uint32_t kTagMagicMask = 0xFFFF0000u;
-inline constexpr uint32_t kVersion = 2;     // 2: AllocPayload::freed_in_place
+inline constexpr uint32_t kVersion = 3;     // 2: AllocPayload::freed_in_place; 3: ContextDestroyPayload::begun_at_slot
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr char kFileMagic[8] = {'L', 'G', 'J', 'O', 'U', 'R', 'N', 'L'};
 
@@ -169,6 +169,12 @@ struct ContextDestroyPayload {
   uint16_t api;
   uint16_t reserved;
   int32_t device;
+  // The first slot past what had been written when the destroy began, before the driver was
+  // asked. Allocations recorded from there on are not this context's even if they name its
+  // handle: the driver may give a destroyed context's handle to a new context at once, and
+  // another thread may allocate in it before the destroy is recorded. 0 (journal versions
+  // 1 and 2): every earlier allocation of the context went with it.
+  uint64_t begun_at_slot;
 };
 
 // A memory pool destroyed while allocations from it were outstanding: the driver destroys it
@@ -192,7 +198,7 @@ static_assert(sizeof(HeaderPayload) == 40 && sizeof(ProcessPayload) == 16 && siz
 static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
-static_assert(sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(ContextDestroyPayload) == 32 && sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(StackFrame) == 12);
 static_assert(sizeof(PoolDestroyPayload) == 24);
 

@@ -200,6 +200,7 @@ bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &
     payload.resize(slots * kSlotPayloadBytes);
     for (size_t i = 0; i < slots; ++i)
       std::memcpy(payload.data() + i * kSlotPayloadBytes, data + (slot + i) * kSlotBytes + 4, kSlotPayloadBytes);
+    visitor.record_slot_ = slot;
     if (dispatch(type, payload, visitor, stats)) ++stats.records;
     else ++stats.malformed_records;
     slot += slots;

@@ -27,6 +27,8 @@ struct ModuleInfo {
   std::string build_id;  // lowercase hex, empty if none
 };
 
+struct ReadStats;
+
 class JournalVisitor {
  public:
   virtual ~JournalVisitor() = default;
@@ -41,6 +43,13 @@ class JournalVisitor {
   virtual void on_context_destroy(const ContextDestroyPayload &) {}
   virtual void on_process_end(const ProcessEndPayload &) {}
   virtual void on_pool_destroy(const PoolDestroyPayload &) {}
+
+  // The first slot of the record being visited: its place in the journal.
+  uint64_t record_slot() const noexcept { return record_slot_; }
+
+ private:
+  friend bool read_journal_bytes(const unsigned char *, size_t, JournalVisitor &, ReadStats &, std::string &);
+  uint64_t record_slot_ = 0;
 };
 
 struct ReadStats {

@@ -98,6 +98,8 @@ class JournalWriter {
   }
 
   bool is_open() const noexcept { return base_ != nullptr; }
+  // The slot the next record will take: every record appended so far lies before it.
+  uint64_t next_slot() const noexcept { return next_slot_.load(std::memory_order_acquire); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   const std::string &path() const noexcept { return path_; }
 

@@ -278,8 +278,8 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
     std::optional<LiveRecord> displaced = table_.insert(record, counts_references(record.api), [&](LiveRecord &stored) {
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
+      stored.epoch = epoch_.load(std::memory_order_acquire);
       if (journaling) {
-        stored.epoch = epoch_.load(std::memory_order_acquire);
         const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
         if (slot < LiveRecord::kColdBit) {
           stored.where = static_cast<uint32_t>(slot);
@@ -444,11 +444,24 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   return FreeOutcome::Known;
 }
 
-void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept {
+ContextDestroyMark Tracker::before_context_destroy() noexcept {
+  ContextDestroyMark mark;
+  mark.epoch = begin_epoch();
+  mark.slot = std::max<uint64_t>(journal_.next_slot(), 1);
+  return mark;
+}
+
+void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, const ContextDestroyMark &mark) noexcept {
   begin_epoch();
+  // Recorded before the destroy began: by its journal slot where it has one, as the replay
+  // decides, so the two always agree; else by the epoch it was recorded in.
+  auto recorded_before = [&](const LiveRecord &record) {
+    return record.journaled() ? record.where < mark.slot : static_cast<int32_t>(record.epoch - mark.epoch) < 0;
+  };
   std::vector<LiveRecord> freed;
   try {
     freed = table_.remove_if([&](const LiveRecord &record) {
+      if (!recorded_before(record)) return false;
       const ColdFields cold = cold_fields(record);
       return cold.context == context && dies_with_context(record.api, cold.kind);
     });
@@ -461,6 +474,7 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device) no
   destroy.time_ns = monotonic_ns();
   destroy.api = static_cast<uint16_t>(api);
   destroy.device = device;
+  destroy.begun_at_slot = mark.slot;
   journal_.append(journal::RecordType::ContextDestroy, &destroy, sizeof destroy);
   size_t leaked = 0;
   for (const LiveRecord &record : freed) leaked += record.reported ? 0 : 1;

@@ -41,6 +41,14 @@ struct AllocationEvent {
 // Where a lease stands (lease_state).
 enum class LeaseState { Unknown = -1, Open = 0, Ended = 1, Expired = 2 };
 
+// Where a context destroy began, taken before the driver is asked (Tracker::
+// before_context_destroy): what was recorded before it went with the context; what is
+// recorded after it may be a new context's that was given the destroyed one's handle.
+struct ContextDestroyMark {
+  uint32_t epoch = 0;  // the tracker's epoch from the mark on
+  uint64_t slot = 1;   // the journal slot from the mark on (slot 0 is the header)
+};
+
 // What a free hook must do with the program's free.
 enum class FreeOutcome {
   Known,     // a live allocation: forward to the driver
@@ -70,8 +78,12 @@ class Tracker {
   // the value is (cuMemFree of an IPC mapping) leaves the record live: the driver fails it.
   // `owner_drop`: the C++ API's last handle is letting go (expected after its lease ended).
   FreeOutcome on_free(Api api, uint64_t value, bool owner_drop = false) noexcept;
-  // Called after the driver destroyed `context` (and with it its allocations).
-  void on_context_destroyed(Api api, uint64_t context, int32_t device) noexcept;
+  // Called before the driver is asked to destroy a context (or to release or reset a
+  // primary context, which may destroy it); then, after it did, on_context_destroyed with
+  // the mark: the allocations recorded before the mark went with `context`. A mark whose
+  // destroy failed or did not happen is dropped.
+  ContextDestroyMark before_context_destroy() noexcept;
+  void on_context_destroyed(Api api, uint64_t context, int32_t device, const ContextDestroyMark &mark) noexcept;
 
   // Called after the driver destroyed a memory pool from which `outstanding_bytes` were
   // still allocated (they stay valid until freed, and are reported if they never are).
@@ -145,7 +157,7 @@ class Tracker {
   void forget(const LiveRecord &record) noexcept;
   // Something the replay must see in its place happened (a lease ended, a context or a pool
   // was destroyed): frees of allocations journaled before it get records of their own.
-  void begin_epoch() noexcept { epoch_.fetch_add(1, std::memory_order_acq_rel); }
+  uint32_t begin_epoch() noexcept { return epoch_.fetch_add(1, std::memory_order_acq_rel) + 1; }
   void on_expired(Lease &lease) noexcept;
   void write_lease_begin(const Lease &lease) noexcept;
   // The calling stack's id in the stack table, or 0 with stacks off.

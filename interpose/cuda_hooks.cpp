@@ -9,12 +9,14 @@
 //     or a double free is forwarded untouched: the driver decides, as without leaseguard.
 //     The one free that is not forwarded is the late free of memory leaseguard reclaimed
 //     when its lease ended (policy reclaim): it succeeds without reaching the driver;
-//   - a context destroy is recorded after the driver succeeded.
+//   - a context destroy is marked before the driver call and recorded after the driver
+//     succeeded: what was recorded before the mark went with the context.
 // errno is preserved across leaseguard's own work.
 #include "hook_support.h"
 
 using leaseguard::AllocationEvent;
 using leaseguard::Api;
+using leaseguard::ContextDestroyMark;
 using leaseguard::Kind;
 using leaseguard::Tracker;
 using namespace leaseguard::interpose;
@@ -25,9 +27,15 @@ thread_local int ReentryGuard::t_depth __attribute__((tls_model("initial-exec"))
 
 namespace {
 
-void record_context_destroyed(Tracker *tracker, Api api, CUcontext context, int32_t device) {
+// Taken before the driver call: see Tracker::before_context_destroy.
+ContextDestroyMark mark_context_destroy(Tracker *tracker) {
+  return tracker != nullptr ? tracker->before_context_destroy() : ContextDestroyMark{};
+}
+
+void record_context_destroyed(Tracker *tracker, Api api, CUcontext context, int32_t device,
+                              const ContextDestroyMark &mark) {
   ErrnoKeeper keep;
-  tracker->on_context_destroyed(api, reinterpret_cast<uint64_t>(context), device);
+  tracker->on_context_destroyed(api, reinterpret_cast<uint64_t>(context), device, mark);
 }
 
 }  // namespace
@@ -161,11 +169,12 @@ LG_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
 #define LG_CTX_DESTROY_HOOK(name)                                                   \
   LG_EXPORT CUresult name(CUcontext ctx) {                                          \
     LG_HOOK_PROLOGUE(name);                                                         \
+    const ContextDestroyMark mark = mark_context_destroy(tracker);                  \
     context_handles_may_be_reused();                                                \
     CUresult status = real_fn(ctx);                                                 \
     context_handles_may_be_reused();                                                \
     if (tracker != nullptr && status == CUDA_SUCCESS && ctx != nullptr)             \
-      record_context_destroyed(tracker, Api::name, ctx, -1);                        \
+      record_context_destroyed(tracker, Api::name, ctx, -1, mark);                  \
     return status;                                                                  \
   }
 LG_CTX_DESTROY_HOOK(cuCtxDestroy)
@@ -182,12 +191,13 @@ LG_CTX_DESTROY_HOOK(cuCtxDestroy_v2)
       ErrnoKeeper keep;                                                                       \
       primary = active_primary_context(anchor, dev);                                          \
     }                                                                                         \
+    const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr); \
     context_handles_may_be_reused();                                                          \
     CUresult status = real_fn(dev);                                                           \
     context_handles_may_be_reused();                                                          \
     if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr) {                 \
       ErrnoKeeper keep;                                                                       \
-      if (!primary_context_active(anchor, dev)) record_context_destroyed(tracker, Api::name, primary, dev); \
+      if (!primary_context_active(anchor, dev)) record_context_destroyed(tracker, Api::name, primary, dev, mark); \
     }                                                                                         \
     return status;                                                                            \
   }
@@ -202,11 +212,12 @@ LG_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2)
       ErrnoKeeper keep;                                                                    \
       primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev);            \
     }                                                                                      \
+    const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr); \
     context_handles_may_be_reused();                                                       \
     CUresult status = real_fn(dev);                                                        \
     context_handles_may_be_reused();                                                       \
     if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr)                \
-      record_context_destroyed(tracker, Api::name, primary, dev);                          \
+      record_context_destroyed(tracker, Api::name, primary, dev, mark);                    \
     return status;                                                                         \
   }
 LG_PRIMARY_RESET_HOOK(cuDevicePrimaryCtxReset)

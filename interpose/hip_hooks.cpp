@@ -255,14 +255,18 @@ LG_EXPORT hipError_t hipMemUnmap(void *ptr, size_t size) {
 LG_EXPORT hipError_t hipDeviceReset(void) {
   LG_HIP_HOOK_PROLOGUE(hipDeviceReset);
   int32_t device = -1;
+  leaseguard::ContextDestroyMark mark;
   if (tracker != nullptr) {
     ErrnoKeeper keep;
     device = hip_current_device(anchor);
+    // Before the reset: another thread may allocate on the device as soon as it is done,
+    // before the reset is recorded, and that allocation does not go with it.
+    if (device >= 0) mark = tracker->before_context_destroy();
   }
   hipError_t status = real_fn();
   if (tracker != nullptr && status == hipSuccess && device >= 0) {
     ErrnoKeeper keep;
-    tracker->on_context_destroyed(Api::hipDeviceReset, hip_device_token(device), device);
+    tracker->on_context_destroyed(Api::hipDeviceReset, hip_device_token(device), device, mark);
   }
   return status;
 }

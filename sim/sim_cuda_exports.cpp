@@ -241,12 +241,16 @@ LG_SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCre
 
 LG_SIM_EXPORT CUresult cuCtxDestroy(CUcontext ctx) {
   LG_SIM_ENTRY(cuCtxDestroy);
-  return driver().destroy_context(ctx);
+  const CUresult status = driver().destroy_context(ctx);
+  driver().linger_after_destroy();
+  return status;
 }
 
 LG_SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   LG_SIM_ENTRY(cuCtxDestroy_v2);
-  return driver().destroy_context(ctx);
+  const CUresult status = driver().destroy_context(ctx);
+  driver().linger_after_destroy();
+  return status;
 }
 
 LG_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace leaseguard::sim {
 namespace {
@@ -89,6 +91,7 @@ SimDriver::SimDriver() {
   capacity_ = parse_bytes("LEASEGUARD_SIM_CAPACITY", kDefaultCapacity);
   device_count_ = parse_count("LEASEGUARD_SIM_DEVICES", 1, 64);
   reuse_contexts_ = parse_count("LEASEGUARD_SIM_REUSE_CONTEXTS", 0, 1) == 1;
+  destroy_linger_ms_ = parse_count("LEASEGUARD_SIM_DESTROY_LINGER_MS", 0, 60'000);
   for (int d = 0; d < device_count_; ++d) {
     auto *primary = new SimContext;
     primary->device = d;
@@ -209,6 +212,10 @@ CUresult SimDriver::destroy_context(CUcontext ctx) {
   context->alive = false;
   if (t_current_context == ctx) pop_context();
   return CUDA_SUCCESS;
+}
+
+void SimDriver::linger_after_destroy() const {
+  if (destroy_linger_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(destroy_linger_ms_));
 }
 
 CUresult SimDriver::retain_primary(int device, CUcontext *out) {

@@ -93,6 +93,10 @@ class SimDriver {
 
   CUresult create_context(int device, CUcontext *out);
   CUresult destroy_context(CUcontext ctx);
+  // Waits, holding nothing, as long as LEASEGUARD_SIM_DESTROY_LINGER_MS says: a context
+  // destroy then returns that long after the context is gone, so a test can act in between
+  // (allocate in a new context that was given its handle, before the destroy hook records).
+  void linger_after_destroy() const;
   CUresult retain_primary(int device, CUcontext *out);
   CUresult release_primary(int device);
   CUresult reset_primary(int device);
@@ -165,6 +169,7 @@ class SimDriver {
   bool initialized_ = false;
   int device_count_ = 1;
   bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
+  int destroy_linger_ms_ = 0;    // LEASEGUARD_SIM_DESTROY_LINGER_MS: see linger_after_destroy
   size_t capacity_ = 0;
   size_t used_ = 0;
   std::vector<SimContext *> contexts_;         // never deleted: handles stay comparable (or are reused on request)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -98,6 +99,24 @@ TEST(Victims, AContextHandleReusedForAnotherDeviceIsAskedAgain) {
   EXPECT_EQ((*leaks[0])["bytes"].as_number(), 6000);
   EXPECT_EQ((*leaks[0])["device"].as_number(), 1);
   EXPECT_EQ(first_function(*leaks[0]), "leak_on");
+}
+
+// A destroyed context's handle given to a new context before the destroy hook has recorded
+// the destroy: the leak made in the new context is not taken for one of the destroyed
+// context's (which the report would list as gone with it, and then forget).
+TEST(Victims, ALeakInANewContextMadeWhileADestroyOfItsHandleIsReturningIsReported) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("context_destroy_race")}, {},
+                                  {{"LEASEGUARD_SIM_REUSE_CONTEXTS", "1"}, {"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_NE(run.result.out.find("handle reused before the destroy returned"), std::string::npos)
+      << "the new context did not get the handle while the destroy was returning";
+  std::map<std::string, std::string> ended_by_of;  // first function -> how its lease ended
+  for (const auto &lease : run.json["processes"][0]["leases"].items())
+    for (const auto &leak : lease["leaks"].items()) ended_by_of[first_function(leak)] = lease["ended_by"].as_string();
+  EXPECT_EQ(ended_by_of.size(), 2u);
+  EXPECT_EQ(ended_by_of["leak_in_doomed_context"], "context_destroy");
+  EXPECT_EQ(ended_by_of["leak_in_new_context"], "exit");
 }
 
 TEST(Victims, DlopenAndDlsymOnTheHandle) {

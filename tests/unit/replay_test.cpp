@@ -37,8 +37,10 @@ class JournalBuilder {
     writer_.append(journal::RecordType::LeaseBegin, payload.data(), payload.size());
   }
   // freed_after_us: the free written into the record in place (0: none).
-  void alloc(uint64_t id, uint64_t bytes, uint32_t lease = 1, uint64_t time_ms = 0, uint32_t freed_after_us = 0) {
+  void alloc(uint64_t id, uint64_t bytes, uint32_t lease = 1, uint64_t time_ms = 0, uint32_t freed_after_us = 0,
+             uint64_t context = 0) {
     journal::AllocPayload alloc{};
+    alloc.context = context;
     if (freed_after_us != 0)
       alloc.freed_in_place = static_cast<uint32_t>(Api::cuMemFree_v2) << journal::kFreedInPlaceApiShift | freed_after_us;
     alloc.id = id;
@@ -65,6 +67,16 @@ class JournalBuilder {
     end.time_ns = 1'000'000'000 + time_ms * 1'000'000;
     writer_.append(journal::RecordType::LeaseEnd, &end, sizeof end);
   }
+  // begun_at_slot 0: as journals before version 3 were written.
+  void context_destroy(uint64_t context, uint64_t begun_at_slot) {
+    journal::ContextDestroyPayload destroy{};
+    destroy.context = context;
+    destroy.time_ns = 1'500'000'000;
+    destroy.api = static_cast<uint16_t>(Api::cuCtxDestroy_v2);
+    destroy.begun_at_slot = begun_at_slot;
+    writer_.append(journal::RecordType::ContextDestroy, &destroy, sizeof destroy);
+  }
+  uint64_t next_slot() const { return writer_.next_slot(); }
   void process_end() {
     journal::ProcessEndPayload end{};
     end.time_ns = 2'000'000'000;
@@ -225,6 +237,34 @@ TEST(Replay, AFreeInPlaceIsRememberedForDoubleFrees) {
   ASSERT_EQ(process.double_frees.size(), 1u);
   EXPECT_DOUBLE_EQ(process.double_frees[0].first_freed_ms, 0.5);
   EXPECT_TRUE(process.leases[0].leaks.empty());
+}
+
+// An allocation recorded after a context destroy began is in a new context that was given
+// the destroyed one's handle: it stays live. Version 2 journals do not say where the destroy
+// began, and every earlier allocation of the context goes with it, as they were read.
+TEST(Replay, AContextDestroyTakesOnlyWhatWasRecordedBeforeItBegan) {
+  for (const uint32_t version : {2u, journal::kVersion}) {
+    SCOPED_TRACE(version);
+    testing::TempDir dir;
+    std::string path;
+    {
+      JournalBuilder journal(dir / "j.journal", version);
+      journal.alloc(1, 100, 1, 0, 0, 0xAAA);
+      const uint64_t begun = version == 2 ? 0 : journal.next_slot();
+      journal.alloc(2, 200, 1, 0, 0, 0xAAA);
+      journal.context_destroy(0xAAA, begun);
+      journal.process_end();
+      path = journal.path();
+    }
+    ProcessReport process;
+    std::string error;
+    ASSERT_TRUE(load_journal(path, process, error)) << error;
+    ASSERT_EQ(process.leases.size(), 2u);
+    EXPECT_EQ(process.leases[0].ended_by, EndedBy::ContextDestroy);
+    EXPECT_EQ(process.leases[0].leaks.size(), version == 2 ? 2u : 1u);
+    EXPECT_EQ(process.leases[1].ended_by, EndedBy::Exit);
+    EXPECT_EQ(process.leases[1].leaks.size(), version == 2 ? 0u : 1u);
+  }
 }
 
 TEST(Replay, ReadsVersionOneJournals) {

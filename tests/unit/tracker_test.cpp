@@ -251,7 +251,7 @@ TEST(Tracker, ContextDestroyRemovesItsAllocationsButNotPoolMemory) {
   tracker.on_alloc(event(0x1000, 1, 0xAAA));
   tracker.on_alloc(event(0x2000, 2, 0xAAA, Kind::Async));
   tracker.on_alloc(event(0x3000, 3, 0xBBB));
-  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0);
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0, tracker.before_context_destroy());
   EXPECT_EQ(tracker.live_allocations(), 2u);
   EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);  // gone with its context
   tracker.finish_process();
@@ -275,7 +275,7 @@ TEST(Tracker, ContextDestroyWithoutAJournalStillKnowsEachAllocationsContext) {
   tracker.on_alloc(event(0x2000, 2, 0xAAA, Kind::Async));
   tracker.on_alloc(event(0x3000, 3, 0xBBB));
   const size_t with_three = tracker.live_record_bytes();
-  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0);
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0, tracker.before_context_destroy());
   EXPECT_EQ(tracker.live_allocations(), 2u);
   EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);  // gone with its context
   EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);    // pool memory outlives it
@@ -283,6 +283,46 @@ TEST(Tracker, ContextDestroyWithoutAJournalStillKnowsEachAllocationsContext) {
   for (uint64_t i = 1; i <= 3; ++i) tracker.on_alloc(event(i * 0x1000, 1));
   EXPECT_EQ(tracker.live_allocations(), 3u);
   EXPECT_EQ(tracker.live_record_bytes(), with_three);  // the freed entries were reused
+  tracker.finish_process();
+}
+
+// The driver may give a destroyed context's handle to a new context as soon as the destroy
+// returns, and another thread may allocate in it before the destroy hook records anything:
+// such an allocation names the destroyed handle but is not gone with it. What decides is
+// whether it was recorded before the destroy began (the mark taken before the driver call).
+TEST(Tracker, AnAllocationRecordedAfterADestroyBeganDoesNotGoWithIt) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  tracker.on_alloc(event(0x1000, 1, 0xAAA));
+  const ContextDestroyMark mark = tracker.before_context_destroy();
+  tracker.on_alloc(event(0x2000, 2, 0xAAA));  // in the new context that was given 0xAAA
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0, mark);
+  EXPECT_EQ(tracker.live_allocations(), 1u);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);  // gone with its context
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  ASSERT_EQ(process.leases.size(), 2u);
+  EXPECT_EQ(process.leases[0].ended_by, EndedBy::ContextDestroy);
+  ASSERT_EQ(process.leases[0].leaks.size(), 1u);
+  EXPECT_EQ(process.leases[0].leaks[0].address, 0x1000u);
+  EXPECT_EQ(process.leases[1].ended_by, EndedBy::Exit);
+  ASSERT_EQ(process.leases[1].leaks.size(), 1u);
+  EXPECT_EQ(process.leases[1].leaks[0].address, 0x2000u);
+}
+
+// The same without a journal: the side store's records are told apart by the tracker's epoch.
+TEST(Tracker, WithoutAJournalAnAllocationRecordedAfterADestroyBeganDoesNotGoWithIt) {
+  testing::TempDir dir;
+  Options options = options_for(dir);
+  options.out_dir = "/proc/self/no-such-directory";
+  Tracker tracker(options);
+  tracker.on_alloc(event(0x1000, 1, 0xAAA));
+  const ContextDestroyMark mark = tracker.before_context_destroy();
+  tracker.on_alloc(event(0x2000, 2, 0xAAA));
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xAAA, 0, mark);
+  EXPECT_EQ(tracker.live_allocations(), 1u);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Unknown);
   tracker.finish_process();
 }
 

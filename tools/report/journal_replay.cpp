@@ -14,9 +14,11 @@
 //                    kept from the driver.
 //   LeaseEnd         every live, unreported allocation of the lease is a leak of that
 //                    lease ending (ended_by end, expiry or exit); they stay live, reported.
-//   ContextDestroy   every live allocation of the context (except stream-ordered memory,
-//                    which belongs to its pool) is gone; unreported ones are leaks,
-//                    ended_by context_destroy, under their lease.
+//   ContextDestroy   every live allocation of the context recorded before the destroy
+//                    began (except stream-ordered memory, which belongs to its pool) is
+//                    gone; unreported ones are leaks, ended_by context_destroy, under their
+//                    lease. One recorded after it began is in a new context that was given
+//                    the destroyed one's handle (version 3; earlier journals do not say).
 //   ProcessEnd       the process ended its leases itself: the report is complete.
 // At the end of a journal without ProcessEnd (the process was killed, or called _exit),
 // whatever is live and unreported is reported per lease with ended_by crash, and the
@@ -46,6 +48,7 @@ struct LiveAllocation {
   bool reported = false;
   size_t ending = 0;  // where it was reported: index into process.leases, and of its leak
   size_t leak = 0;
+  uint64_t slot = 0;  // where its record is in the journal
 };
 
 struct LeaseBytes {
@@ -123,7 +126,7 @@ class Replay : public journal::JournalVisitor {
       // A repeated id (a damaged journal) replaces the allocation that had it, as before.
       if (auto repeated = find_live(alloc.id); repeated != live_.end()) live_.erase(repeated);
       const uint64_t place = next_place_++;
-      live_.emplace(place, LiveAllocation{alloc, false, 0, 0});
+      live_.emplace(place, LiveAllocation{alloc, false, 0, 0, record_slot()});
       place_of_id_[alloc.id] = place;
       return;
     }
@@ -210,7 +213,8 @@ class Replay : public journal::JournalVisitor {
     for (auto it = live_.begin(); it != live_.end();) {
       const journal::AllocPayload &record = it->second.record;
       const Api api = record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(record.api) : Api::Unknown;
-      if (record.context != destroy.context || !dies_with_context(api, static_cast<Kind>(record.kind))) {
+      const bool recorded_before = destroy.begun_at_slot == 0 || it->second.slot < destroy.begun_at_slot;
+      if (record.context != destroy.context || !recorded_before || !dies_with_context(api, static_cast<Kind>(record.kind))) {
         ++it;
         continue;
       }
