@@ -267,6 +267,34 @@ TEST(Replay, AContextDestroyTakesOnlyWhatWasRecordedBeforeItBegan) {
   }
 }
 
+// What the process ended with is reported per lease, innermost first; a free journaled
+// after that (a static destructor's, or a damaged journal's) finds the leak where it was put.
+TEST(Replay, AFreeAfterTheProcessEndedFindsItsLeakInItsOwnLease) {
+  testing::TempDir dir;
+  std::string path;
+  {
+    JournalBuilder journal(dir / "j.journal");
+    journal.lease_begin(2, "inner");  // still open at the end, with nothing of its own
+    journal.alloc(1, 100, 1, 0);
+    journal.alloc(2, 200, 1, 0);
+    journal.process_end();
+    journal.free(1);
+    journal.free(2, journal::kFreeReclaimed);
+    path = journal.path();
+  }
+  ProcessReport process;
+  std::string error;
+  ASSERT_TRUE(load_journal(path, process, error)) << error;
+  ASSERT_EQ(process.leases.size(), 2u);
+  EXPECT_EQ(process.leases[0].name, "inner");
+  EXPECT_TRUE(process.leases[0].leaks.empty());
+  EXPECT_TRUE(process.leases[0].late_frees.empty());
+  EXPECT_EQ(process.leases[1].name, "process");
+  ASSERT_EQ(process.leases[1].leaks.size(), 2u);
+  EXPECT_EQ(process.leases[1].late_frees.size(), 1u);
+  EXPECT_TRUE(process.leases[1].leaks[1].reclaimed);
+}
+
 TEST(Replay, ReadsVersionOneJournals) {
   testing::TempDir dir;
   std::string path;

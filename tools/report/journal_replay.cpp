@@ -397,17 +397,27 @@ class Replay : public journal::JournalVisitor {
       by_lease.emplace(id, make_ending(id, ended_by, time_ns));
       lease.open = false;
     }
+    auto lease_of = [&](const LiveAllocation &allocation) {
+      return by_lease.count(allocation.record.lease_id) ? allocation.record.lease_id : 1u;
+    };
     for (auto &[id, allocation] : live_) {
       if (allocation.reported) continue;
-      uint32_t lease = by_lease.count(allocation.record.lease_id) ? allocation.record.lease_id : 1;
-      auto [entry, inserted] = by_lease.try_emplace(lease);
-      if (inserted) entry->second = make_ending(lease, ended_by, time_ns);
-      allocation.reported = true;
-      entry->second.leaks.push_back(make_leak(allocation.record, time_ns));
+      auto [entry, inserted] = by_lease.try_emplace(lease_of(allocation));
+      if (inserted) entry->second = make_ending(entry->first, ended_by, time_ns);
     }
-    // Newest lease first, as leases end innermost first; the process lease last. Nothing
-    // can free these later, so no index back to them is kept.
-    for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) process_.leases.push_back(std::move(it->second));
+    // Newest lease first, as leases end innermost first; the process lease last.
+    std::map<uint32_t, size_t> index_of;
+    for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) {
+      index_of[it->first] = process_.leases.size();
+      process_.leases.push_back(std::move(it->second));
+    }
+    // Reported like any lease's leaks, with their place kept: a damaged journal may still
+    // free them after the process ended.
+    for (auto &[id, allocation] : live_) {
+      if (allocation.reported) continue;
+      const size_t index = index_of[lease_of(allocation)];
+      report(allocation, index, process_.leases[index], time_ns);
+    }
   }
 
   ProcessReport &process_;
