@@ -1,0 +1,230 @@
+// libFuzzer target: the tracker as the hooks drive it, on a sequence of operations read from
+// the input (allocations, frees, leases begun, entered, left and ended, context destroys with
+// allocations made while they run). A plain model says what must be live and what each
+// ending must report; the tracker's live table, its lease_end counts and the report replayed
+// from its journal must all agree with it. Any disagreement aborts, so the fuzzer keeps it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "report/report_model.h"
+#include "tracker.h"
+
+namespace leaseguard {
+namespace {
+
+constexpr uint64_t kContexts[] = {0xC1, 0xC2};
+
+// One leak as a report lists it: the lease that ended, how, and what it held.
+using ReportedLeak = std::tuple<uint32_t, EndedBy, uint64_t, uint64_t>;  // lease, ended_by, address, bytes
+
+struct ModelAllocation {
+  uint64_t bytes = 0;
+  uint64_t context = 0;
+  Kind kind = Kind::Device;
+  uint32_t lease = 0;
+  bool reported = false;
+  uint64_t order = 0;  // when it was recorded, to tell what came before a destroy began
+};
+
+struct Model {
+  std::map<uint64_t, ModelAllocation> live;  // by address
+  std::vector<uint32_t> entered;             // this thread's entered leases, innermost last
+  std::map<uint32_t, bool> leases;           // begun leases: ended?
+  std::vector<ReportedLeak> reported;
+  uint64_t next_order = 0;
+
+  uint32_t current_lease() const {
+    for (auto it = entered.rbegin(); it != entered.rend(); ++it)
+      if (!leases.at(*it)) return *it;
+    return kProcessLeaseId;
+  }
+  size_t end_lease(uint32_t lease, EndedBy ended_by) {
+    leases[lease] = true;
+    size_t leaked = 0;
+    for (auto &[address, allocation] : live) {
+      if (allocation.lease != lease || allocation.reported) continue;
+      allocation.reported = true;
+      reported.emplace_back(lease, ended_by, address, allocation.bytes);
+      ++leaked;
+    }
+    return leaked;
+  }
+};
+
+[[noreturn]] void disagree(const char *what) {
+  std::fprintf(stderr, "fuzz_tracker: the tracker and its model disagree: %s\n", what);
+  std::abort();
+}
+
+class Reader {
+ public:
+  Reader(const uint8_t *data, size_t size) : data_(data), size_(size) {}
+  bool more() const { return at_ < size_; }
+  uint8_t next() { return at_ < size_ ? data_[at_++] : 0; }
+
+ private:
+  const uint8_t *data_;
+  size_t size_;
+  size_t at_ = 0;
+};
+
+void allocate(Tracker &tracker, Model &model, uint8_t choice, uint64_t &bytes_counter) {
+  const uint64_t address = 0x10000 + static_cast<uint64_t>(choice & 15) * 0x1000;
+  const bool async = (choice & 16) != 0;
+  AllocationEvent event;
+  event.api = async ? Api::cuMemAllocAsync : Api::cuMemAlloc_v2;
+  event.kind = async ? Kind::Async : Kind::Device;
+  event.address = address;
+  event.bytes = ++bytes_counter;  // each allocation its own size, to tell them apart
+  event.context = kContexts[(choice >> 5) & 1];
+  tracker.on_alloc(event);
+  // The same address again: the driver handed it out, so its free was never seen.
+  model.live[address] = ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(), false,
+                                        model.next_order++};
+}
+
+void free_one(Tracker &tracker, Model &model, uint8_t choice) {
+  const uint64_t address = 0x10000 + static_cast<uint64_t>(choice & 15) * 0x1000;
+  auto it = model.live.find(address);
+  const Api api = it != model.live.end() && it->second.kind == Kind::Async ? Api::cuMemFreeAsync : Api::cuMemFree_v2;
+  const FreeOutcome outcome = tracker.on_free(api, address);
+  const FreeOutcome expected = it != model.live.end() ? FreeOutcome::Known : FreeOutcome::Unknown;
+  if (outcome != expected) disagree("whether a free was of a live allocation");
+  if (it != model.live.end()) model.live.erase(it);
+}
+
+void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &bytes_counter) {
+  const uint64_t context = kContexts[input.next() & 1];
+  const ContextDestroyMark mark = tracker.before_context_destroy();
+  const uint64_t begun = model.next_order;
+  // Allocations another thread makes while the destroy runs: a new context given the
+  // destroyed one's handle may hold some of them.
+  for (int during = input.next() % 3; during > 0; --during) allocate(tracker, model, input.next(), bytes_counter);
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, context, 0, mark);
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> by_lease;
+  for (auto it = model.live.begin(); it != model.live.end();) {
+    const ModelAllocation &allocation = it->second;
+    if (allocation.context != context || allocation.kind == Kind::Async || allocation.order >= begun) {
+      ++it;
+      continue;
+    }
+    if (!allocation.reported) model.reported.emplace_back(allocation.lease, EndedBy::ContextDestroy, it->first, allocation.bytes);
+    it = model.live.erase(it);
+  }
+}
+
+std::vector<ReportedLeak> reported_leaks(const report::ProcessReport &process) {
+  std::vector<ReportedLeak> leaks;
+  for (const report::LeaseEnding &ending : process.leases)
+    for (const report::Leak &leak : ending.leaks) leaks.emplace_back(ending.id, ending.ended_by, leak.address, leak.bytes);
+  return leaks;
+}
+
+void run(const uint8_t *data, size_t size, const std::string &directory) {
+  Options options;
+  options.out_dir = directory;
+  options.run_id = "fuzz";
+  options.stack_depth = 0;
+  options.log_level = LogLevel::Quiet;
+  Tracker tracker(options);
+  Model model;
+  model.leases[kProcessLeaseId] = false;
+  std::vector<uint64_t> begun;  // leases in the order begun
+  uint64_t bytes_counter = 0;
+  Reader input(data, size);
+  while (input.more()) {
+    const uint8_t op = input.next();
+    switch (op % 6) {
+      case 0:
+      case 1:
+        allocate(tracker, model, input.next(), bytes_counter);
+        break;
+      case 2:
+        free_one(tracker, model, input.next());
+        break;
+      case 3: {  // a lease begun and entered
+        if (model.entered.size() >= 8) break;
+        const uint64_t id = tracker.lease_begin("fuzz", 0, Policy::Report);
+        if (id == 0 || tracker.lease_enter(id) != 0) disagree("a new lease could not be begun and entered");
+        begun.push_back(id);
+        model.leases[static_cast<uint32_t>(id)] = false;
+        model.entered.push_back(static_cast<uint32_t>(id));
+        break;
+      }
+      case 4: {  // the innermost lease left, or one begun ended
+        const uint8_t which = input.next();
+        if ((which & 1) != 0) {
+          if (tracker.lease_leave() != (model.entered.empty() ? -1 : 0)) disagree("leaving a lease");
+          if (!model.entered.empty()) model.entered.pop_back();
+        } else if (!begun.empty()) {
+          const uint64_t id = begun[(which >> 1) % begun.size()];
+          const bool ended = model.leases[static_cast<uint32_t>(id)];
+          const int leaked = tracker.lease_end(id);
+          const int expected = ended ? -1 : static_cast<int>(model.end_lease(static_cast<uint32_t>(id), EndedBy::End));
+          if (leaked != expected) disagree("how many allocations an ending lease leaked");
+        }
+        break;
+      }
+      case 5:
+        destroy_context(tracker, model, input, bytes_counter);
+        break;
+    }
+    if (tracker.live_allocations() != model.live.size()) disagree("how many allocations are live");
+  }
+  while (tracker.lease_leave() == 0) {
+  }  // entered leases are the thread's: none may outlive this tracker
+  tracker.finish_process();
+  // At exit: the open leases innermost (newest) first, each with what it still holds; what
+  // any lease that ended already holds, and what the process lease holds, last.
+  for (auto it = model.leases.rbegin(); it != model.leases.rend(); ++it)
+    if (!it->second && it->first != kProcessLeaseId) model.end_lease(it->first, EndedBy::Exit);
+  for (auto &[address, allocation] : model.live) {
+    if (allocation.reported) continue;
+    allocation.reported = true;
+    model.reported.emplace_back(model.leases.at(allocation.lease) && allocation.lease != kProcessLeaseId
+                                    ? kProcessLeaseId
+                                    : allocation.lease,
+                                EndedBy::Exit, address, allocation.bytes);
+  }
+  report::ProcessReport process;
+  std::string error;
+  if (!report::load_journal(tracker.journal_path(), process, error)) {
+    if (bytes_counter == 0 && begun.empty()) return;  // nothing was recorded: no journal
+    disagree(("the journal does not load: " + error).c_str());
+  }
+  std::vector<ReportedLeak> got = reported_leaks(process);
+  std::vector<ReportedLeak> expected = model.reported;
+  std::sort(got.begin(), got.end());
+  std::sort(expected.begin(), expected.end());
+  if (got != expected) {
+    for (const auto &[lease, by, address, bytes] : got)
+      std::fprintf(stderr, "report: lease %u ended_by %d address %#llx bytes %llu\n", lease, static_cast<int>(by),
+                   static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
+    for (const auto &[lease, by, address, bytes] : expected)
+      std::fprintf(stderr, "model:  lease %u ended_by %d address %#llx bytes %llu\n", lease, static_cast<int>(by),
+                   static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
+    disagree("which leaks the report lists");
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 4096) return 0;  // long enough for any interleaving; keeps each run short
+  char directory[] = "/tmp/leaseguard-fuzz-tracker-XXXXXX";
+  if (mkdtemp(directory) == nullptr) return 0;
+  leaseguard::run(data, size, directory);
+  std::error_code ignored;
+  std::filesystem::remove_all(directory, ignored);
+  return 0;
+}
