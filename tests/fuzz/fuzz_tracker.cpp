@@ -1,6 +1,6 @@
 // libFuzzer target: the tracker as the hooks drive it, on a sequence of operations read from
-// the input (allocations, frees, leases begun, entered, left and ended, context destroys with
-// allocations made while they run). A plain model says what must be live and what each
+// the input (allocations, frees, leases begun, entered, left and ended, with policy report or
+// reclaim, context destroys with allocations made while they run). A plain model says what must be live and what each
 // ending must report; the tracker's live table, its lease_end counts and the report replayed
 // from its journal must all agree with it. Any disagreement aborts, so the fuzzer keeps it.
 #include <unistd.h>
@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "reclaim_backend.h"
 #include "report/report_model.h"
 #include "tracker.h"
 
@@ -23,8 +25,17 @@ namespace {
 
 constexpr uint64_t kContexts[] = {0xC1, 0xC2};
 
-// One leak as a report lists it: the lease that ended, how, and what it held.
-using ReportedLeak = std::tuple<uint32_t, EndedBy, uint64_t, uint64_t>;  // lease, ended_by, address, bytes
+// One leak as a report lists it: the lease that ended, how, what it held, and whether it was
+// given back.
+using ReportedLeak = std::tuple<uint32_t, EndedBy, uint64_t, uint64_t, bool>;
+
+// Gives reclaimed memory back as a driver would, refusing some (every size divisible by 5),
+// as a driver may: those stay allocated and the program's own free must reach the driver.
+bool refuses(uint64_t bytes) { return bytes % 5 == 0; }
+class Backend : public ReclaimBackend {
+ public:
+  int release(const HandleRecord &record) noexcept override { return refuses(record.bytes) ? 1 : 0; }
+};
 
 struct ModelAllocation {
   uint64_t bytes = 0;
@@ -39,6 +50,8 @@ struct Model {
   std::map<uint64_t, ModelAllocation> live;  // by address
   std::vector<uint32_t> entered;             // this thread's entered leases, innermost last
   std::map<uint32_t, bool> leases;           // begun leases: ended?
+  std::map<uint32_t, bool> reclaims;         // begun leases: policy reclaim?
+  std::multiset<uint64_t> reclaimed;         // addresses given back whose late free has not come
   std::vector<ReportedLeak> reported;
   uint64_t next_order = 0;
 
@@ -49,12 +62,24 @@ struct Model {
   }
   size_t end_lease(uint32_t lease, EndedBy ended_by) {
     leases[lease] = true;
+    const bool reclaim = reclaims[lease] && ended_by != EndedBy::Exit;  // at exit the process gives all back
     size_t leaked = 0;
-    for (auto &[address, allocation] : live) {
-      if (allocation.lease != lease || allocation.reported) continue;
-      allocation.reported = true;
-      reported.emplace_back(lease, ended_by, address, allocation.bytes);
+    for (auto it = live.begin(); it != live.end();) {
+      ModelAllocation &allocation = it->second;
+      if (allocation.lease != lease || allocation.reported) {
+        ++it;
+        continue;
+      }
       ++leaked;
+      const bool given_back = reclaim && !refuses(allocation.bytes);
+      reported.emplace_back(lease, ended_by, it->first, allocation.bytes, given_back);
+      if (given_back) {
+        reclaimed.insert(it->first);
+        it = live.erase(it);
+      } else {
+        allocation.reported = true;
+        ++it;
+      }
     }
     return leaked;
   }
@@ -97,6 +122,13 @@ void free_one(Tracker &tracker, Model &model, uint8_t choice) {
   auto it = model.live.find(address);
   const Api api = it != model.live.end() && it->second.kind == Kind::Async ? Api::cuMemFreeAsync : Api::cuMemFree_v2;
   const FreeOutcome outcome = tracker.on_free(api, address);
+  // The next free of a reclaimed address is its late free, even if the address was handed
+  // out again since (docs/leases.md): kept from the driver, the new owner's record untouched.
+  if (auto late = model.reclaimed.find(address); late != model.reclaimed.end()) {
+    if (outcome != FreeOutcome::Reclaimed) disagree("whether a free was the late free of reclaimed memory");
+    model.reclaimed.erase(late);
+    return;
+  }
   const FreeOutcome expected = it != model.live.end() ? FreeOutcome::Known : FreeOutcome::Unknown;
   if (outcome != expected) disagree("whether a free was of a live allocation");
   if (it != model.live.end()) model.live.erase(it);
@@ -117,7 +149,8 @@ void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &by
       ++it;
       continue;
     }
-    if (!allocation.reported) model.reported.emplace_back(allocation.lease, EndedBy::ContextDestroy, it->first, allocation.bytes);
+    if (!allocation.reported)
+      model.reported.emplace_back(allocation.lease, EndedBy::ContextDestroy, it->first, allocation.bytes, false);
     it = model.live.erase(it);
   }
 }
@@ -125,7 +158,8 @@ void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &by
 std::vector<ReportedLeak> reported_leaks(const report::ProcessReport &process) {
   std::vector<ReportedLeak> leaks;
   for (const report::LeaseEnding &ending : process.leases)
-    for (const report::Leak &leak : ending.leaks) leaks.emplace_back(ending.id, ending.ended_by, leak.address, leak.bytes);
+    for (const report::Leak &leak : ending.leaks)
+      leaks.emplace_back(ending.id, ending.ended_by, leak.address, leak.bytes, leak.reclaimed);
   return leaks;
 }
 
@@ -136,6 +170,8 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   options.stack_depth = 0;
   options.log_level = LogLevel::Quiet;
   Tracker tracker(options);
+  Backend backend;
+  tracker.set_reclaim_backend(&backend);
   Model model;
   model.leases[kProcessLeaseId] = false;
   std::vector<uint64_t> begun;  // leases in the order begun
@@ -152,11 +188,13 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
         free_one(tracker, model, input.next());
         break;
       case 3: {  // a lease begun and entered
+        const bool reclaim = (input.next() & 1) != 0;
         if (model.entered.size() >= 8) break;
-        const uint64_t id = tracker.lease_begin("fuzz", 0, Policy::Report);
+        const uint64_t id = tracker.lease_begin("fuzz", 0, reclaim ? Policy::Reclaim : Policy::Report);
         if (id == 0 || tracker.lease_enter(id) != 0) disagree("a new lease could not be begun and entered");
         begun.push_back(id);
         model.leases[static_cast<uint32_t>(id)] = false;
+        model.reclaims[static_cast<uint32_t>(id)] = reclaim;
         model.entered.push_back(static_cast<uint32_t>(id));
         break;
       }
@@ -193,7 +231,7 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
     model.reported.emplace_back(model.leases.at(allocation.lease) && allocation.lease != kProcessLeaseId
                                     ? kProcessLeaseId
                                     : allocation.lease,
-                                EndedBy::Exit, address, allocation.bytes);
+                                EndedBy::Exit, address, allocation.bytes, false);
   }
   report::ProcessReport process;
   std::string error;
@@ -206,12 +244,14 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   std::sort(got.begin(), got.end());
   std::sort(expected.begin(), expected.end());
   if (got != expected) {
-    for (const auto &[lease, by, address, bytes] : got)
-      std::fprintf(stderr, "report: lease %u ended_by %d address %#llx bytes %llu\n", lease, static_cast<int>(by),
-                   static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
-    for (const auto &[lease, by, address, bytes] : expected)
-      std::fprintf(stderr, "model:  lease %u ended_by %d address %#llx bytes %llu\n", lease, static_cast<int>(by),
-                   static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
+    auto print = [](const char *who, const std::vector<ReportedLeak> &leaks) {
+      for (const auto &[lease, by, address, bytes, given_back] : leaks)
+        std::fprintf(stderr, "%s lease %u ended_by %d address %#llx bytes %llu%s\n", who, lease, static_cast<int>(by),
+                     static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes),
+                     given_back ? " reclaimed" : "");
+    };
+    print("report:", got);
+    print("model: ", expected);
     disagree("which leaks the report lists");
   }
 }
