@@ -94,8 +94,9 @@ class SimDriver {
   CUresult create_context(int device, CUcontext *out);
   CUresult destroy_context(CUcontext ctx);
   // Waits, holding nothing, as long as LEASEGUARD_SIM_DESTROY_LINGER_MS says: a context
-  // destroy then returns that long after the context is gone, so a test can act in between
-  // (allocate in a new context that was given its handle, before the destroy hook records).
+  // destroy (or a HIP device reset) then returns that long after the memory is gone, so a
+  // test can act in between (allocate in a new context that was given the destroyed one's
+  // handle, or on the reset device, before the hook records the destroy).
   void linger_after_destroy() const;
   CUresult retain_primary(int device, CUcontext *out);
   CUresult release_primary(int device);

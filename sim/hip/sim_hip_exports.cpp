@@ -177,7 +177,9 @@ LG_SIM_EXPORT hipError_t hipStreamSynchronize(hipStream_t stream) {
 LG_SIM_EXPORT hipError_t hipDeviceReset(void) {
   LG_SIM_HIP_ENTRY(hipDeviceReset);
   if (hipError_t status = activate(); status != hipSuccess) return status;
-  return hip(driver().reset_primary(t_device));
+  const hipError_t status = hip(driver().reset_primary(t_device));
+  driver().linger_after_destroy();
+  return status;
 }
 
 LG_SIM_EXPORT hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total) {

@@ -5,6 +5,7 @@
 // and no failed allocation is reported (tests/victims/hip_families.c, hip_dlopen.c).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -90,6 +91,23 @@ TEST(Hip, AReclaimLeaseGivesEveryFamilyBack) {
   for (const auto &lease : run.json["processes"][0]["leases"].items())
     for (const auto &leak : lease["leaks"].items()) reclaimed += leak["reclaimed"].as_bool() ? 1 : 0;
   EXPECT_EQ(reclaimed, 20u);
+}
+
+// Another thread allocates on the device while a reset of it is returning: that allocation
+// is not the reset's (which the report would list as gone with it, and then forget).
+TEST(Hip, ALeakMadeWhileADeviceResetIsReturningIsReported) {
+  REQUIRE_HIP_VICTIMS();
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("hip_reset_race")}, {}, {{"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_NE(run.result.out.find("allocated before the reset returned"), std::string::npos)
+      << "the allocation did not happen while the reset was returning";
+  std::map<std::string, std::string> ended_by_of;  // first function -> how its lease ended
+  for (const auto &lease : run.json["processes"][0]["leases"].items())
+    for (const auto &leak : lease["leaks"].items()) ended_by_of[first_function(leak)] = lease["ended_by"].as_string();
+  EXPECT_EQ(ended_by_of.size(), 2u);
+  EXPECT_EQ(ended_by_of["leak_before_reset"], "context_destroy");
+  EXPECT_EQ(ended_by_of["leak_after_reset"], "exit");
 }
 
 TEST(Hip, LookupsThroughADlopenHandleAreSeen) {
