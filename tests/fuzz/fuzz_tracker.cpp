@@ -1,6 +1,7 @@
 // libFuzzer target: the tracker as the hooks drive it, on a sequence of operations read from
-// the input (allocations, frees, leases begun, entered, left and ended, with policy report or
-// reclaim, context destroys with allocations made while they run). A plain model says what must be live and what each
+// the input (allocations and frees of addresses and of VMM handles, which count references,
+// leases begun, entered, left and ended, with policy report or reclaim, context destroys with
+// allocations made while they run). A plain model says what must be live and what each
 // ending must report; the tracker's live table, its lease_end counts and the report replayed
 // from its journal must all agree with it. Any disagreement aborts, so the fuzzer keeps it.
 #include <unistd.h>
@@ -47,12 +48,23 @@ struct ModelAllocation {
   uint64_t order = 0;  // when it was recorded, to tell what came before a destroy began
 };
 
+// What a record is found by: an address, or a VMM handle (its own namespace: the values
+// overlap the addresses on purpose) and which reference to it.
+struct Key {
+  bool handle = false;
+  uint64_t value = 0;
+  uint16_t reference = 0;
+  bool operator<(const Key &other) const {
+    return std::tie(handle, value, reference) < std::tie(other.handle, other.value, other.reference);
+  }
+};
+
 struct Model {
-  std::map<uint64_t, ModelAllocation> live;  // by address
-  std::vector<uint32_t> entered;             // this thread's entered leases, innermost last
-  std::map<uint32_t, bool> leases;           // begun leases: ended?
-  std::map<uint32_t, bool> reclaims;         // begun leases: policy reclaim?
-  std::multiset<uint64_t> reclaimed;         // addresses given back whose late free has not come
+  std::map<Key, ModelAllocation> live;
+  std::vector<uint32_t> entered;      // this thread's entered leases, innermost last
+  std::map<uint32_t, bool> leases;    // begun leases: ended?
+  std::map<uint32_t, bool> reclaims;  // begun leases: policy reclaim?
+  std::multiset<std::pair<bool, uint64_t>> reclaimed;  // given back, late free still to come
   std::vector<ReportedLeak> reported;
   uint64_t next_order = 0;
 
@@ -73,9 +85,9 @@ struct Model {
       }
       ++leaked;
       const bool given_back = reclaim && !refuses(allocation.bytes);
-      reported.emplace_back(lease, ended_by, it->first, allocation.bytes, given_back);
+      reported.emplace_back(lease, ended_by, it->first.value, allocation.bytes, given_back);
       if (given_back) {
-        reclaimed.insert(it->first);
+        reclaimed.emplace(it->first.handle, it->first.value);
         it = live.erase(it);
       } else {
         allocation.reported = true;
@@ -114,18 +126,54 @@ void allocate(Tracker &tracker, Model &model, uint8_t choice, uint64_t &bytes_co
   event.context = kContexts[(choice >> 5) & 1];
   tracker.on_alloc(event);
   // The same address again: the driver handed it out, so its free was never seen.
-  model.live[address] = ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(), false,
-                                        model.next_order++};
+  model.live[Key{false, address, 0}] = ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(),
+                                                      false, model.next_order++};
+}
+
+// A VMM handle created or retained: each handout is a reference of its own, numbered from 0
+// by the first number free.
+void allocate_handle(Tracker &tracker, Model &model, uint8_t choice, uint64_t &bytes_counter) {
+  const uint64_t handle = 0x10000 + static_cast<uint64_t>(choice & 15) * 0x1000;
+  AllocationEvent event;
+  event.api = (choice & 16) != 0 ? Api::cuMemRetainAllocationHandle : Api::cuMemCreate;
+  event.kind = Kind::Vmm;
+  event.address = handle;
+  event.bytes = ++bytes_counter;
+  event.context = kContexts[(choice >> 5) & 1];
+  tracker.on_alloc(event);
+  uint16_t reference = 0;
+  while (model.live.count(Key{true, handle, reference}) != 0) ++reference;
+  model.live[Key{true, handle, reference}] = ModelAllocation{event.bytes, event.context, event.kind,
+                                                             model.current_lease(), false, model.next_order++};
+}
+
+// A handle released: the reference with the highest number goes.
+void release_handle(Tracker &tracker, Model &model, uint8_t choice) {
+  const uint64_t handle = 0x10000 + static_cast<uint64_t>(choice & 15) * 0x1000;
+  const FreeOutcome outcome = tracker.on_free(Api::cuMemRelease, handle);
+  if (auto late = model.reclaimed.find({true, handle}); late != model.reclaimed.end()) {
+    if (outcome != FreeOutcome::Reclaimed) disagree("whether a release was the late free of a reclaimed handle");
+    model.reclaimed.erase(late);
+    return;
+  }
+  auto newest = model.live.end();
+  for (auto it = model.live.lower_bound(Key{true, handle, 0}); it != model.live.end() && it->first.handle &&
+                                                                 it->first.value == handle;
+       ++it)
+    newest = it;
+  if (outcome != (newest != model.live.end() ? FreeOutcome::Known : FreeOutcome::Unknown))
+    disagree("whether a release was of a live handle");
+  if (newest != model.live.end()) model.live.erase(newest);
 }
 
 void free_one(Tracker &tracker, Model &model, uint8_t choice) {
   const uint64_t address = 0x10000 + static_cast<uint64_t>(choice & 15) * 0x1000;
-  auto it = model.live.find(address);
+  auto it = model.live.find(Key{false, address, 0});
   const Api api = it != model.live.end() && it->second.kind == Kind::Async ? Api::cuMemFreeAsync : Api::cuMemFree_v2;
   const FreeOutcome outcome = tracker.on_free(api, address);
   // The next free of a reclaimed address is its late free, even if the address was handed
   // out again since (docs/leases.md): kept from the driver, the new owner's record untouched.
-  if (auto late = model.reclaimed.find(address); late != model.reclaimed.end()) {
+  if (auto late = model.reclaimed.find({false, address}); late != model.reclaimed.end()) {
     if (outcome != FreeOutcome::Reclaimed) disagree("whether a free was the late free of reclaimed memory");
     model.reclaimed.erase(late);
     return;
@@ -143,15 +191,16 @@ void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &by
   // destroyed one's handle may hold some of them.
   for (int during = input.next() % 3; during > 0; --during) allocate(tracker, model, input.next(), bytes_counter);
   tracker.on_context_destroyed(Api::cuCtxDestroy_v2, context, 0, mark);
-  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> by_lease;
   for (auto it = model.live.begin(); it != model.live.end();) {
     const ModelAllocation &allocation = it->second;
-    if (allocation.context != context || allocation.kind == Kind::Async || allocation.order >= begun) {
+    // Stream-ordered memory belongs to its pool, and VMM handles to no context.
+    if (allocation.context != context || allocation.kind == Kind::Async || allocation.kind == Kind::Vmm ||
+        allocation.order >= begun) {
       ++it;
       continue;
     }
     if (!allocation.reported)
-      model.reported.emplace_back(allocation.lease, EndedBy::ContextDestroy, it->first, allocation.bytes, false);
+      model.reported.emplace_back(allocation.lease, EndedBy::ContextDestroy, it->first.value, allocation.bytes, false);
     it = model.live.erase(it);
   }
 }
@@ -180,7 +229,7 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   Reader input(data, size);
   while (input.more()) {
     const uint8_t op = input.next();
-    switch (op % 6) {
+    switch (op % 8) {
       case 0:
       case 1:
         allocate(tracker, model, input.next(), bytes_counter);
@@ -216,6 +265,12 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
       case 5:
         destroy_context(tracker, model, input, bytes_counter);
         break;
+      case 6:
+        allocate_handle(tracker, model, input.next(), bytes_counter);
+        break;
+      case 7:
+        release_handle(tracker, model, input.next());
+        break;
     }
     if (tracker.live_allocations() != model.live.size()) disagree("how many allocations are live");
   }
@@ -226,13 +281,13 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   // any lease that ended already holds, and what the process lease holds, last.
   for (auto it = model.leases.rbegin(); it != model.leases.rend(); ++it)
     if (!it->second && it->first != kProcessLeaseId) model.end_lease(it->first, EndedBy::Exit);
-  for (auto &[address, allocation] : model.live) {
+  for (auto &[key, allocation] : model.live) {
     if (allocation.reported) continue;
     allocation.reported = true;
     model.reported.emplace_back(model.leases.at(allocation.lease) && allocation.lease != kProcessLeaseId
                                     ? kProcessLeaseId
                                     : allocation.lease,
-                                EndedBy::Exit, address, allocation.bytes, false);
+                                EndedBy::Exit, key.value, allocation.bytes, false);
   }
   report::ProcessReport process;
   std::string error;
