@@ -102,9 +102,7 @@ TEST(Hip, ALeakMadeWhileADeviceResetIsReturningIsReported) {
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   ASSERT_NE(run.result.out.find("allocated before the reset returned"), std::string::npos)
       << "the allocation did not happen while the reset was returning";
-  std::map<std::string, std::string> ended_by_of;  // first function -> how its lease ended
-  for (const auto &lease : run.json["processes"][0]["leases"].items())
-    for (const auto &leak : lease["leaks"].items()) ended_by_of[first_function(leak)] = lease["ended_by"].as_string();
+  std::map<std::string, std::string> ended_by_of = ended_by_of_first_functions(run.json);
   EXPECT_EQ(ended_by_of.size(), 2u);
   EXPECT_EQ(ended_by_of["leak_before_reset"], "context_destroy");
   EXPECT_EQ(ended_by_of["leak_after_reset"], "exit");

@@ -111,6 +111,13 @@ std::string first_function(const report::JsonValue &leak) {
   return function.is_null() ? "" : function.as_string();
 }
 
+std::map<std::string, std::string> ended_by_of_first_functions(const report::JsonValue &json) {
+  std::map<std::string, std::string> ended_by_of;
+  for (const auto &lease : json["processes"][0]["leases"].items())
+    for (const auto &leak : lease["leaks"].items()) ended_by_of[first_function(leak)] = lease["ended_by"].as_string();
+  return ended_by_of;
+}
+
 std::multimap<std::string, std::string> first_functions_and_modules(const std::vector<const report::JsonValue *> &leaks) {
   std::multimap<std::string, std::string> named;
   for (const report::JsonValue *leak : leaks) {

@@ -111,9 +111,7 @@ TEST(Victims, ALeakInANewContextMadeWhileADestroyOfItsHandleIsReturningIsReporte
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   ASSERT_NE(run.result.out.find("handle reused before the destroy returned"), std::string::npos)
       << "the new context did not get the handle while the destroy was returning";
-  std::map<std::string, std::string> ended_by_of;  // first function -> how its lease ended
-  for (const auto &lease : run.json["processes"][0]["leases"].items())
-    for (const auto &leak : lease["leaks"].items()) ended_by_of[first_function(leak)] = lease["ended_by"].as_string();
+  std::map<std::string, std::string> ended_by_of = ended_by_of_first_functions(run.json);
   EXPECT_EQ(ended_by_of.size(), 2u);
   EXPECT_EQ(ended_by_of["leak_in_doomed_context"], "context_destroy");
   EXPECT_EQ(ended_by_of["leak_in_new_context"], "exit");

@@ -32,6 +32,13 @@ Options options_for(const testing::TempDir &dir, int stack_depth = 16) {
   return options;
 }
 
+// Recording where no journal can be made: the live table and the side store only.
+Options options_without_a_journal(const testing::TempDir &dir) {
+  Options options = options_for(dir);
+  options.out_dir = "/proc/self/no-such-directory";
+  return options;
+}
+
 AllocationEvent event(uint64_t address, uint64_t bytes, uint64_t context = 0xC0, Kind kind = Kind::Device) {
   AllocationEvent e;
   e.api = Api::cuMemAlloc_v2;
@@ -268,9 +275,7 @@ TEST(Tracker, ContextDestroyRemovesItsAllocationsButNotPoolMemory) {
 // still takes exactly its own context's memory with it; the side store gives entries back.
 TEST(Tracker, ContextDestroyWithoutAJournalStillKnowsEachAllocationsContext) {
   testing::TempDir dir;
-  Options options = options_for(dir);
-  options.out_dir = "/proc/self/no-such-directory";
-  Tracker tracker(options);
+  Tracker tracker(options_without_a_journal(dir));
   tracker.on_alloc(event(0x1000, 1, 0xAAA));
   tracker.on_alloc(event(0x2000, 2, 0xAAA, Kind::Async));
   tracker.on_alloc(event(0x3000, 3, 0xBBB));
@@ -313,9 +318,7 @@ TEST(Tracker, AnAllocationRecordedAfterADestroyBeganDoesNotGoWithIt) {
 // The same without a journal: the side store's records are told apart by the tracker's epoch.
 TEST(Tracker, WithoutAJournalAnAllocationRecordedAfterADestroyBeganDoesNotGoWithIt) {
   testing::TempDir dir;
-  Options options = options_for(dir);
-  options.out_dir = "/proc/self/no-such-directory";
-  Tracker tracker(options);
+  Tracker tracker(options_without_a_journal(dir));
   tracker.on_alloc(event(0x1000, 1, 0xAAA));
   const ContextDestroyMark mark = tracker.before_context_destroy();
   tracker.on_alloc(event(0x2000, 2, 0xAAA));
@@ -676,9 +679,7 @@ TEST(Reclaim, TheBackendGetsEveryFieldFromTheJournal) {
 
 TEST(Reclaim, TheBackendGetsEveryFieldWithoutAJournal) {
   testing::TempDir dir;
-  Options options = options_for(dir);
-  options.out_dir = "/proc/self/no-such-directory";  // the journal cannot be opened
-  expect_reclaim_gets_every_field(options);
+  expect_reclaim_gets_every_field(options_without_a_journal(dir));
 }
 
 // "If the lease has already expired, the teardown has already freed the device memory"

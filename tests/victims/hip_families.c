@@ -9,24 +9,13 @@
  *            point once and prints the status it got, so a test can compare them with and
  *            without leaseguard. */
 #define _GNU_SOURCE
-#include <hip/hip_runtime_api.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hip_victim.h"
 #include "leaseguard/annotate.h" /* weak: the real-runtime run has no leaseguard at all */
 
-#define NOINLINE __attribute__((noinline, noclone))
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    hipError_t check_status_ = (call);                                                          \
-    if (check_status_ != hipSuccess) {                                                          \
-      fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)check_status_); \
-      exit(3);                                                                                  \
-    }                                                                                           \
-  } while (0)
 #define GRANULE ((size_t)2 << 20)
 
 static NOINLINE void *leak_hipMalloc(void) {

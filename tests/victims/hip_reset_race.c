@@ -5,21 +5,11 @@
  * Prints "allocated before the reset returned" when that is what happened, so the test knows
  * it tested that. */
 #define _GNU_SOURCE
-#include <hip/hip_runtime_api.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    hipError_t check_status_ = (call);                                                          \
-    if (check_status_ != hipSuccess) {                                                          \
-      fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)check_status_); \
-      exit(3);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "hip_victim.h"
 
 static atomic_int reset_returned;
 
@@ -30,13 +20,13 @@ static void *reset_device(void *unused) {
   return NULL;
 }
 
-static __attribute__((noinline, noclone)) void *leak_before_reset(void) {
+static NOINLINE void *leak_before_reset(void) {
   void *gone;
   CHECK(hipMalloc(&gone, 3000));
   return gone;
 }
 
-static __attribute__((noinline, noclone)) void leak_after_reset(void) {
+static NOINLINE void leak_after_reset(void) {
   void *kept;
   CHECK(hipMalloc(&kept, 7000));
 }
