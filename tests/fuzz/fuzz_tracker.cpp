@@ -98,6 +98,13 @@ struct Model {
   }
 };
 
+// FUZZ_TRACKER_TRACE=1 prints each operation, to read a failing input by.
+const bool g_trace = std::getenv("FUZZ_TRACKER_TRACE") != nullptr;
+#define TRACE(...) \
+  do {             \
+    if (g_trace) std::fprintf(stderr, __VA_ARGS__); \
+  } while (0)
+
 [[noreturn]] void disagree(const char *what) {
   std::fprintf(stderr, "fuzz_tracker: the tracker and its model disagree: %s\n", what);
   std::abort();
@@ -125,6 +132,9 @@ void allocate(Tracker &tracker, Model &model, uint8_t choice, uint64_t &bytes_co
   event.bytes = ++bytes_counter;  // each allocation its own size, to tell them apart
   event.context = kContexts[(choice >> 5) & 1];
   tracker.on_alloc(event);
+  TRACE("alloc %#llx %s bytes %llu context %#llx lease %u\n", static_cast<unsigned long long>(address),
+        async ? "async" : "device", static_cast<unsigned long long>(event.bytes),
+        static_cast<unsigned long long>(event.context), model.current_lease());
   // The same address again: the driver handed it out, so its free was never seen.
   model.live[Key{false, address, 0}] = ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(),
                                                       false, model.next_order++};
@@ -143,6 +153,8 @@ void allocate_handle(Tracker &tracker, Model &model, uint8_t choice, uint64_t &b
   tracker.on_alloc(event);
   uint16_t reference = 0;
   while (model.live.count(Key{true, handle, reference}) != 0) ++reference;
+  TRACE("handle %#llx reference %u bytes %llu lease %u\n", static_cast<unsigned long long>(handle), reference,
+        static_cast<unsigned long long>(event.bytes), model.current_lease());
   model.live[Key{true, handle, reference}] = ModelAllocation{event.bytes, event.context, event.kind,
                                                              model.current_lease(), false, model.next_order++};
 }
@@ -151,6 +163,7 @@ void allocate_handle(Tracker &tracker, Model &model, uint8_t choice, uint64_t &b
 void release_handle(Tracker &tracker, Model &model, uint8_t choice) {
   const uint64_t handle = 0x10000 + static_cast<uint64_t>(choice & 15) * 0x1000;
   const FreeOutcome outcome = tracker.on_free(Api::cuMemRelease, handle);
+  TRACE("release %#llx: %d\n", static_cast<unsigned long long>(handle), static_cast<int>(outcome));
   if (auto late = model.reclaimed.find({true, handle}); late != model.reclaimed.end()) {
     if (outcome != FreeOutcome::Reclaimed) disagree("whether a release was the late free of a reclaimed handle");
     model.reclaimed.erase(late);
@@ -171,6 +184,7 @@ void free_one(Tracker &tracker, Model &model, uint8_t choice) {
   auto it = model.live.find(Key{false, address, 0});
   const Api api = it != model.live.end() && it->second.kind == Kind::Async ? Api::cuMemFreeAsync : Api::cuMemFree_v2;
   const FreeOutcome outcome = tracker.on_free(api, address);
+  TRACE("free %#llx: %d\n", static_cast<unsigned long long>(address), static_cast<int>(outcome));
   // The next free of a reclaimed address is its late free, even if the address was handed
   // out again since (docs/leases.md): kept from the driver, the new owner's record untouched.
   if (auto late = model.reclaimed.find({false, address}); late != model.reclaimed.end()) {
@@ -186,6 +200,7 @@ void free_one(Tracker &tracker, Model &model, uint8_t choice) {
 void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &bytes_counter) {
   const uint64_t context = kContexts[input.next() & 1];
   const ContextDestroyMark mark = tracker.before_context_destroy();
+  TRACE("destroy %#llx begins\n", static_cast<unsigned long long>(context));
   const uint64_t begun = model.next_order;
   // Allocations another thread makes while the destroy runs: a new context given the
   // destroyed one's handle may hold some of them.
@@ -242,6 +257,7 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
         if (model.entered.size() >= 8) break;
         const uint64_t id = tracker.lease_begin("fuzz", 0, reclaim ? Policy::Reclaim : Policy::Report);
         if (id == 0 || tracker.lease_enter(id) != 0) disagree("a new lease could not be begun and entered");
+        TRACE("lease %llu begun and entered%s\n", static_cast<unsigned long long>(id), reclaim ? ", reclaim" : "");
         begun.push_back(id);
         model.leases[static_cast<uint32_t>(id)] = false;
         model.reclaims[static_cast<uint32_t>(id)] = reclaim;
@@ -252,11 +268,13 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
         const uint8_t which = input.next();
         if ((which & 1) != 0) {
           if (tracker.lease_leave() != (model.entered.empty() ? -1 : 0)) disagree("leaving a lease");
+          TRACE("lease left\n");
           if (!model.entered.empty()) model.entered.pop_back();
         } else if (!begun.empty()) {
           const uint64_t id = begun[(which >> 1) % begun.size()];
           const bool ended = model.leases[static_cast<uint32_t>(id)];
           const int leaked = tracker.lease_end(id);
+          TRACE("end lease %llu: %d leaked\n", static_cast<unsigned long long>(id), leaked);
           const int expected = ended ? -1 : static_cast<int>(model.end_lease(static_cast<uint32_t>(id), EndedBy::End));
           if (leaked != expected) disagree("how many allocations an ending lease leaked");
         }
