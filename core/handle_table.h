@@ -35,7 +35,10 @@ class HandleTable {
     std::lock_guard lock(shard.lock);
     if (another_reference)
       while (shard.records.find(key) != nullptr && key.reference < UINT16_MAX) ++key.reference;
-    if (key.reference != 0) shard.has_references = true;
+    if (key.reference != 0) {
+      shard.has_references = true;
+      if (key.reference > shard.highest_reference) shard.highest_reference = key.reference;
+    }
     auto [stored, created] = shard.records.emplace(key);
     std::optional<LiveRecord> displaced;
     if (!created) displaced = *stored;
@@ -57,15 +60,25 @@ class HandleTable {
     std::lock_guard lock(shard.lock);
     HandleKey key{value, space, 0};
     LiveRecord *found = shard.records.find(key);
+    if (found != nullptr) {
+      for (HandleKey next = key; shard.has_references && next.reference < UINT16_MAX;) {  // the newest reference
+        ++next.reference;
+        LiveRecord *newer = shard.records.find(next);
+        if (newer == nullptr) break;
+        found = newer;
+      }
+    } else if (shard.has_references) {
+      // Reference 0 can leave before the others (a lease reclaiming its own reference of a
+      // handle that another lease also holds): the value is live while any number is held,
+      // and the highest one held is the newest.
+      for (HandleKey next = key; next.reference < shard.highest_reference;) {
+        ++next.reference;
+        if (LiveRecord *held = shard.records.find(next)) found = held;
+      }
+    }
     if (found == nullptr) {
       under_lock(static_cast<const LiveRecord *>(nullptr), true);
       return std::nullopt;
-    }
-    for (HandleKey next = key; shard.has_references && next.reference < UINT16_MAX;) {  // the newest reference
-      ++next.reference;
-      LiveRecord *newer = shard.records.find(next);
-      if (newer == nullptr) break;
-      found = newer;
     }
     if (!accept(*found)) {
       under_lock(found, false);
@@ -115,7 +128,8 @@ class HandleTable {
   struct alignas(64) Shard {
     mutable SpinLock lock;
     RecordSlots records;
-    bool has_references = false;  // some value here ever held a second reference
+    bool has_references = false;    // some value here ever held a second reference
+    uint16_t highest_reference = 0;  // the highest reference number any value here ever held
   };
   Shard &shard_for(uint64_t value) {
     // Every reference to a value shares its shard. Device addresses are at least 256-byte

@@ -95,6 +95,29 @@ TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
   EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
 }
 
+// A reference other than the newest can leave first (a lease reclaiming its own reference of
+// a handle another lease also holds): the value stays live while any reference is held.
+TEST(HandleTable, AValueWhoseFirstReferenceLeftIsStillFound) {
+  HandleTable table;
+  auto reference = [](uint64_t id) {
+    LiveRecord r = record(id, 0x77);
+    r.api = Api::cuMemCreate;
+    return r;
+  };
+  for (uint64_t id = 1; id <= 3; ++id) table.insert(reference(id), true, [](LiveRecord &) {});
+  table.extract_if([](const LiveRecord &r) { return r.reference == 0; });
+  auto accept_all = [](const LiveRecord &) { return true; };
+  auto ignore = [](const LiveRecord *, bool) {};
+  auto removed = table.remove(Space::VmmHandle, 0x77, accept_all, ignore);
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(removed->where, 3u);  // the newest
+  removed = table.remove(Space::VmmHandle, 0x77, accept_all, ignore);
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(removed->where, 2u);
+  EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
+  EXPECT_EQ(table.size(), 0u);
+}
+
 TEST(HandleTable, ARefusedRemovalKeepsTheRecord) {
   HandleTable table;
   table.insert(record(1, 0x1000));

@@ -592,6 +592,40 @@ TEST(Reclaim, EndingAReclaimLeaseFreesItsLeaksNewestFirstAndSwallowsLateFrees) {
   EXPECT_EQ(process.late_frees, 1u);
 }
 
+// A VMM handle retained in two leases holds a reference in each. One lease reclaiming its
+// reference leaves the other's live: after the reclaimed one's late release, the next
+// release is the other lease's, known and forwarded, not an unknown free.
+TEST(Reclaim, AHandleStillHeldByAnotherLeaseIsReleasedAfterOneLeaseReclaimedItsReference) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir));
+  RecordingBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  auto handle = [](Api api, uint64_t bytes) {
+    AllocationEvent e = event(0x4400, bytes);
+    e.api = api;
+    e.kind = Kind::Vmm;
+    return e;
+  };
+  const uint64_t reclaiming = tracker.lease_begin("reclaiming", 0, Policy::Reclaim);
+  ASSERT_EQ(tracker.lease_enter(reclaiming), 0);
+  tracker.on_alloc(handle(Api::cuMemCreate, 10));
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  const uint64_t holding = tracker.lease_begin("holding", 0, Policy::Report);
+  ASSERT_EQ(tracker.lease_enter(holding), 0);
+  tracker.on_alloc(handle(Api::cuMemRetainAllocationHandle, 10));
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  EXPECT_EQ(tracker.lease_end(reclaiming), 1);
+  EXPECT_EQ(backend.released, (std::vector<uint64_t>{0x4400}));
+  EXPECT_EQ(tracker.on_free(Api::cuMemRelease, 0x4400), FreeOutcome::Reclaimed);  // the reclaimed one's
+  EXPECT_EQ(tracker.on_free(Api::cuMemRelease, 0x4400), FreeOutcome::Known);      // the holding lease's
+  EXPECT_EQ(tracker.live_allocations(), 0u);
+  EXPECT_EQ(tracker.lease_end(holding), 0);
+  tracker.finish_process();
+  report::ProcessReport process = replay(tracker);
+  EXPECT_EQ(process.unknown_frees, 0u);
+  EXPECT_EQ(process.leaked_allocations(), 1u);  // the reclaimed reference, reported as such
+}
+
 // The documented choice for the address-reuse hazard: after the driver hands a reclaimed
 // address out again, the next free of it is still taken as the late free of the reclaimed
 // allocation and swallowed, so the late free can never free the new owner's memory. The
