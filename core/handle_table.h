@@ -36,7 +36,7 @@ class HandleTable {
     if (another_reference)
       while (shard.records.find(key) != nullptr && key.reference < UINT16_MAX) ++key.reference;
     if (key.reference != 0) {
-      shard.has_references = true;
+      shard.spaces_with_references |= space_bit(key.space);
       if (key.reference > shard.highest_reference) shard.highest_reference = key.reference;
     }
     auto [stored, created] = shard.records.emplace(key);
@@ -60,17 +60,11 @@ class HandleTable {
     std::lock_guard lock(shard.lock);
     HandleKey key{value, space, 0};
     LiveRecord *found = shard.records.find(key);
-    if (found != nullptr) {
-      for (HandleKey next = key; shard.has_references && next.reference < UINT16_MAX;) {  // the newest reference
-        ++next.reference;
-        LiveRecord *newer = shard.records.find(next);
-        if (newer == nullptr) break;
-        found = newer;
-      }
-    } else if (shard.has_references) {
-      // Reference 0 can leave before the others (a lease reclaiming its own reference of a
-      // handle that another lease also holds): the value is live while any number is held,
-      // and the highest one held is the newest.
+    if ((shard.spaces_with_references & space_bit(space)) != 0) {
+      // The newest reference is the highest number held. Any number may be missing: a lease
+      // reclaiming its own references of a handle another lease also holds leaves gaps, and
+      // the value is live while any number is held. (Addresses never count references, so
+      // their frees never look further than reference 0.)
       for (HandleKey next = key; next.reference < shard.highest_reference;) {
         ++next.reference;
         if (LiveRecord *held = shard.records.find(next)) found = held;
@@ -128,9 +122,11 @@ class HandleTable {
   struct alignas(64) Shard {
     mutable SpinLock lock;
     RecordSlots records;
-    bool has_references = false;    // some value here ever held a second reference
-    uint16_t highest_reference = 0;  // the highest reference number any value here ever held
+    uint8_t spaces_with_references = 0;  // namespaces in which some value here held a second reference
+    uint16_t highest_reference = 0;      // the highest reference number any value here ever held
   };
+  static_assert(static_cast<unsigned>(Space::ExternalMemory) < 8, "a shard keeps one bit per namespace");
+  static uint8_t space_bit(Space space) { return static_cast<uint8_t>(1u << static_cast<unsigned>(space)); }
   Shard &shard_for(uint64_t value) {
     // Every reference to a value shares its shard. Device addresses are at least 256-byte
     // aligned: mix the bits above that (handles are mixed just the same).

@@ -118,6 +118,23 @@ TEST(HandleTable, AValueWhoseFirstReferenceLeftIsStillFound) {
   EXPECT_EQ(table.size(), 0u);
 }
 
+// The same with the gap in the middle: a release still takes the newest (highest) held.
+TEST(HandleTable, AReleaseTakesTheNewestReferencePastAGap) {
+  HandleTable table;
+  auto reference = [](uint64_t id) {
+    LiveRecord r = record(id, 0x77);
+    r.api = Api::cuMemCreate;
+    return r;
+  };
+  for (uint64_t id = 1; id <= 3; ++id) table.insert(reference(id), true, [](LiveRecord &) {});
+  table.extract_if([](const LiveRecord &r) { return r.reference == 1; });
+  auto accept_all = [](const LiveRecord &) { return true; };
+  auto ignore = [](const LiveRecord *, bool) {};
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 3u);
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 1u);
+  EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
+}
+
 TEST(HandleTable, ARefusedRemovalKeepsTheRecord) {
   HandleTable table;
   table.insert(record(1, 0x1000));
