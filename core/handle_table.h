@@ -60,7 +60,7 @@ class HandleTable {
     std::lock_guard lock(shard.lock);
     HandleKey key{value, space, 0};
     LiveRecord *found = shard.records.find(key);
-    if ((shard.spaces_with_references & space_bit(space)) != 0) {
+    if (shard.spaces_with_references != 0 && (shard.spaces_with_references & space_bit(space)) != 0) {
       // The newest reference is the highest number held. Any number may be missing: a lease
       // reclaiming its own references of a handle another lease also holds leaves gaps, and
       // the value is live while any number is held. (Addresses never count references, so
