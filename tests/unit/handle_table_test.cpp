@@ -1,6 +1,7 @@
 // The live allocation table: insert, remove, replacement, lease marking, concurrency.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,25 @@ LiveRecord record(uint64_t id, uint64_t address, uint32_t lease = 1, uint64_t gr
   r.lease_id = lease;
   r.epoch = static_cast<uint32_t>(group);
   return r;
+}
+
+// A reference to VMM handle 0x77, told apart by `id`.
+LiveRecord handle_reference(uint64_t id) {
+  LiveRecord r = record(id, 0x77);
+  r.api = Api::cuMemCreate;
+  return r;
+}
+
+// Releases the newest reference to handle 0x77, as cuMemRelease does.
+std::optional<LiveRecord> release_handle(HandleTable &table) {
+  return table.remove(Space::VmmHandle, 0x77, [](const LiveRecord &) { return true; }, [](const LiveRecord *, bool) {});
+}
+
+// Inserts three references to handle 0x77 (ids 1, 2, 3), then takes reference `gone` out
+// as a lease reclaiming its own would.
+void hold_three_references_then_reclaim(HandleTable &table, uint16_t gone) {
+  for (uint64_t id = 1; id <= 3; ++id) table.insert(handle_reference(id), true, [](LiveRecord &) {});
+  table.extract_if([&](const LiveRecord &r) { return r.reference == gone; });
 }
 
 TEST(HandleTable, InsertRemove) {
@@ -76,63 +96,40 @@ TEST(HandleTable, HandlesAndAddressesWithTheSameValueAreDistinct) {
 // Each retain of a live handle is a reference of its own; releases take the newest first.
 TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
   HandleTable table;
-  auto reference = [](uint64_t id) {
-    LiveRecord r = record(id, 0x77);
-    r.api = Api::cuMemCreate;
-    return r;
-  };
   uint16_t numbers[3];
   for (uint64_t id = 1; id <= 3; ++id)
-    EXPECT_FALSE(table.insert(reference(id), true, [&](LiveRecord &stored) { numbers[id - 1] = stored.reference; }));
+    EXPECT_FALSE(table.insert(handle_reference(id), true, [&](LiveRecord &stored) { numbers[id - 1] = stored.reference; }));
   EXPECT_EQ(numbers[0], 0);
   EXPECT_EQ(numbers[1], 1);
   EXPECT_EQ(numbers[2], 2);
-  auto accept_all = [](const LiveRecord &) { return true; };
-  auto ignore = [](const LiveRecord *, bool) {};
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 3u);
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 2u);
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 1u);
-  EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
+  EXPECT_EQ(release_handle(table)->where, 3u);
+  EXPECT_EQ(release_handle(table)->where, 2u);
+  EXPECT_EQ(release_handle(table)->where, 1u);
+  EXPECT_FALSE(release_handle(table));
 }
 
 // A reference other than the newest can leave first (a lease reclaiming its own reference of
 // a handle another lease also holds): the value stays live while any reference is held.
 TEST(HandleTable, AValueWhoseFirstReferenceLeftIsStillFound) {
   HandleTable table;
-  auto reference = [](uint64_t id) {
-    LiveRecord r = record(id, 0x77);
-    r.api = Api::cuMemCreate;
-    return r;
-  };
-  for (uint64_t id = 1; id <= 3; ++id) table.insert(reference(id), true, [](LiveRecord &) {});
-  table.extract_if([](const LiveRecord &r) { return r.reference == 0; });
-  auto accept_all = [](const LiveRecord &) { return true; };
-  auto ignore = [](const LiveRecord *, bool) {};
-  auto removed = table.remove(Space::VmmHandle, 0x77, accept_all, ignore);
+  hold_three_references_then_reclaim(table, 0);
+  auto removed = release_handle(table);
   ASSERT_TRUE(removed);
   EXPECT_EQ(removed->where, 3u);  // the newest
-  removed = table.remove(Space::VmmHandle, 0x77, accept_all, ignore);
+  removed = release_handle(table);
   ASSERT_TRUE(removed);
   EXPECT_EQ(removed->where, 2u);
-  EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
+  EXPECT_FALSE(release_handle(table));
   EXPECT_EQ(table.size(), 0u);
 }
 
 // The same with the gap in the middle: a release still takes the newest (highest) held.
 TEST(HandleTable, AReleaseTakesTheNewestReferencePastAGap) {
   HandleTable table;
-  auto reference = [](uint64_t id) {
-    LiveRecord r = record(id, 0x77);
-    r.api = Api::cuMemCreate;
-    return r;
-  };
-  for (uint64_t id = 1; id <= 3; ++id) table.insert(reference(id), true, [](LiveRecord &) {});
-  table.extract_if([](const LiveRecord &r) { return r.reference == 1; });
-  auto accept_all = [](const LiveRecord &) { return true; };
-  auto ignore = [](const LiveRecord *, bool) {};
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 3u);
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x77, accept_all, ignore)->where, 1u);
-  EXPECT_FALSE(table.remove(Space::VmmHandle, 0x77, accept_all, ignore));
+  hold_three_references_then_reclaim(table, 1);
+  EXPECT_EQ(release_handle(table)->where, 3u);
+  EXPECT_EQ(release_handle(table)->where, 1u);
+  EXPECT_FALSE(release_handle(table));
 }
 
 TEST(HandleTable, ARefusedRemovalKeepsTheRecord) {
