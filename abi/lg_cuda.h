@@ -270,6 +270,7 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
   X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                                    \
   X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                \
   X(cuCtxGetDevice, (CUdevice * device), (device))                                              \
+  X(cuCtxGetId, (CUcontext ctx, unsigned long long *ctxId), (ctx, ctxId))                       \
   X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                                \
   X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                             \
   X(cuCtxSynchronize, (void), ())                                                               \

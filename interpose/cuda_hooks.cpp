@@ -181,15 +181,18 @@ LG_CTX_DESTROY_HOOK(cuCtxDestroy)
 LG_CTX_DESTROY_HOOK(cuCtxDestroy_v2)
 
 // Releasing the last reference destroys the primary context and its memory; whether this
-// release was the last one is asked of the driver afterwards.
+// release was the last one is asked of the driver afterwards (primary_context_destroyed: by
+// then another thread may have made it again).
 #define LG_PRIMARY_RELEASE_HOOK(name)                                                         \
   LG_EXPORT CUresult name(CUdevice dev) {                                                     \
     LG_HOOK_PROLOGUE(name);                                                                   \
     void *anchor = reinterpret_cast<void *>(real_fn);                                         \
     CUcontext primary = nullptr;                                                              \
+    uint64_t primary_id = 0;                                                                  \
     if (tracker != nullptr) {                                                                 \
       ErrnoKeeper keep;                                                                       \
       primary = active_primary_context(anchor, dev);                                          \
+      primary_id = context_id(anchor, primary);                                               \
     }                                                                                         \
     const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr); \
     context_handles_may_be_reused();                                                          \
@@ -197,7 +200,8 @@ LG_CTX_DESTROY_HOOK(cuCtxDestroy_v2)
     context_handles_may_be_reused();                                                          \
     if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr) {                 \
       ErrnoKeeper keep;                                                                       \
-      if (!primary_context_active(anchor, dev)) record_context_destroyed(tracker, Api::name, primary, dev, mark); \
+      if (primary_context_destroyed(anchor, dev, primary, primary_id))                        \
+        record_context_destroyed(tracker, Api::name, primary, dev, mark);                     \
     }                                                                                         \
     return status;                                                                            \
   }

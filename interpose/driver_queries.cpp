@@ -31,6 +31,7 @@ std::atomic<void *> g_ctx_get_device{nullptr};
 std::atomic<void *> g_primary_get_state{nullptr};
 std::atomic<void *> g_primary_retain{nullptr};
 std::atomic<void *> g_primary_release{nullptr};
+std::atomic<void *> g_ctx_get_id{nullptr};
 
 // One cached (context, device) pair per thread: most threads use one context. A destroyed
 // context's handle may be handed out again for another device, so each pair also keeps the
@@ -95,6 +96,37 @@ CUcontext active_primary_context(void *anchor, CUdevice device) noexcept {
   release(device);
   if (t_cached_context == reinterpret_cast<uint64_t>(context)) t_cached_context = 0;
   return context;
+}
+
+namespace {
+
+lg_pfn_cuCtxGetId context_id_query(void *anchor) noexcept {
+  // Older drivers (before CUDA 12.0) have no cuCtxGetId.
+  return reinterpret_cast<lg_pfn_cuCtxGetId>(driver_function(anchor, "cuCtxGetId", g_ctx_get_id));
+}
+
+}  // namespace
+
+uint64_t context_id(void *anchor, CUcontext context) noexcept {
+  auto get_id = context_id_query(anchor);
+  unsigned long long id = 0;
+  if (get_id == nullptr || context == nullptr || get_id(context, &id) != CUDA_SUCCESS) return 0;
+  return id;
+}
+
+bool primary_context_destroyed(void *anchor, CUdevice device, CUcontext primary, uint64_t id_before) noexcept {
+  if (!primary_context_active(anchor, device)) return true;
+  auto get_id = context_id_query(anchor);
+  if (id_before == 0 || get_id == nullptr) return false;
+  // Asked of the handle itself: looking the primary up again would mean retaining and
+  // releasing it, which could make and destroy a context of its own if the program's last
+  // reference went meanwhile.
+  unsigned long long id_now = 0;
+  const CUresult status = get_id(primary, &id_now);
+  if (status == CUDA_SUCCESS) return id_now != id_before;
+  // The handle names no live context, though the device has an active primary: a new one,
+  // under another handle.
+  return status == CUDA_ERROR_INVALID_CONTEXT || status == CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 }  // namespace leaseguard::interpose

@@ -29,6 +29,17 @@ CUcontext active_primary_context(void *anchor, CUdevice device) noexcept;
 // Whether the primary context of `device` is active.
 bool primary_context_active(void *anchor, CUdevice device) noexcept;
 
+// The driver's id for `context` (cuCtxGetId: unique for the process's life, so a context
+// made again under the same handle has a new one); 0 if the driver cannot say.
+uint64_t context_id(void *anchor, CUcontext context) noexcept;
+
+// Whether a release of the primary context of `device`, which was `primary` with id
+// `id_before` (0: unknown) before it, destroyed it. The driver destroys the primary context
+// with its last reference; another thread may retain it again, making a new one, before
+// this is asked. Then the primary is active again but not the same context: its handle or
+// its id differs. Without an id only an inactive primary counts as destroyed.
+bool primary_context_destroyed(void *anchor, CUdevice device, CUcontext primary, uint64_t id_before) noexcept;
+
 // The driver's own function `name`, from the object that contains `anchor` (not cached:
 // for rare calls such as reclaiming).
 void *driver_symbol(void *anchor, const char *name) noexcept;

@@ -272,6 +272,11 @@ LG_SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
   return driver().current_device(device);
 }
 
+LG_SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId) {
+  LG_SIM_ENTRY(cuCtxGetId);
+  return driver().context_id(ctx, ctxId);
+}
+
 LG_SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
   LG_SIM_ENTRY(cuCtxPushCurrent_v2);
   return driver().push_current(ctx);
@@ -300,14 +305,23 @@ LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   return driver().retain_primary(dev, pctx);
 }
 
+namespace {
+CUresult release_primary(CUdevice dev) {
+  bool destroyed = false;
+  const CUresult status = driver().release_primary(dev, &destroyed);
+  if (destroyed) driver().linger_after_destroy();
+  return status;
+}
+}  // namespace
+
 LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   LG_SIM_ENTRY(cuDevicePrimaryCtxRelease);
-  return driver().release_primary(dev);
+  return release_primary(dev);
 }
 
 LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   LG_SIM_ENTRY(cuDevicePrimaryCtxRelease_v2);
-  return driver().release_primary(dev);
+  return release_primary(dev);
 }
 
 LG_SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {

@@ -152,6 +152,7 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
     contexts_.push_back(context);
   }
   context->device = device;
+  context->id = ++last_context_id_;
   *out = reinterpret_cast<CUcontext>(context);
   push_context(*out);
   return CUDA_SUCCESS;
@@ -224,13 +225,15 @@ CUresult SimDriver::retain_primary(int device, CUcontext *out) {
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   SimContext *primary = primaries_[static_cast<size_t>(device)];
+  if (primary->primary_refs == 0) primary->id = ++last_context_id_;  // made (again)
   primary->alive = true;
   ++primary->primary_refs;
   *out = reinterpret_cast<CUcontext>(primary);
   return CUDA_SUCCESS;
 }
 
-CUresult SimDriver::release_primary(int device) {
+CUresult SimDriver::release_primary(int device, bool *destroyed) {
+  *destroyed = false;
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
@@ -239,7 +242,18 @@ CUresult SimDriver::release_primary(int device) {
   if (--primary->primary_refs == 0) {
     free_context_memory_locked(primary);
     primary->alive = false;
+    *destroyed = true;
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::context_id(CUcontext ctx, unsigned long long *id) const {
+  if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx == nullptr) ctx = current();
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *id = reinterpret_cast<const SimContext *>(ctx)->id;
   return CUDA_SUCCESS;
 }
 

@@ -24,6 +24,9 @@ struct SimContext {
   bool primary = false;
   bool alive = true;
   int primary_refs = 0;
+  // cuCtxGetId: unique for the process's life, so a primary context made again after its
+  // last release (same handle here) has a new one.
+  uint64_t id = 0;
 };
 
 enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer };
@@ -94,12 +97,15 @@ class SimDriver {
   CUresult create_context(int device, CUcontext *out);
   CUresult destroy_context(CUcontext ctx);
   // Waits, holding nothing, as long as LEASEGUARD_SIM_DESTROY_LINGER_MS says: a context
-  // destroy (or a HIP device reset) then returns that long after the memory is gone, so a
-  // test can act in between (allocate in a new context that was given the destroyed one's
-  // handle, or on the reset device, before the hook records the destroy).
+  // destroy (a primary context's last release, a HIP device reset) then returns that long
+  // after the memory is gone, so a test can act in between (allocate in a new context that
+  // was given the destroyed one's handle, in the primary context made again, or on the reset
+  // device, before the hook records the destroy).
   void linger_after_destroy() const;
   CUresult retain_primary(int device, CUcontext *out);
-  CUresult release_primary(int device);
+  // `*destroyed`: whether this was the last reference (the context and its memory are gone).
+  CUresult release_primary(int device, bool *destroyed);
+  CUresult context_id(CUcontext ctx, unsigned long long *id) const;
   CUresult reset_primary(int device);
   CUresult primary_state(int device, unsigned *flags, int *active);
 
@@ -171,6 +177,7 @@ class SimDriver {
   int device_count_ = 1;
   bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
   int destroy_linger_ms_ = 0;    // LEASEGUARD_SIM_DESTROY_LINGER_MS: see linger_after_destroy
+  uint64_t last_context_id_ = 0;
   size_t capacity_ = 0;
   size_t used_ = 0;
   std::vector<SimContext *> contexts_;         // never deleted: handles stay comparable (or are reused on request)

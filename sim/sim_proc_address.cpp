@@ -45,6 +45,7 @@ const Variant kVariants[] = {
     {"cuCtxGetCurrent", "cuCtxGetCurrent", 4000, false, FN(cuCtxGetCurrent)},
     {"cuCtxGetDevice", "cuCtxGetDevice", 2000, false, FN(cuCtxGetDevice)},
     {"cuCtxGetDevice", "cuCtxGetDevice_v2", 13000, false, nullptr},
+    {"cuCtxGetId", "cuCtxGetId", 12000, false, FN(cuCtxGetId)},
     {"cuCtxPushCurrent", "cuCtxPushCurrent", 2000, false, nullptr},
     {"cuCtxPushCurrent", "cuCtxPushCurrent_v2", 4000, false, FN(cuCtxPushCurrent_v2)},
     {"cuCtxPopCurrent", "cuCtxPopCurrent", 2000, false, nullptr},

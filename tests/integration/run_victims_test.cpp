@@ -117,6 +117,23 @@ TEST(Victims, ALeakInANewContextMadeWhileADestroyOfItsHandleIsReturningIsReporte
   EXPECT_EQ(ended_by_of["leak_in_new_context"], "exit");
 }
 
+// A primary context destroyed by its last release and made again by another thread before
+// the release hook asks whether it still exists: the hook finds it active, yet it is a new
+// context (a new cuCtxGetId), so the destroy is recorded and the first primary's leak is
+// reported as gone with it, not at exit as one the program still holds.
+TEST(Victims, APrimaryContextMadeAgainWhileItsLastReleaseIsReturningWasStillDestroyed) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("primary_release_race")}, {},
+                                  {{"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_NE(run.result.out.find("primary made again before the release returned"), std::string::npos)
+      << "the primary context was not made again while the release was returning";
+  std::map<std::string, std::string> ended_by_of = ended_by_of_first_functions(run.json);
+  EXPECT_EQ(ended_by_of.size(), 2u);
+  EXPECT_EQ(ended_by_of["leak_in_first_primary"], "context_destroy");
+  EXPECT_EQ(ended_by_of["leak_in_primary_made_again"], "exit");
+}
+
 TEST(Victims, DlopenAndDlsymOnTheHandle) {
   TempDir out;
   auto run = run_under_leaseguard(out.path(), {victim("dlopen_calls")});

@@ -119,6 +119,35 @@ TEST_F(Sim, PrimaryContextResetAndLastReleaseFreeItsMemory) {
   EXPECT_EQ(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE);
 }
 
+// cuCtxGetId names a context for the process's life: a primary context made again after its
+// last release keeps its handle here but not its id, and a destroyed one has none.
+TEST_F(Sim, APrimaryContextMadeAgainHasTheSameHandleAndANewId) {
+  unsigned long long first_id = 0;
+  ASSERT_EQ(cuCtxGetId(primary_, &first_id), CUDA_SUCCESS);
+  EXPECT_NE(first_id, 0u);
+  unsigned long long current_id = 0;
+  ASSERT_EQ(cuCtxGetId(nullptr, &current_id), CUDA_SUCCESS);  // the current context's
+  EXPECT_EQ(current_id, first_id);
+  ASSERT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+  primary_retained_ = false;
+  unsigned long long gone_id = 0;
+  EXPECT_EQ(cuCtxGetId(primary_, &gone_id), CUDA_ERROR_INVALID_CONTEXT);
+  CUcontext again = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&again, 0), CUDA_SUCCESS);
+  primary_retained_ = true;
+  EXPECT_EQ(again, primary_);
+  unsigned long long second_id = 0;
+  ASSERT_EQ(cuCtxGetId(again, &second_id), CUDA_SUCCESS);
+  EXPECT_NE(second_id, first_id);
+  CUcontext created = nullptr;
+  ASSERT_EQ(cuCtxCreate_v2(&created, 0, 0), CUDA_SUCCESS);
+  unsigned long long created_id = 0;
+  ASSERT_EQ(cuCtxGetId(created, &created_id), CUDA_SUCCESS);
+  EXPECT_NE(created_id, second_id);
+  ASSERT_EQ(cuCtxDestroy_v2(created), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+}
+
 TEST_F(Sim, InjectedFaultHitsExactlyTheNthCall) {
   CUdeviceptr pointer = 0;
   ASSERT_EQ(cuMemAlloc_v2(&pointer, 64), CUDA_SUCCESS);
