@@ -55,6 +55,11 @@ if ! cc -g -O1 -fno-omit-frame-pointer -fno-inline -DVICTIM_USE_TOOLKIT -I"$root
   say "FAIL building the driver API victim (see build.log)"
   exit 1
 fi
+if ! cc -g -O1 -I"$cuda_home/include" "$root/bench/gpu/primary_identity.c" -o "$build/primary_identity" \
+     -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda >>"$out/build.log" 2>&1; then
+  say "FAIL building primary_identity (see build.log)"
+  exit 1
+fi
 say "built in $(($(date +%s) - start)) s"
 [ "$build_only" = 1 ] && exit 0
 leaseguard=$build/bin/leaseguard
@@ -86,6 +91,12 @@ real=$(leaked_sizes "$out/driver-real")
 simulated=$(leaked_sizes "$out/driver-sim")
 check "driver API victim: the real driver's report lists the simulator's leaks" \
   $([ -n "$real" ] && [ "$real" = "$simulated" ]; echo $?) "real: $(echo $real) / simulator: $(echo $simulated)"
+
+# ---- a primary context made again is told apart from the one its last release destroyed ---
+"$build/primary_identity" >"$out/primary-identity.txt" 2>&1
+status=$?
+check "a primary context made again has a new handle or a new cuCtxGetId ($(head -n 1 "$out/primary-identity.txt"))" \
+  "$status" "exit status $status"
 
 # ---- overhead: hooked against direct pairs, medians of 5 ------------------------------------
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
