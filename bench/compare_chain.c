@@ -11,8 +11,17 @@
  * these; on the simulator, or a real driver). Prints the mean nanoseconds per pair over the
  * timed loop, after a warm-up of PAIRS / 10 pairs: elapsed time, then the CPU time of the
  * whole process (every thread: a tool's own threads count). The driver libraries are opened with
- * dlopen, as the CUDA runtime does, so one binary serves every mode. */
+ * dlopen, as the CUDA runtime does, so one binary serves every mode.
+ *
+ * With COMPARE_CHAIN_CPU=N, the program's thread moves to CPU N after the warm-up and stays
+ * there for the timed loop. Virtual CPUs of one machine can differ in speed by half or more
+ * (one shares its core with another guest's work), so series compared side by side must
+ * run their loops on the same one. Only this thread moves: threads a tool started during the
+ * warm-up keep their own CPUs, as they would on a machine with idle cores. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +119,26 @@ static void set_up_hip(void) {
   g_free = (free_fn)must_find(hip, "hipFree");
 }
 
+/* COMPARE_CHAIN_CPU: see above. */
+static void move_to_chosen_cpu(void) {
+  const char *chosen = getenv("COMPARE_CHAIN_CPU");
+  if (chosen == NULL || *chosen == '\0') return;
+  char *end = NULL;
+  long cpu = strtol(chosen, &end, 10);
+  if (*end != '\0' || cpu < 0 || cpu >= CPU_SETSIZE) {
+    fprintf(stderr, "compare_chain: COMPARE_CHAIN_CPU=%s is not a CPU number\n", chosen);
+    exit(2);
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET((int)cpu, &set);
+  int error = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (error != 0) {
+    fprintf(stderr, "compare_chain: cannot move to CPU %ld: %s\n", cpu, strerror(error));
+    exit(2);
+  }
+}
+
 static double now_ns(clockid_t clock) {
   struct timespec now;
   clock_gettime(clock, &now);
@@ -140,6 +169,7 @@ int main(int argc, char **argv) {
   }
   for (long i = 0; i < pairs / 10; ++i)
     if (((i & alternate) ? level1b() : level1()) != 0) return 1;
+  move_to_chosen_cpu();
   double start = now_ns(CLOCK_MONOTONIC);
   double start_cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (long i = 0; i < pairs; ++i)

@@ -28,4 +28,11 @@ for build in "frame pointers" "no frame pointers"; do
 done
 grep -Eq "^\| LeakSanitizer \(glibc malloc; frame pointers; 30 frames\) \| $number \|" <<<"$out" ||
   fail "no LeakSanitizer row"
+grep -Eq "^Each timed loop ran on CPU [0-9]+ " <<<"$out" || fail "the table does not say which CPU the loops ran on"
+# The chosen CPU is one the program moves to, or it says why not.
+chain=$build_dir/bench/compare_chain_fp
+first_cpu=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status | cut -d, -f1 | cut -d- -f1)
+[ "$(COMPARE_CHAIN_CPU=$first_cpu "$chain" malloc 1000 | wc -w)" = 2 ] ||
+  fail "compare_chain did not time its loop on CPU $first_cpu"
+if COMPARE_CHAIN_CPU=zero "$chain" malloc 1000 2>/dev/null; then fail "compare_chain took COMPARE_CHAIN_CPU=zero"; fi
 echo "PASS"
