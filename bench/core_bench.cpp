@@ -4,7 +4,8 @@
 //   build/default/bench/core_bench --benchmark_format=json
 //
 // BM_TrackerPair: Tracker::on_alloc + on_free, stacks off and 16 frames, with a live set
-// held meanwhile (flat from 1e3 to 1e6 is a budget). BM_JournalAppend: 64-byte records per
+// held meanwhile (flat from 1e3 to 1e6 is a budget). BM_TrackerPairThreads: the same pair on
+// 1 to 8 threads at once, stacks off. BM_JournalAppend: 64-byte records per
 // second into a journal file, 1 and 2 threads. BM_ReportOfAMillionAllocations: replaying a
 // journal of 1e6 allocations of which 1e5 leak (the report budget: under 10 s, 1 GiB; the
 // peak resident size of the process is reported as a counter). BM_StackCapture: 16 frames
@@ -69,6 +70,36 @@ void BM_TrackerPair(benchmark::State &state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_TrackerPair)->ArgNames({"stacks", "live"})->ArgsProduct({{0, 16}, {1000, 100000, 1000000}});
+
+// Threads allocating and freeing at once through one tracker, each its own addresses: what
+// leaseguard's shared state (the journal's slot counter, the table's shards) costs as
+// threads are added, without a driver's own lock in the way (the simulator's serializes
+// alloc_pair_bench's threaded series). Real time per pair across all threads: on N cores,
+// perfect scaling divides it by N up to N threads.
+void BM_TrackerPairThreads(benchmark::State &state) {
+  static Tracker *tracker = nullptr;
+  static std::string directory;
+  if (state.thread_index() == 0) {
+    directory = scratch_directory("pair-threads");
+    tracker = new Tracker(bench_options(directory, 0));
+  }
+  AllocationEvent event;
+  event.api = Api::cuMemAlloc_v2;
+  event.bytes = 256;
+  event.address = 0x100000000ull + static_cast<uint64_t>(state.thread_index()) * 0x10000;
+  for (auto _ : state) {
+    tracker->on_alloc(event);
+    tracker->on_free(Api::cuMemFree_v2, event.address);
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    tracker->finish_process();
+    delete tracker;
+    tracker = nullptr;
+    std::filesystem::remove_all(directory);
+  }
+}
+BENCHMARK(BM_TrackerPairThreads)->ThreadRange(1, 8)->UseRealTime();
 
 void BM_JournalAppend(benchmark::State &state) {
   static journal::JournalWriter *writer = nullptr;
