@@ -623,7 +623,17 @@ LeaseState Tracker::lease_state(uint64_t lease_id) noexcept {
       lease->ending_thread.load(std::memory_order_relaxed) != thread_id()) {
     // Another thread is ending it (an expiry reclaiming its leaks): answer when it is done,
     // so that a program told "expired" can rely on the memory being given back already.
-    while (!lease->settled.load(std::memory_order_acquire)) sched_yield();
+    // That takes as long as the driver's frees: after a few yields, wait asleep. Polled,
+    // not notified: a signal handler ending leases at exit can set `settled` but not wake.
+    for (int yields = 0; !lease->settled.load(std::memory_order_acquire);) {
+      if (yields < 64) {
+        ++yields;
+        sched_yield();
+      } else {
+        const timespec pause{0, 200'000};
+        nanosleep(&pause, nullptr);
+      }
+    }
   }
   if (lease->expired.load(std::memory_order_acquire)) return LeaseState::Expired;
   return lease->ended.load(std::memory_order_acquire) ? LeaseState::Ended : LeaseState::Open;

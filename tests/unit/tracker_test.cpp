@@ -752,6 +752,51 @@ TEST(Reclaim, ALeaseIsToldExpiredOnlyOnceItsLeaksAreGivenBack) {
   tracker.finish_process();
 }
 
+// A thread asking about a lease that another thread is still reclaiming waits for the
+// reclaim (above) asleep: it must not spin on a core for as long as the driver takes to
+// give the memory back.
+class StalledBackend : public ReclaimBackend {
+ public:
+  int release(const HandleRecord &) noexcept override {
+    started.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    released.fetch_add(1);
+    return 0;
+  }
+  std::atomic<bool> started{false};
+  std::atomic<int> released{0};
+};
+
+double thread_cpu_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+}
+
+TEST(Reclaim, AThreadAskingAboutALeaseBeingReclaimedWaitsAsleep) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  StalledBackend backend;
+  tracker.set_reclaim_backend(&backend);
+  uint64_t lease = tracker.lease_begin("job", 0, Policy::Reclaim);
+  ASSERT_EQ(tracker.lease_enter(lease), 0);
+  for (uint64_t i = 0; i < 3; ++i) tracker.on_alloc(event(0x1000 + i * 0x1000, 10));
+  ASSERT_EQ(tracker.lease_leave(), 0);
+  std::thread ender([&] { tracker.lease_end(lease); });
+  while (!backend.started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto wall_start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_ms();
+  EXPECT_EQ(tracker.lease_state(lease), LeaseState::Ended);
+  const double cpu_ms = thread_cpu_ms() - cpu_start;
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
+  EXPECT_EQ(backend.released.load(), 3) << "lease_state answered before the reclaim was done";
+  ender.join();
+  // A spinning waiter burns about as much CPU as it waits (~300 ms here); a sleeping one a
+  // few milliseconds of wake-ups.
+  EXPECT_LT(cpu_ms, wall_ms / 4) << "waited " << wall_ms << " ms, using " << cpu_ms << " ms of CPU";
+  tracker.finish_process();
+}
+
 // A program freeing allocations while their lease ends with policy reclaim: each allocation
 // is given back exactly once, by the program's free (forwarded to the driver) or by the
 // reclaim, never by both and never by neither.
