@@ -1,49 +1,71 @@
 // Implementation of the side store for fields the journal could not take.
 #include "cold_records.h"
 
+#include <atomic>
+
 namespace leaseguard {
+namespace {
+
+// Each thread's shard, handed out in turn as threads first keep something.
+std::atomic<uint32_t> g_next_shard{0};
+thread_local uint32_t t_shard __attribute__((tls_model("initial-exec"))) = UINT32_MAX;
+
+uint32_t my_shard(uint32_t shards) noexcept {
+  if (t_shard == UINT32_MAX) t_shard = g_next_shard.fetch_add(1, std::memory_order_relaxed);
+  return t_shard % shards;
+}
+
+}  // namespace
 
 uint32_t ColdRecords::put(const ColdFields &fields) noexcept {
-  std::lock_guard lock(mutex_);
+  const uint32_t shard_number = my_shard(static_cast<uint32_t>(shards_.size()));
+  Shard &shard = shards_[shard_number];
+  std::lock_guard lock(shard.mutex);
   try {
     uint32_t index;
-    if (!free_.empty()) {
-      index = free_.back();
-      free_.pop_back();
-      fields_[index] = fields;
+    if (!shard.free.empty()) {
+      index = shard.free.back();
+      shard.free.pop_back();
+      shard.fields[index] = fields;
     } else {
-      if (fields_.size() >= LiveRecord::kColdBit - 1) return LiveRecord::kNowhere;
-      fields_.push_back(fields);
-      index = static_cast<uint32_t>(fields_.size() - 1);
+      if (shard.fields.size() >= kIndexLimit) return LiveRecord::kNowhere;
+      shard.fields.push_back(fields);
+      index = static_cast<uint32_t>(shard.fields.size() - 1);
       try {
         // Reserved now, so that release, which must not fail, never has to grow it.
-        free_.reserve(fields_.capacity());
+        shard.free.reserve(shard.fields.capacity());
       } catch (...) {
-        fields_.pop_back();
+        shard.fields.pop_back();
         throw;
       }
     }
-    return LiveRecord::kColdBit | index;
+    return LiveRecord::kColdBit | shard_number << kIndexBits | index;
   } catch (...) {
     return LiveRecord::kNowhere;
   }
 }
 
 ColdFields ColdRecords::get(uint32_t where) const noexcept {
-  std::lock_guard lock(mutex_);
-  const uint32_t index = where & ~LiveRecord::kColdBit;
-  return index < fields_.size() ? fields_[index] : ColdFields{};
+  const Shard &shard = shards_[shard_of(where)];
+  std::lock_guard lock(shard.mutex);
+  const uint32_t index = index_of(where);
+  return index < shard.fields.size() ? shard.fields[index] : ColdFields{};
 }
 
 void ColdRecords::release(uint32_t where) noexcept {
-  std::lock_guard lock(mutex_);
-  const uint32_t index = where & ~LiveRecord::kColdBit;
-  if (index < fields_.size()) free_.push_back(index);  // never grows: reserved by put
+  Shard &shard = shards_[shard_of(where)];
+  std::lock_guard lock(shard.mutex);
+  const uint32_t index = index_of(where);
+  if (index < shard.fields.size()) shard.free.push_back(index);  // never grows: reserved by put
 }
 
 size_t ColdRecords::memory_bytes() const {
-  std::lock_guard lock(mutex_);
-  return fields_.capacity() * sizeof(ColdFields) + free_.capacity() * sizeof(uint32_t);
+  size_t bytes = 0;
+  for (const Shard &shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    bytes += shard.fields.capacity() * sizeof(ColdFields) + shard.free.capacity() * sizeof(uint32_t);
+  }
+  return bytes;
 }
 
 }  // namespace leaseguard
