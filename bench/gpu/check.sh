@@ -55,7 +55,8 @@ if ! cc -g -O1 -fno-omit-frame-pointer -fno-inline -DVICTIM_USE_TOOLKIT -I"$root
   say "FAIL building the driver API victim (see build.log)"
   exit 1
 fi
-if ! cc -g -O1 -I"$cuda_home/include" "$root/bench/gpu/primary_identity.c" -o "$build/primary_identity" \
+if ! cc -g -O1 -DVICTIM_USE_TOOLKIT -I"$root/tests/victims" -I"$cuda_home/include" \
+     "$root/bench/gpu/primary_identity.c" -o "$build/primary_identity" \
      -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda >>"$out/build.log" 2>&1; then
   say "FAIL building primary_identity (see build.log)"
   exit 1

@@ -4,18 +4,7 @@
  * primary again before the hook asks (interpose/driver_queries.h). Prints one line:
  *   handle: same|new  id: new|same  old handle after release: <status>
  * and exits 0 when the handle or the id differs, 1 when neither does, 3 on a driver error. */
-#include <cuda.h>
-#include <stdio.h>
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    CUresult check_status_ = (call);                                                 \
-    if (check_status_ != CUDA_SUCCESS) {                                             \
-      fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call,       \
-              (int)check_status_);                                                   \
-      return 3;                                                                      \
-    }                                                                                \
-  } while (0)
+#include "victim.h" /* built with VICTIM_USE_TOOLKIT: the toolkit's cuda.h; CHECK exits 3 */
 
 int main(void) {
   CUdevice device;
