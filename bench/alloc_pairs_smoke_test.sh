@@ -11,5 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for series in direct hooked; do
   grep -Eq "^\| BM_AllocFreePair/$series/1000 \| [0-9]+ \| [0-9]+ \|$" <<<"$out" || fail "no figures for $series"
 done
+grep -Eq "^Series without threads ran on CPU [0-9]+\.$" <<<"$out" || fail "the table does not say which CPU the series ran on"
 if "$1/bench/alloc_pairs" --build "$2" --filter 'no such series' >/dev/null 2>&1; then fail "an empty filter was accepted"; fi
+if "$1/bench/alloc_pairs" --build "$2" --cpu one >/dev/null 2>&1; then fail "--cpu one was accepted"; fi
 echo "PASS"
