@@ -214,6 +214,7 @@ size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const Excluded
                             const WalkStart &start, WalkTrace &trace) noexcept {
   trace.complete = false;
   trace.words = 0;
+  trace.differed_at = 0;
   trace.start_bp_used = false;
   trace.bp_is_start = true;
   if (max_frames == 0) return 0;
