@@ -233,7 +233,7 @@ CUresult SimDriver::retain_primary(int device, CUcontext *out) {
 }
 
 CUresult SimDriver::release_primary(int device, bool *destroyed) {
-  *destroyed = false;
+  if (destroyed != nullptr) *destroyed = false;
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
@@ -242,7 +242,7 @@ CUresult SimDriver::release_primary(int device, bool *destroyed) {
   if (--primary->primary_refs == 0) {
     free_context_memory_locked(primary);
     primary->alive = false;
-    *destroyed = true;
+    if (destroyed != nullptr) *destroyed = true;
   }
   return CUDA_SUCCESS;
 }

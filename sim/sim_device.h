@@ -103,8 +103,9 @@ class SimDriver {
   // device, before the hook records the destroy).
   void linger_after_destroy() const;
   CUresult retain_primary(int device, CUcontext *out);
-  // `*destroyed`: whether this was the last reference (the context and its memory are gone).
-  CUresult release_primary(int device, bool *destroyed);
+  // `*destroyed` (if asked): whether this was the last reference (the context and its
+  // memory are gone).
+  CUresult release_primary(int device, bool *destroyed = nullptr);
   CUresult context_id(CUcontext ctx, unsigned long long *id) const;
   CUresult reset_primary(int device);
   CUresult primary_state(int device, unsigned *flags, int *active);

@@ -39,12 +39,8 @@ hipError_t activate() {
   if (primary == nullptr) {
     CUcontext retained = nullptr;
     if (driver().retain_primary(t_device, &retained) != CUDA_SUCCESS) return hipErrorInvalidDevice;
-    if (primaries[t_device].compare_exchange_strong(primary, retained)) {
-      primary = retained;
-    } else {
-      bool destroyed = false;  // never: the other thread's reference stays
-      driver().release_primary(t_device, &destroyed);
-    }
+    if (!primaries[t_device].compare_exchange_strong(primary, retained)) driver().release_primary(t_device);
+    else primary = retained;
   }
   if (driver().current() != primary) return hip(driver().set_current(primary));
   return hipSuccess;
