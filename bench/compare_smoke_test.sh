@@ -19,6 +19,10 @@ for build in "frame pointers" "no frame pointers"; do
   done
 done
 for stacks in "stacks off" "16 frames"; do
+  row="leaseguard (simulated cuMemAlloc_v2; frame pointers; $stacks; compact journal)"
+  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+done
+for stacks in "stacks off" "16 frames"; do
   row="leaseguard (simulated hipMalloc; frame pointers; $stacks)"
   grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
 done

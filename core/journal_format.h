@@ -26,7 +26,9 @@ inline constexpr size_t kMaxSlotsPerRecord = 255;
 inline constexpr size_t kMaxPayloadBytes = kSlotPayloadBytes * kMaxSlotsPerRecord;
 inline constexpr uint32_t kTagMagic = 0x4C470000u;  // "LG" in the top half
 inline constexpr uint32_t kTagMagicMask = 0xFFFF0000u;
-inline constexpr uint32_t kVersion = 3;     // 2: AllocPayload::freed_in_place; 3: ContextDestroyPayload::begun_at_slot
+// 2: AllocPayload::freed_in_place; 3: ContextDestroyPayload::begun_at_slot; 4: HeaderPayload::flags
+// (a compact journal's records of allocations freed in place may be recycled: Recycled).
+inline constexpr uint32_t kVersion = 4;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr char kFileMagic[8] = {'L', 'G', 'J', 'O', 'U', 'R', 'N', 'L'};
 
@@ -43,6 +45,7 @@ enum class RecordType : uint8_t {
   ProcessEnd = 10,
   Continuation = 11,
   PoolDestroy = 12,
+  Recycled = 13,
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -62,7 +65,18 @@ struct HeaderPayload {
   int32_t ppid;
   uint64_t start_realtime_ns;
   uint64_t start_monotonic_ns;
+  uint32_t flags;  // kHeader*; 0 before version 4 (the slot's zero bytes)
+  uint32_t reserved;
 };
+
+// A compact journal (LEASEGUARD_JOURNAL=compact): a thread whose last allocation was freed
+// in place, with nothing written after its record and no epoch begun since, writes its next
+// allocation over that record instead of after it. The overwritten allocation and its free
+// are then gone from the journal, counted only in the thread's next Recycled record: a loop
+// that allocates and frees keeps one slot instead of growing the file. Leaks are unaffected
+// (a recycled allocation was freed before anything that reports); peaks and timelines
+// leave out what was recycled.
+inline constexpr uint32_t kHeaderCompact = 1;
 
 // Followed by `command_bytes` bytes: the executable path, then each argument, each NUL-terminated.
 struct ProcessPayload {
@@ -185,14 +199,27 @@ struct PoolDestroyPayload {
   uint64_t outstanding_bytes;
 };
 
+// How many allocations, and bytes, one thread's compact journal records recycled since its
+// previous Recycled record. Written when the thread next has to append a new record, every
+// kRecycledFlushEvery recycles, and at the process's end for the thread that ends it;
+// recycles not yet written when a process is killed are lost, so the counts are lower bounds.
+struct RecycledPayload {
+  uint64_t allocations;
+  uint64_t bytes;
+  uint64_t time_ns;
+  uint32_t thread;
+  uint32_t reserved;
+};
+inline constexpr uint64_t kRecycledFlushEvery = 1u << 16;
+
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
 };
 
-static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes && sizeof(RecycledPayload) == 32);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
-static_assert(sizeof(HeaderPayload) == 40 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
+static_assert(sizeof(HeaderPayload) == 48 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
               sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 24 &&
               sizeof(AllocPayload) == 60, "payload layouts are part of the journal format");
 static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);

@@ -129,6 +129,12 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       visitor.on_pool_destroy(destroy);
       return true;
     }
+    case RecordType::Recycled: {
+      RecycledPayload recycled;
+      if (!load(payload, recycled)) return false;
+      visitor.on_recycled(recycled);
+      return true;
+    }
     case RecordType::Continuation:
       return true;
   }

@@ -43,6 +43,7 @@ class JournalVisitor {
   virtual void on_context_destroy(const ContextDestroyPayload &) {}
   virtual void on_process_end(const ProcessEndPayload &) {}
   virtual void on_pool_destroy(const PoolDestroyPayload &) {}
+  virtual void on_recycled(const RecycledPayload &) {}
 
   // The first slot of the record being visited: its place in the journal.
   uint64_t record_slot() const noexcept { return record_slot_; }

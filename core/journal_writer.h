@@ -67,6 +67,31 @@ class JournalWriter {
     return slot;
   }
 
+  // Writes a one-slot record over the record at `slot`, if that is still the last record of
+  // the journal (nothing appended after it); false, and nothing written, if not. The first
+  // tag is cleared before the payload changes and set after, so a process killed meanwhile
+  // leaves an uncommitted slot, never a record made of two. Only the record's writer may
+  // call it, and only once no one else can read or write the record (compact journals:
+  // see kHeaderCompact).
+  template <typename Payload>
+  bool replace_last_one_slot(uint64_t slot, RecordType type, const Payload &payload) noexcept {
+    static_assert(sizeof(Payload) <= kSlotPayloadBytes);
+    if (base_ == nullptr || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    unsigned char *at = base_ + slot * kSlotBytes;
+    __atomic_store_n(reinterpret_cast<uint32_t *>(at), 0u, __ATOMIC_RELAXED);
+    // x86 keeps stores in order; elsewhere the cleared tag must be visible first.
+    std::atomic_thread_fence(std::memory_order_release);
+    std::memcpy(at + 4, &payload, sizeof payload);
+    __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
+    return true;
+  }
+
+  // Reads what store_in_place stored (or the record's own bytes there): 0 if no such slot.
+  uint32_t load_in_place(uint64_t slot, size_t payload_offset) const noexcept {
+    const unsigned char *at = payload_at(slot, payload_offset, sizeof(uint32_t));
+    return at != nullptr ? __atomic_load_n(reinterpret_cast<const uint32_t *>(at), __ATOMIC_ACQUIRE) : 0;
+  }
+
   // Stores `value` into the committed record at `slot`, `payload_offset` bytes into its
   // payload (4-byte aligned, within the first slot): one atomic store, which a reader sees
   // whole or not at all. Inline: every free of a recent allocation does it.

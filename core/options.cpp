@@ -111,6 +111,12 @@ std::optional<uint64_t> parse_deadline_ns(std::string_view text) {
   return static_cast<uint64_t>(seconds) * 1'000'000'000ull + nanoseconds;
 }
 
+std::optional<JournalMode> journal_mode_from_name(std::string_view name) {
+  if (name == "full") return JournalMode::Full;
+  if (name == "compact") return JournalMode::Compact;
+  return std::nullopt;
+}
+
 Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings) {
   Options options;
   auto get = [&](const char *name) -> std::optional<std::string_view> {
@@ -157,6 +163,10 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
       warn("LEASEGUARD_STACK_DEPTH", *value,
            std::to_string(kDefaultStackDepth) + " (allowed: 0.." + std::to_string(kMaxStackDepth) + ")");
     }
+  }
+  if (auto value = get("LEASEGUARD_JOURNAL")) {
+    if (auto mode = journal_mode_from_name(*value)) options.journal_mode = *mode;
+    else warn("LEASEGUARD_JOURNAL", *value, "full (allowed: full, compact)");
   }
   if (auto value = get("LEASEGUARD_RUN_ID")) {
     bool ok = !value->empty() && value->size() <= 64;

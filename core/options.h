@@ -17,6 +17,11 @@ namespace leaseguard {
 
 enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
 
+// What the journal keeps of allocations freed soon after they were made: every one (full),
+// or, in a loop that allocates and frees, one record per thread that later ones are
+// written over (compact: see journal::kHeaderCompact). Leak reports are the same in both.
+enum class JournalMode { Full = 0, Compact = 1 };
+
 inline constexpr int kDefaultStackDepth = 16;
 inline constexpr int kMaxStackDepth = 64;
 
@@ -27,6 +32,7 @@ struct Options {
   uint64_t deadline_unix_ns = 0;    // LEASEGUARD_DEADLINE: the process lease ends then; 0: none
   Policy on_expiry = Policy::Report;
   int stack_depth = kDefaultStackDepth;
+  JournalMode journal_mode = JournalMode::Full;  // LEASEGUARD_JOURNAL: full | compact
   LogLevel log_level = LogLevel::Info;
   std::string run_id;               // set by `leaseguard run` to tell its journals apart
 };
@@ -44,6 +50,9 @@ std::optional<uint64_t> parse_duration_ms(std::string_view text);
 // "2026-11-29T18:00:00Z" / "2026-11-29T18:00:00.5+01:00". Returns nanoseconds since the
 // epoch, or nullopt if malformed or out of range.
 std::optional<uint64_t> parse_deadline_ns(std::string_view text);
+
+// "full" or "compact"; nullopt otherwise.
+std::optional<JournalMode> journal_mode_from_name(std::string_view name);
 
 // A decimal integer in [min, max], nothing else.
 std::optional<long long> parse_integer(std::string_view text, long long min, long long max);

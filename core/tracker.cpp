@@ -46,6 +46,7 @@ __thread IdBlock t_ids __attribute__((tls_model("initial-exec")));
 constexpr uint64_t kIdsPerBlock = 256;
 std::atomic<uint64_t> g_tracker_serials{0};
 
+
 uint32_t thread_id() noexcept {
   if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
   return t_thread_id;
@@ -87,6 +88,8 @@ std::vector<unsigned char> process_payload() {
 }
 
 }  // namespace
+
+uint32_t Tracker::this_thread_id() noexcept { return thread_id(); }
 
 // A wall-clock deadline on the monotonic clock the watchdog sleeps on; one already past
 // fires at once.
@@ -143,6 +146,7 @@ bool Tracker::open_journal(std::string &error) {
   header.ppid = getppid();
   header.start_realtime_ns = start_realtime_ns_;
   header.start_monotonic_ns = start_monotonic_ns_;
+  header.flags = options_.journal_mode == JournalMode::Compact ? journal::kHeaderCompact : 0;
   std::string stem = options_.out_dir + "/" + (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." +
                      std::to_string(getpid());
   // Never overwrite: an exec'd image of the same pid, or a recycled pid, gets the next name.
@@ -280,7 +284,9 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       alloc.lease_id = stored.lease_id;
       stored.epoch = epoch_.load(std::memory_order_acquire);
       if (journaling) {
-        const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+        const uint64_t slot = options_.journal_mode == JournalMode::Compact
+                                  ? write_alloc_record_compact(alloc, stored.epoch)
+                                  : journal_.append_one_slot(journal::RecordType::Alloc, alloc);
         if (slot < LiveRecord::kColdBit) {
           stored.where = static_cast<uint32_t>(slot);
           return;
@@ -688,6 +694,7 @@ void Tracker::finish_process() noexcept {
   for (Lease *lease : leases_.open_leases())
     if (LeaseRegistry::try_end(*lease)) end_lease(*lease, EndedBy::Exit);
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
+  on_thread_exit();
   journal::ProcessEndPayload end{};
   end.time_ns = monotonic_ns();
   end.dropped_records = journal_.dropped();

@@ -56,6 +56,8 @@ enum class FreeOutcome {
   Reclaimed  // leaseguard already gave it back when its lease ended: do NOT forward; succeed
 };
 
+struct LastAllocRecord;  // a compact journal's per-thread state (compact_journal.cpp)
+
 class Tracker {
  public:
   explicit Tracker(Options options);
@@ -98,6 +100,12 @@ class Tracker {
 
   // At exit: ends every open lease (ended_by exit) and marks the journal complete.
   void finish_process() noexcept;
+
+  // A thread is about to exit: writes what its compact journal state has not yet written
+  // (its recycles). Called for the installed tracker by a thread-exit hook; the process's
+  // end does the same for the thread that ends it. Threads that exit otherwise leave their
+  // last recycles uncounted.
+  void on_thread_exit() noexcept;
 
   // From a SIGTERM/SIGINT handler, before the program's handler or the default action:
   // ends every open lease (ended_by exit, with the signal) by journal records alone, which is
@@ -166,6 +174,11 @@ class Tracker {
   }
   uint32_t capture_and_intern_stack(const WalkStart &start) noexcept;
   uint64_t take_allocation_id() noexcept;  // see next_allocation_id_
+  // An allocation's record in a compact journal (options_.journal_mode); its slot, as
+  // append_one_slot returns it.
+  uint64_t write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t epoch) noexcept;
+  void write_recycled(LastAllocRecord &last) noexcept;
+  static uint32_t this_thread_id() noexcept;  // the kernel's id of the calling thread, cached
 
   static std::atomic<Tracker *> g_instance;
 

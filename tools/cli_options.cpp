@@ -207,6 +207,14 @@ bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptio
         return false;
       }
       run.stack_depth = static_cast<int>(*depth);
+    } else if (name == "--journal") {
+      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+      auto mode = journal_mode_from_name(value);
+      if (!mode) {
+        error = "--journal " + value + ": must be full or compact";
+        return false;
+      }
+      run.journal_mode = *mode;
     } else {
       error = "unknown option " + name + " for 'run'";
       return false;
@@ -305,6 +313,9 @@ Options of run:
   --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
   --on-expiry POLICY     report | reclaim | abort (default report)
   --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
+  --journal MODE         full | compact (default full): compact writes an allocation freed
+                         right away over by the thread's next one, so loops keep the journal
+                         small; leaks are reported the same, timelines and peaks leave them out
   --format FMT[=PATH]    text | json | sarif | junit | html | folded; repeatable; without =PATH
                          a file in DIR
   --source-root DIR      SARIF file locations are relative to DIR (default: the current

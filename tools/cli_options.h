@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api_ids.h"
+#include "options.h"
 
 namespace leaseguard::cli {
 
@@ -44,6 +45,7 @@ struct RunOptions {
   std::optional<uint64_t> ttl_ms;
   Policy on_expiry = Policy::Report;
   std::optional<int> stack_depth;
+  std::optional<JournalMode> journal_mode;
   std::vector<std::string> command;
 };
 

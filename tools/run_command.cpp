@@ -99,6 +99,8 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   if (options.ttl_ms) overrides["LEASEGUARD_TTL"] = std::to_string(*options.ttl_ms) + "ms";
   overrides["LEASEGUARD_ON_EXPIRY"] = std::string(policy_name(options.on_expiry));
   if (options.stack_depth) overrides["LEASEGUARD_STACK_DEPTH"] = std::to_string(*options.stack_depth);
+  if (options.journal_mode)
+    overrides["LEASEGUARD_JOURNAL"] = *options.journal_mode == JournalMode::Compact ? "compact" : "full";
   if (options.common.quiet) overrides["LEASEGUARD_LOG"] = "quiet";
 
   std::vector<std::string> environment;

@@ -176,9 +176,7 @@ TEST(Victims, ReplayFailsWithoutThePreload) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
 }
 
-TEST(Victims, ThreadsWithCrossThreadFrees) {
-  TempDir out;
-  auto run = run_under_leaseguard(out.path(), {victim("threads")});
+void expect_threads_victims_leaks_and_counts(const LeaseguardRun &run) {
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   auto leaks = all_leaks(run.json);
   ASSERT_EQ(leaks.size(), 8u);
@@ -194,6 +192,25 @@ TEST(Victims, ThreadsWithCrossThreadFrees) {
   EXPECT_EQ(process["frees"].as_number(), 8 * 199);
   EXPECT_EQ(process["unknown_frees"].as_number(), 0);
   EXPECT_NE(run.result.err.find("Leak of 6216 byte(s) in 8 allocation(s)"), std::string::npos) << run.result.err;
+}
+
+TEST(Victims, ThreadsWithCrossThreadFrees) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("threads")});
+  expect_threads_victims_leaks_and_counts(run);
+  EXPECT_EQ(run.json["processes"][0]["journal_mode"].as_string(), "full");
+  EXPECT_EQ(run.json["processes"][0]["recycled_allocations"].as_number(), 0);
+}
+
+// Each worker writes an allocation it freed at once over with its next one while no other
+// thread wrote after it, and counts them as it exits: the counts come out whole.
+TEST(Victims, ACompactJournalReportsTheSameLeaksAndCountsFromThreads) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("threads")}, {"--journal", "compact"});
+  expect_threads_victims_leaks_and_counts(run);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(process["journal_mode"].as_string(), "compact");
+  EXPECT_GT(process["recycled_allocations"].as_number(), 0);
 }
 
 TEST(Victims, ForkAndExecEachReportTheirOwnLeaks) {

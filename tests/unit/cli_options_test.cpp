@@ -14,7 +14,7 @@ TEST(CommandLine, RunWithEveryOption) {
   Command command;
   std::string error;
   ASSERT_TRUE(parse({"run", "--sim", "--out", "o", "--ttl=250ms", "--on-expiry", "abort", "--stack-depth=8",
-                     "--format", "json", "--format=text=r.txt", "--fail-on-leak=7", "--quiet", "--", "prog", "--flag"},
+                     "--journal", "compact", "--format", "json", "--format=text=r.txt", "--fail-on-leak=7", "--quiet", "--", "prog", "--flag"},
                     command, error))
       << error;
   EXPECT_EQ(command.subcommand, Subcommand::Run);
@@ -24,6 +24,7 @@ TEST(CommandLine, RunWithEveryOption) {
   EXPECT_EQ(run.ttl_ms, 250u);
   EXPECT_EQ(run.on_expiry, Policy::Abort);
   EXPECT_EQ(run.stack_depth, 8);
+  EXPECT_EQ(run.journal_mode, JournalMode::Compact);
   ASSERT_EQ(run.common.formats.size(), 2u);
   EXPECT_EQ(run.common.formats[0].format, "json");
   EXPECT_EQ(run.common.formats[0].path, "");
@@ -71,6 +72,8 @@ TEST(CommandLine, EachBadInputIsOneClearLine) {
       {"run", "--stack-depth", "-1", "--", "p"},
       {"run", "--stack-depth", "65", "--", "p"},
       {"run", "--stack-depth", "99999999999999999999", "--", "p"},
+      {"run", "--journal", "smaller", "--", "p"},
+      {"run", "--journal", "--", "p"},
       {"run", "--format", "pdf", "--", "p"},
       {"run", "--format", "svg", "--", "p"},
       {"run", "--source-root", "", "--", "p"},

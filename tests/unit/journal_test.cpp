@@ -211,35 +211,47 @@ TEST(Journal, RejectsWhatIsNotAJournal) {
 
 // A writer killed at a random instant: every record it finished is read back, whole, and
 // at most the one record in flight is missing.
+// Forks a writer that runs `write_forever` on a fresh journal in `dir` (it stores into
+// `written` what it has committed), kills it at a random instant once it is writing, and
+// returns the last value it stored.
+template <typename WriteForever>
+uint64_t kill_a_writer_at_a_random_moment(const testing::TempDir &dir, std::mt19937 &random, WriteForever write_forever) {
+  auto *written = static_cast<std::atomic<uint64_t> *>(
+      mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  EXPECT_NE(written, MAP_FAILED);
+  if (written == MAP_FAILED) return 0;
+  new (written) std::atomic<uint64_t>(0);
+  pid_t child = fork();
+  EXPECT_GE(child, 0);
+  if (child == 0) {
+    JournalWriter writer;
+    std::string error;
+    if (!writer.open(dir / "j.journal", make_header(), error)) _exit(1);
+    write_forever(writer, *written);
+  }
+  while (written->load() == 0) usleep(100);
+  usleep(random() % 20000);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  const uint64_t done = written->load();
+  munmap(written, sizeof(std::atomic<uint64_t>));
+  return done;
+}
+
 TEST(Journal, SurvivesSigkillAtRandomMoments) {
   std::mt19937 random(12345);
   for (int round = 0; round < 100; ++round) {
     testing::TempDir dir;
-    auto *committed = static_cast<std::atomic<uint64_t> *>(
-        mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(committed, MAP_FAILED);
-    new (committed) std::atomic<uint64_t>(0);
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      JournalWriter writer;
-      std::string error;
-      if (!writer.open(dir / "j.journal", make_header(), error)) _exit(1);
+    const uint64_t done = kill_a_writer_at_a_random_moment(dir, random, [](JournalWriter &writer, auto &committed) {
       for (uint64_t id = 1;; ++id) {
         AllocPayload alloc = make_alloc(id);
         alloc.context = ~id;  // a check value the reader verifies
         writer.append(RecordType::Alloc, &alloc, sizeof alloc);
-        committed->store(id, std::memory_order_release);
+        committed.store(id, std::memory_order_release);
       }
-    }
-    // Once it is writing, kill it at a random instant.
-    while (committed->load() == 0) usleep(100);
-    usleep(random() % 20000);
-    kill(child, SIGKILL);
-    int status = 0;
-    waitpid(child, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status));
-    uint64_t done = committed->load();
+    });
     Collector collector;
     ReadStats stats;
     std::string error;
@@ -251,7 +263,64 @@ TEST(Journal, SurvivesSigkillAtRandomMoments) {
       ASSERT_EQ(collector.allocs[i].context, ~(i + 1));
     }
     EXPECT_FALSE(stats.damaged());
-    munmap(committed, sizeof(std::atomic<uint64_t>));
+  }
+}
+
+// A compact journal writes a record over the last one (kHeaderCompact): never one that has
+// another after it.
+TEST(Journal, OnlyTheLastRecordIsWrittenOver) {
+  testing::TempDir dir;
+  JournalWriter writer;
+  std::string error;
+  ASSERT_TRUE(writer.open(dir / "j.journal", make_header(), error)) << error;
+  const uint64_t first = writer.append_one_slot(RecordType::Alloc, make_alloc(1));
+  const uint64_t second = writer.append_one_slot(RecordType::Alloc, make_alloc(2));
+  EXPECT_FALSE(writer.replace_last_one_slot(first, RecordType::Alloc, make_alloc(3)));
+  EXPECT_TRUE(writer.replace_last_one_slot(second, RecordType::Alloc, make_alloc(4)));
+  writer.store_in_place(second, kFreedInPlaceOffset, 77);
+  EXPECT_EQ(writer.load_in_place(second, kFreedInPlaceOffset), 77u);
+  EXPECT_EQ(writer.next_slot(), second + 1);
+
+  Collector collector;
+  ReadStats stats;
+  ASSERT_TRUE(read_journal(writer.path(), collector, stats, error)) << error;
+  ASSERT_EQ(collector.allocs.size(), 2u);
+  EXPECT_EQ(collector.allocs[0].id, 1u);
+  EXPECT_EQ(collector.allocs[1].id, 4u);
+  EXPECT_EQ(collector.allocs[1].freed_in_place, 77u);
+  EXPECT_FALSE(stats.damaged());
+}
+
+// A writer killed while it writes a record over the last one leaves either record whole, or
+// the slot uncommitted: never a record made of both.
+TEST(Journal, ARecordWrittenOverSurvivesSigkillWholeOrNotAtAll) {
+  std::mt19937 random(54321);
+  for (int round = 0; round < 50; ++round) {
+    testing::TempDir dir;
+    const uint64_t done = kill_a_writer_at_a_random_moment(dir, random, [](JournalWriter &writer, auto &written) {
+      const uint64_t slot = writer.append_one_slot(RecordType::Alloc, make_alloc(1));
+      for (uint64_t id = 2;; ++id) {
+        AllocPayload alloc = make_alloc(id);
+        alloc.context = ~id;  // check values the reader verifies, at both ends of the payload
+        alloc.freed_in_place = static_cast<uint32_t>(id);
+        writer.replace_last_one_slot(slot, RecordType::Alloc, alloc);
+        written.store(id, std::memory_order_release);
+      }
+    });
+    Collector collector;
+    ReadStats stats;
+    std::string error;
+    ASSERT_TRUE(read_journal(dir / "j.journal", collector, stats, error)) << error;
+    ASSERT_LE(collector.allocs.size(), 1u);
+    if (!collector.allocs.empty()) {
+      const AllocPayload &alloc = collector.allocs[0];
+      ASSERT_GE(alloc.id, done);
+      ASSERT_LE(alloc.id, done + 1);
+      ASSERT_EQ(alloc.context, ~alloc.id);
+      ASSERT_EQ(alloc.freed_in_place, static_cast<uint32_t>(alloc.id));
+      ASSERT_EQ(alloc.address, make_alloc(alloc.id).address);
+    }
+    EXPECT_FALSE(stats.damaged());
   }
 }
 

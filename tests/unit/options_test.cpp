@@ -59,13 +59,15 @@ TEST(Environment, ReadsEveryVariable) {
                            {"LEASEGUARD_STACK_DEPTH", "0"},
                            {"LEASEGUARD_DISABLE", "1"},
                            {"LEASEGUARD_LOG", "debug"},
-                           {"LEASEGUARD_RUN_ID", "lg-1a2b-42"}},
+                           {"LEASEGUARD_RUN_ID", "lg-1a2b-42"},
+                           {"LEASEGUARD_JOURNAL", "compact"}},
                           warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(options.out_dir, "/tmp/x");
   EXPECT_EQ(options.ttl_ms, 30'000u);
   EXPECT_EQ(options.on_expiry, Policy::Abort);
   EXPECT_EQ(options.stack_depth, 0);
+  EXPECT_EQ(options.journal_mode, JournalMode::Compact);
   EXPECT_TRUE(options.disabled);
   EXPECT_EQ(options.log_level, LogLevel::Debug);
   EXPECT_EQ(options.run_id, "lg-1a2b-42");
@@ -77,7 +79,8 @@ TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
       {"LEASEGUARD_ON_EXPIRY", "kill"}, {"LEASEGUARD_ON_EXPIRY", ""},       {"LEASEGUARD_STACK_DEPTH", "-3"},
       {"LEASEGUARD_STACK_DEPTH", "65"}, {"LEASEGUARD_STACK_DEPTH", "1e9"},  {"LEASEGUARD_STACK_DEPTH", ""},
       {"LEASEGUARD_LOG", "verbose"},    {"LEASEGUARD_DISABLE", "maybe"},    {"LEASEGUARD_OUT", ""},
-      {"LEASEGUARD_RUN_ID", "../x"},    {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"}};
+      {"LEASEGUARD_RUN_ID", "../x"},    {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"},
+      {"LEASEGUARD_JOURNAL", "small"},  {"LEASEGUARD_JOURNAL", ""},         {"LEASEGUARD_JOURNAL", "Compact"}};
   for (const auto &[name, value] : cases) {
     std::vector<std::string> warnings;
     Options options = parse({{name, value}}, warnings);
@@ -85,6 +88,7 @@ TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
     EXPECT_NE(warnings[0].find(name), std::string::npos);
     EXPECT_NE(warnings[0].find("using"), std::string::npos);
     EXPECT_EQ(options.stack_depth, 16);
+    EXPECT_EQ(options.journal_mode, JournalMode::Full);
     EXPECT_EQ(options.ttl_ms, 0u);
     EXPECT_EQ(options.on_expiry, Policy::Report);
     EXPECT_FALSE(options.disabled);

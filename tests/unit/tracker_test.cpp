@@ -15,6 +15,7 @@
 #include "report/report_model.h"
 #include "report/symbolizer.h"
 #include "test_support.h"
+#include "tracker_test_support.h"
 #include "code_generation.h"
 #include "journal_reader.h"
 #include "last_stack.h"
@@ -22,40 +23,6 @@
 
 namespace leaseguard {
 namespace {
-
-Options options_for(const testing::TempDir &dir, int stack_depth = 16) {
-  Options options;
-  options.out_dir = dir.path();
-  options.run_id = "unit";
-  options.stack_depth = stack_depth;
-  options.log_level = LogLevel::Quiet;
-  return options;
-}
-
-// Recording where no journal can be made: the live table and the side store only.
-Options options_without_a_journal(const testing::TempDir &dir) {
-  Options options = options_for(dir);
-  options.out_dir = "/proc/self/no-such-directory";
-  return options;
-}
-
-AllocationEvent event(uint64_t address, uint64_t bytes, uint64_t context = 0xC0, Kind kind = Kind::Device) {
-  AllocationEvent e;
-  e.api = Api::cuMemAlloc_v2;
-  e.kind = kind;
-  e.address = address;
-  e.bytes = bytes;
-  e.device = 0;
-  e.context = context;
-  return e;
-}
-
-report::ProcessReport replay(Tracker &tracker) {
-  report::ProcessReport process;
-  std::string error;
-  EXPECT_TRUE(report::load_journal(tracker.journal_path(), process, error)) << error;
-  return process;
-}
 
 __attribute__((noinline)) void allocate_from_a_named_function(Tracker &tracker) {
   tracker.on_alloc(event(0x9000, 4242));

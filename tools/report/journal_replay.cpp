@@ -19,6 +19,8 @@
 //                    gone; unreported ones are leaks, ended_by context_destroy, under their
 //                    lease. One recorded after it began is in a new context that was given
 //                    the destroyed one's handle (version 3; earlier journals do not say).
+//   Recycled         a compact journal's count of allocations, and their frees, written
+//                    over by later ones: counted, but in no timeline or peak.
 //   ProcessEnd       the process ended its leases itself: the report is complete.
 // At the end of a journal without ProcessEnd (the process was killed, or called _exit),
 // whatever is live and unreported is reported per lease with ended_by crash, and the
@@ -84,6 +86,7 @@ class Replay : public journal::JournalVisitor {
     process_.pid = header.pid;
     process_.ppid = header.ppid;
     process_.start_realtime_ns = header.start_realtime_ns;
+    process_.compact_journal = (header.flags & journal::kHeaderCompact) != 0;
   }
 
   void on_process(const journal::ProcessInfo &info) override {
@@ -232,6 +235,13 @@ class Replay : public journal::JournalVisitor {
     apply_frees_until(UINT64_MAX);
     touch(destroy.time_ns);
     process_.pools_destroyed_in_use.push_back({destroy.pool, since_start_ms(destroy.time_ns), destroy.outstanding_bytes});
+  }
+
+  void on_recycled(const journal::RecycledPayload &recycled) override {
+    process_.recycled_allocations += recycled.allocations;
+    process_.recycled_bytes += recycled.bytes;
+    process_.allocations += recycled.allocations;
+    process_.frees += recycled.allocations;
   }
 
   void on_process_end(const journal::ProcessEndPayload &end) override {

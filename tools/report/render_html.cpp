@@ -25,6 +25,8 @@ void write_data(JsonWriter &json, const Report &report) {
     for (const std::string &argument : process.command) command += (command.empty() ? "" : " ") + argument;
     json.key("command").value(command.empty() ? process.executable : command);
     json.key("complete").value(process.complete);
+    json.key("recycled_allocations").value(process.compact_journal ? process.recycled_allocations : 0);
+    json.key("recycled_bytes").value(process.compact_journal ? process.recycled_bytes : 0);
     json.key("timelines").begin_array();
     for (const Timeline &timeline : process.timelines) {
       json.begin_object();
@@ -265,6 +267,9 @@ const char *const kPage = R"HTML(<!DOCTYPE html>
     if (!process.complete) section.append(el("p", {class: "note"}, "Died before ending its leases: reported from its journal."));
     section.append(el("h3", {}, "Live device memory per lease"));
     section.append(...timeline(process, index));
+    if (process.recycled_allocations > 0)
+      section.append(el("p", {class: "note"}, "Compact journal: " + process.recycled_allocations + " allocation(s) of " +
+                        bytes(process.recycled_bytes) + " in all, freed right after they were made, were recycled and are not plotted."));
     section.append(el("h3", {}, "Leak groups"));
     section.append(groupTable(process));
     const flame = flameGraph(process, index);

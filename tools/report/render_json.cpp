@@ -99,6 +99,9 @@ std::string render_json(const Report &report) {
     json.key("frees").value(process.frees);
     json.key("unknown_frees").value(process.unknown_frees);
     json.key("late_frees").value(process.late_frees);
+    json.key("journal_mode").value(process.compact_journal ? "compact" : "full");
+    json.key("recycled_allocations").value(process.recycled_allocations);
+    json.key("recycled_bytes").value(process.recycled_bytes);
     json.key("double_frees").begin_array();
     for (const DoubleFree &twice : process.double_frees) {
       json.begin_object();

@@ -81,6 +81,10 @@ bool load_report_json(const std::string &path, Report &report, std::string &erro
     process.frees = count(item["frees"]);
     process.unknown_frees = count(item["unknown_frees"]);
     process.late_frees = count(item["late_frees"]);
+    process.compact_journal = item["journal_mode"].type() == JsonValue::Type::String &&
+                              item["journal_mode"].as_string() == "compact";
+    process.recycled_allocations = count(item["recycled_allocations"]);
+    process.recycled_bytes = count(item["recycled_bytes"]);
     for (const JsonValue &pool_item : item["pools_destroyed_in_use"].items()) {
       PoolDestroyedInUse pool;
       pool.pool = hex_value(pool_item["pool"]);

@@ -115,6 +115,12 @@ struct ProcessReport {
   uint64_t unknown_frees = 0;
   uint64_t late_frees = 0;
   uint64_t dropped_records = 0;
+  // A compact journal (LEASEGUARD_JOURNAL=compact): allocations freed right after they were
+  // made may have been recycled. They are counted here (lower bounds) and in allocations and
+  // frees, but are not in the timelines or the leases' peaks.
+  bool compact_journal = false;
+  uint64_t recycled_allocations = 0;
+  uint64_t recycled_bytes = 0;
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
   std::vector<DoubleFree> double_frees;
   journal::ReadStats read_stats;
