@@ -79,8 +79,9 @@ class JournalWriter {
     if (base_ == nullptr || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
     unsigned char *at = base_ + slot * kSlotBytes;
     __atomic_store_n(reinterpret_cast<uint32_t *>(at), 0u, __ATOMIC_RELAXED);
-    // x86 keeps stores in order; elsewhere the cleared tag must be visible first.
-    std::atomic_thread_fence(std::memory_order_release);
+    // The cleared tag must reach memory before the payload does. x86-64 (the only target:
+    // see CMakeLists.txt) makes stores visible in program order; the compiler must keep it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     std::memcpy(at + 4, &payload, sizeof payload);
     __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
     return true;
