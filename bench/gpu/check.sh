@@ -84,6 +84,14 @@ check "runtime API program: exit status 23 (leaks found)" $([ "$status" = 23 ]; 
 check "runtime API program: the report lists exactly cudaMalloc, cudaMallocAsync, cudaMallocManaged and cudaMallocHost leaks" \
   $([ "$got" = "$expected" ]; echo $?) "leaked sizes: $(echo $got)"
 
+# ---- the same with a compact journal: the same four leaks ---------------------------------
+"$leaseguard" run --fail-on-leak --journal compact --out "$out/runtime-compact" -- "$build/bench/runtime_leaks" leaks \
+  >"$out/runtime-compact.txt" 2>&1
+status=$?
+got=$(leaked_sizes "$out/runtime-compact")
+check "runtime API program, compact journal: exactly the same four leaks" \
+  $([ "$status" = 23 ] && [ "$got" = "$expected" ]; echo $?) "exit status $status, leaked sizes: $(echo $got)"
+
 # ---- the driver API victim: the same leaks as on the simulator ----------------------------
 victim=$build/direct_calls_toolkit
 "$leaseguard" run --out "$out/driver-real" -- "$victim" >"$out/driver-real.txt" 2>&1
@@ -106,8 +114,8 @@ time_series() {  # repeats of a command that prints ns per pair (elapsed, first)
 }
 pairs=20000
 {
-  echo "| pair | direct ns | hooked, stacks off | hooked, 16 frames |"
-  echo "|---|---|---|---|"
+  echo "| pair | direct ns | hooked, stacks off | hooked, 16 frames | hooked, 16 frames, compact journal |"
+  echo "|---|---|---|---|---|"
   for program in "cuMemAlloc_v2 + cuMemFree_v2|$build/bench/compare_chain_fp cuda $pairs" \
                  "cudaMalloc + cudaFree|$build/bench/runtime_leaks pairs $pairs"; do
     name=${program%%|*}
@@ -115,8 +123,9 @@ pairs=20000
     direct=$(time_series $command)
     off=$(time_series env LEASEGUARD_STACK_DEPTH=0 "$leaseguard" run --quiet --out "$out/bench" -- $command)
     sixteen=$(time_series env LEASEGUARD_STACK_DEPTH=16 "$leaseguard" run --quiet --out "$out/bench" -- $command)
+    compact=$(time_series env LEASEGUARD_STACK_DEPTH=16 "$leaseguard" run --quiet --journal compact --out "$out/bench" -- $command)
     rm -rf "$out/bench"
-    echo "| $name | $direct | $off | $sixteen |"
+    echo "| $name | $direct | $off | $sixteen | $compact |"
   done
 } | tee "$out/overhead.md" | tee -a "$summary"
 
