@@ -29,6 +29,10 @@ inline constexpr uint32_t kTagMagicMask = 0xFFFF0000u;
 // 2: AllocPayload::freed_in_place; 3: ContextDestroyPayload::begun_at_slot; 4: HeaderPayload::flags
 // (a compact journal's records of allocations freed in place may be recycled: Recycled).
 inline constexpr uint32_t kVersion = 4;
+// A full journal has nothing a version 3 reader would misread (its header's flags are zero,
+// in bytes such a reader ignores), so it says 3 and leaseguard from before compact journals
+// reads it; a compact one says 4, which such a reader refuses rather than count it short.
+inline constexpr uint32_t kFullJournalVersion = 3;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr char kFileMagic[8] = {'L', 'G', 'J', 'O', 'U', 'R', 'N', 'L'};
 

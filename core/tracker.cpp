@@ -140,13 +140,14 @@ bool Tracker::open_journal(std::string &error) {
   if (!make_output_directory(options_.out_dir, error)) return false;
   journal::HeaderPayload header{};
   std::memcpy(header.magic, journal::kFileMagic, sizeof header.magic);
-  header.version = journal::kVersion;
+  const bool compact = options_.journal_mode == JournalMode::Compact;
+  header.version = compact ? journal::kVersion : journal::kFullJournalVersion;
   header.slot_bytes = journal::kSlotBytes;
   header.pid = getpid();
   header.ppid = getppid();
   header.start_realtime_ns = start_realtime_ns_;
   header.start_monotonic_ns = start_monotonic_ns_;
-  header.flags = options_.journal_mode == JournalMode::Compact ? journal::kHeaderCompact : 0;
+  header.flags = compact ? journal::kHeaderCompact : 0;
   std::string stem = options_.out_dir + "/" + (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." +
                      std::to_string(getpid());
   // Never overwrite: an exec'd image of the same pid, or a recycled pid, gets the next name.

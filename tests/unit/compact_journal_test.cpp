@@ -21,10 +21,14 @@ Options compact_options_for(const testing::TempDir &dir, int stack_depth = 0) {
 
 // What the journal holds, record by record.
 struct JournalContents : journal::JournalVisitor {
+  uint32_t header_version = 0;
   uint32_t header_flags = 0;
   std::vector<uint64_t> allocated;  // addresses of the allocation records, in journal order
   std::vector<journal::RecycledPayload> recycled;
-  void on_header(const journal::HeaderPayload &header) override { header_flags = header.flags; }
+  void on_header(const journal::HeaderPayload &header) override {
+    header_version = header.version;
+    header_flags = header.flags;
+  }
   void on_alloc(const journal::AllocPayload &alloc) override { allocated.push_back(alloc.address); }
   void on_recycled(const journal::RecycledPayload &record) override { recycled.push_back(record); }
 };
@@ -51,6 +55,7 @@ TEST(CompactJournal, ALoopThatAllocatesAndFreesKeepsOneRecordAndCountsTheRest) {
 
   JournalContents contents = contents_of(tracker);
   EXPECT_EQ(contents.header_flags, journal::kHeaderCompact);
+  EXPECT_EQ(contents.header_version, 4u);  // a reader from before compact journals refuses it
   EXPECT_EQ(contents.allocated.size(), 1u);
   uint64_t recycled = 0, recycled_bytes = 0;
   for (const journal::RecycledPayload &record : contents.recycled) {
@@ -77,6 +82,7 @@ TEST(CompactJournal, AFullJournalKeepsEveryRecord) {
   tracker.finish_process();
   JournalContents contents = contents_of(tracker);
   EXPECT_EQ(contents.header_flags, 0u);
+  EXPECT_EQ(contents.header_version, 3u);  // a reader from before compact journals reads it
   EXPECT_EQ(contents.allocated.size(), 100u);
   EXPECT_TRUE(contents.recycled.empty());
   EXPECT_FALSE(replay(tracker).compact_journal);
