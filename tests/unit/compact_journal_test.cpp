@@ -103,6 +103,24 @@ TEST(CompactJournal, NothingIsWrittenOverAcrossALeaseEndOrAContextDestroy) {
   EXPECT_EQ(contents_of(tracker).allocated, (std::vector<uint64_t>{0x1000, 0x2000, 0x4000}));
 }
 
+// A destroy that has begun but is not yet recorded has its epoch already: an allocation
+// made meanwhile (perhaps in a new context given the destroyed one's handle) must not take
+// a slot from before the destroy began, or it would go with the destroyed context.
+TEST(CompactJournal, AnAllocationAfterADestroyBeganIsNotWrittenOverAnEarlierRecord) {
+  testing::TempDir dir;
+  Tracker tracker(compact_options_for(dir));
+  allocate_and_free(tracker, 0x1000, 1);
+  const ContextDestroyMark mark = tracker.before_context_destroy();
+  tracker.on_alloc(event(0x2000, 2, 0xC0));  // the handle's new context
+  tracker.on_context_destroyed(Api::cuCtxDestroy_v2, 0xC0, 0, mark);
+  EXPECT_EQ(tracker.live_allocations(), 1u);
+  tracker.finish_process();
+  EXPECT_EQ(contents_of(tracker).allocated, (std::vector<uint64_t>{0x1000, 0x2000}));
+  report::ProcessReport process = replay(tracker);
+  ASSERT_EQ(process.leaked_allocations(), 1u);
+  EXPECT_EQ(process.leases.back().ended_by, EndedBy::Exit);
+}
+
 TEST(CompactJournal, ALiveAllocationOrAFreeWithARecordOfItsOwnIsNeverWrittenOver) {
   testing::TempDir dir;
   Tracker tracker(compact_options_for(dir));
