@@ -2,12 +2,12 @@
 #include "journal_reader.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace leaseguard::journal {
 namespace {
@@ -214,6 +214,20 @@ bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &
   return true;
 }
 
+// Where the file's last data ends: past it there are only holes (the unwritten end of the
+// journal's last chunk), read as zeros. Where the file system cannot say, its size.
+static size_t end_of_data(int fd, size_t size) {
+  size_t end = 0;
+  for (off_t at = 0;;) {
+    const off_t data = lseek(fd, at, SEEK_DATA);
+    if (data < 0) return errno == ENXIO ? end : size;
+    const off_t hole = lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) return size;
+    end = static_cast<size_t>(hole);
+    at = hole;
+  }
+}
+
 bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats, std::string &error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -226,20 +240,38 @@ bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &s
     ::close(fd);
     return false;
   }
-  size_t size = static_cast<size_t>(status.st_size);
-  if (size == 0) {
+  if (status.st_size == 0) {
     ::close(fd);
     error = path + ": not a leaseguard journal (empty file)";
     return false;
   }
-  void *mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (mapping == MAP_FAILED) {
-    error = "cannot map " + path + ": " + std::strerror(errno);
+  // Read, not mapped: on a full tmpfs a fault on a hole of a mapping allocates a page, and
+  // failing, kills the reader with SIGBUS; read(2) gives the hole's zeros.
+  const size_t size = end_of_data(fd, static_cast<size_t>(status.st_size));
+  std::vector<unsigned char> bytes;
+  try {
+    bytes.resize(size);
+  } catch (...) {
+    ::close(fd);
+    error = "cannot read " + path + ": out of memory";
     return false;
   }
-  bool ok = read_journal_bytes(static_cast<const unsigned char *>(mapping), size, visitor, stats, error);
-  munmap(mapping, size);
+  for (size_t done = 0; done < size;) {
+    const ssize_t got = pread(fd, bytes.data() + done, size - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      error = "cannot read " + path + ": " + (got < 0 ? std::strerror(errno) : "the file shrank");
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(got);
+  }
+  ::close(fd);
+  if (size == 0) {
+    error = path + ": not a leaseguard journal (no data)";
+    return false;
+  }
+  bool ok = read_journal_bytes(bytes.data(), size, visitor, stats, error);
   if (!ok) error = path + ": " + error;
   return ok;
 }

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "log.h"
+
 namespace leaseguard::journal {
 namespace {
 
@@ -26,6 +28,11 @@ constexpr size_t kReservedBytes = size_t{16} << 30;  // address space only: 268M
 constexpr int kMadvisePopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14), not in older headers
 
 size_t chunk_bytes_at(size_t offset) { return offset == 0 ? kFirstChunkBytes : kLaterChunkBytes; }
+
+// Disk blocks are allocated in steps ahead of the writers: small ones while the journal is
+// small, so that a program that records little takes little disk, then 2 MiB at a time.
+constexpr size_t kSmallJournalBytes = size_t{1} << 20;
+size_t allocation_step_at(size_t offset) { return offset < kSmallJournalBytes ? size_t{64} << 10 : kHugePageBytes; }
 
 }  // namespace
 
@@ -79,7 +86,7 @@ void JournalWriter::prefault_loop() noexcept {
     lock.unlock();
     const uint64_t written = next_slot_.load(std::memory_order_relaxed);
     const uint64_t wanted = written + std::min(written, kPrefaultAheadSlots);
-    if (ensure_mapped(wanted)) {
+    if (ensure_writable(wanted)) {
       // Faults pages in as a write would, without writing: a writer that got there first
       // keeps what it wrote. Kernels before 5.14 lack it; then only the mapping is ahead.
       constexpr uint64_t kPage = 4096;  // madvise takes whole pages
@@ -118,7 +125,7 @@ bool JournalWriter::open(const std::string &path, const HeaderPayload &header, s
   base_ = reinterpret_cast<unsigned char *>(aligned);
   reserved_bytes_ = kReservedBytes;
   path_ = path;
-  if (!ensure_mapped(1)) {
+  if (!ensure_writable(1)) {
     error = "cannot grow journal " + path + ": " + std::strerror(errno);
     abandon();
     unlink(path.c_str());
@@ -128,16 +135,58 @@ bool JournalWriter::open(const std::string &path, const HeaderPayload &header, s
   return true;
 }
 
-bool JournalWriter::ensure_mapped(uint64_t slot_end, bool may_block) noexcept {
-  if (slot_end <= mapped_slots_.load(std::memory_order_acquire)) return true;
+bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept {
+  if (slot_end <= writable_slots_.load(std::memory_order_acquire)) return true;
   std::unique_lock lock(grow_mutex_, std::defer_lock);
   if (may_block) lock.lock();
   else if (!lock.try_lock()) return false;
+  uint64_t writable = writable_slots_.load(std::memory_order_relaxed);
+  while (writable < slot_end) {
+    if (grow_error_ != 0) return false;
+    const size_t offset = writable * kSlotBytes;
+    const size_t step = allocation_step_at(offset);
+    if (!ensure_mapped(writable + step / kSlotBytes) || !allocate_blocks(offset, step)) {
+      grow_error_ = errno != 0 ? errno : ENOSPC;
+      full_.store(true, std::memory_order_relaxed);
+      // Not from a signal handler (may_block false): formatting is not safe there.
+      if (may_block)
+        log_warning("cannot grow the journal %s (%s): allocations from now on are tracked, but missing from its report",
+                    path_.c_str(), std::strerror(grow_error_));
+      return false;
+    }
+    writable += step / kSlotBytes;
+    writable_slots_.store(writable, std::memory_order_release);
+  }
+  return true;
+}
+
+bool JournalWriter::allocate_blocks(size_t offset, size_t bytes) noexcept {
+  if (fallocate(fd_, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0) return true;
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return false;
+  // A file system without fallocate: zeros written allocate the blocks, or fail as a
+  // store into the mapping would not (with an error instead of SIGBUS). The range is past
+  // everything written, so the zeros overwrite nothing.
+  static const unsigned char zeros[64 << 10] = {};
+  for (size_t done = 0; done < bytes;) {
+    const size_t piece = std::min(bytes - done, sizeof zeros);
+    const ssize_t wrote = pwrite(fd_, zeros, piece, static_cast<off_t>(offset + done));
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return false;
+    done += static_cast<size_t>(wrote);
+  }
+  return true;
+}
+
+// Called with grow_mutex_ held.
+bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
   uint64_t mapped = mapped_slots_.load(std::memory_order_relaxed);
   while (mapped < slot_end) {
     size_t offset = mapped * kSlotBytes;
     size_t chunk_bytes = chunk_bytes_at(offset);
-    if (offset + chunk_bytes > reserved_bytes_) return false;
+    if (offset + chunk_bytes > reserved_bytes_) {
+      errno = EFBIG;  // the most records a journal holds (kReservedBytes)
+      return false;
+    }
     if (ftruncate(fd_, static_cast<off_t>(offset + chunk_bytes)) != 0) return false;
     void *chunk = mmap(base_ + offset, chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                        fd_, static_cast<off_t>(offset));
@@ -162,13 +211,13 @@ bool JournalWriter::append_from_signal_handler(RecordType type, const void *payl
 }
 
 uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept {
-  if (base_ == nullptr || bytes > kMaxPayloadBytes) {
+  if (base_ == nullptr || bytes > kMaxPayloadBytes || (full_.load(std::memory_order_relaxed) && !ends_something(type))) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return kNoSlot;
   }
   const size_t slots = slots_for(bytes);
   const uint64_t first = next_slot_.fetch_add(slots, std::memory_order_relaxed);
-  if (!ensure_mapped(first + slots, may_block)) {
+  if (!room_for(type, first, slots, writable_slots_.load(std::memory_order_acquire), may_block)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return kNoSlot;
   }
@@ -201,6 +250,9 @@ void JournalWriter::abandon() noexcept {
   reserved_bytes_ = 0;
   next_slot_.store(0);
   mapped_slots_.store(0);
+  writable_slots_.store(0);
+  grow_error_ = 0;
+  full_.store(false);
 }
 
 }  // namespace leaseguard::journal

@@ -6,6 +6,13 @@
 // The file grows in chunks (2 MiB, then 16 MiB) inside one reserved address range, so a
 // record may span a chunk boundary. Durability against power loss is not promised (no msync).
 //
+// A store into a page of a file mapping whose disk blocks cannot be allocated (the file
+// system is full, a tmpfs at its size limit) is answered by SIGBUS, which would kill the
+// program. So no record is written where the file's blocks are not already allocated
+// (fallocate, or zeros written where it is not supported): writers stay below
+// writable_slots_, and a journal whose blocks cannot be had drops its records (counted)
+// instead.
+//
 // What an append really costs is the first touch of each fresh page of the file: a page
 // fault, several microseconds on virtual machines, for every 64 records. The mapping is
 // therefore huge-page aligned, and the chunks after the first are hinted (MADV_HUGEPAGE),
@@ -48,15 +55,15 @@ class JournalWriter {
   template <typename Payload>
   uint64_t append_one_slot(RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (base_ == nullptr) {
+    if (base_ == nullptr || full_.load(std::memory_order_relaxed)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return kNoSlot;
     }
     const uint64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t mapped = mapped_slots_.load(std::memory_order_acquire);
-    if (slot + kPrefaultAheadSlots > mapped) {
+    const uint64_t writable = writable_slots_.load(std::memory_order_acquire);
+    if (slot + kPrefaultAheadSlots > writable) {
       if (slot >= kPrefaultAfterSlots) ask_prefaulter();
-      if (slot >= mapped && !ensure_mapped(slot + 1)) {
+      if (!room_for(type, slot, 1, writable, true)) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         return kNoSlot;
       }
@@ -145,7 +152,28 @@ class JournalWriter {
   bool wants_prefaulter() const noexcept { return prefaulter_start_.load(std::memory_order_relaxed) == kStartWanted; }
 
  private:
-  bool ensure_mapped(uint64_t slot_end, bool may_block = true) noexcept;
+  // Maps the file up to `slot_end` (its size grows; its new blocks are not allocated).
+  bool ensure_mapped(uint64_t slot_end) noexcept;
+  // Maps it and allocates its disk blocks up to at least `slot_end`, so that writing there
+  // cannot raise SIGBUS. False if the file system cannot give them (or, with may_block
+  // false, another thread is growing the file).
+  bool ensure_writable(uint64_t slot_end, bool may_block = true) noexcept;
+  bool allocate_blocks(size_t offset, size_t bytes) noexcept;
+  // Whether `slots` slots from `first` may be written, growing the file if needed. Records
+  // that end something (a lease, a context, a pool, the process; Recycled counts) may use
+  // the last kEndingReserveSlots of what is writable; other records leave them, and once the
+  // file cannot grow, stop taking slots at all (full_), so the endings still fit: a report
+  // of a process whose journal filled up still says how its leases ended, and how many
+  // records were lost.
+  static constexpr uint64_t kEndingReserveSlots = 256;
+  static constexpr bool ends_something(RecordType type) noexcept {
+    return type == RecordType::LeaseEnd || type == RecordType::ProcessEnd || type == RecordType::ContextDestroy ||
+           type == RecordType::PoolDestroy || type == RecordType::Recycled;
+  }
+  bool room_for(RecordType type, uint64_t first, size_t slots, uint64_t writable, bool may_block) noexcept {
+    const uint64_t end = first + slots + (ends_something(type) ? 0 : kEndingReserveSlots);
+    return end <= writable || ensure_writable(end, may_block);
+  }
   // Where `bytes` bytes at `payload_offset` into the payload of the written slot `slot` are,
   // or nullptr if that is outside the slot's payload or the mapping.
   unsigned char *payload_at(uint64_t slot, size_t payload_offset, size_t bytes) const noexcept {
@@ -181,6 +209,9 @@ class JournalWriter {
   std::string path_;
   std::atomic<uint64_t> next_slot_{0};
   std::atomic<uint64_t> mapped_slots_{0};
+  std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: their blocks are allocated
+  int grow_error_ = 0;  // the errno that stopped the file from growing; then it never grows again
+  std::atomic<bool> full_{false};  // the file cannot grow: only endings are still written (room_for)
   std::atomic<uint64_t> dropped_{0};
   std::mutex grow_mutex_;
   std::atomic<bool> prefaulting_{false};

@@ -4,6 +4,10 @@
 // other threads allocate. The program must behave exactly as without leaseguard, and the
 // report must say what happened.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -23,6 +27,26 @@ std::vector<std::string> functions_of(const JsonValue &stack) {
 
 bool has(const std::vector<std::string> &names, const std::string &name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A journal on a file system that fills up (here a 64 KiB tmpfs, mounted in the program's
+// own mount namespace) must not kill the program with SIGBUS: leaseguard stops recording
+// and says so once.
+TEST(Robustness, AFileSystemThatFillsUpUnderTheJournalDoesNotKillTheProgram) {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  auto result = run_process_with_setup(
+      {victim("threads")},
+      {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH}, {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", out}},
+      [&] {
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+            mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, "size=64k") != 0)
+          _exit(77);
+      });
+  if (result.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "threads done\n");
+  EXPECT_NE(result.err.find("cannot grow the journal"), std::string::npos) << result.err;
 }
 
 TEST(Robustness, UnusualCallsGetTheDriversAnswerAndTheReportSaysWhatHappened) {

@@ -1,7 +1,9 @@
 // The journal: round trips, growth, damage, and a writer killed at random moments.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -322,6 +324,44 @@ TEST(Journal, ARecordWrittenOverSurvivesSigkillWholeOrNotAtAll) {
     }
     EXPECT_FALSE(stats.damaged());
   }
+}
+
+// A file system that cannot give the journal more blocks (full, or a tmpfs at its size
+// limit) answers a store into a fresh page of a file mapping with SIGBUS. The writer must
+// drop records instead, keep room for the records that end things, and the reader must read
+// such a journal on such a file system. A tmpfs of 128 KiB, mounted in a mount namespace of
+// a child's own (skipped where mounting is not allowed).
+TEST(Journal, AFullFileSystemDropsRecordsInsteadOfKillingTheProgram) {
+  testing::TempDir dir;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=128k") != 0)
+      _exit(77);
+    JournalWriter writer;
+    std::string error;
+    if (!writer.open(dir / "j.journal", make_header(), error)) _exit(1);
+    uint64_t written = 0;
+    for (uint64_t id = 1; id <= 100000; ++id)
+      if (writer.append_one_slot(RecordType::Alloc, make_alloc(id)) != JournalWriter::kNoSlot) written = id;
+    if (written == 0 || written == 100000 || writer.dropped() != 100000 - written) _exit(2);
+    ProcessEndPayload end{};
+    end.dropped_records = writer.dropped();
+    if (!writer.append(RecordType::ProcessEnd, &end, sizeof end)) _exit(3);  // an ending still fits
+    Collector collector;
+    ReadStats stats;
+    if (!read_journal(dir / "j.journal", collector, stats, error)) _exit(4);
+    if (collector.allocs.size() != written || stats.damaged()) _exit(5);
+    for (size_t i = 0; i < collector.allocs.size(); ++i)
+      if (collector.allocs[i].id != i + 1) _exit(6);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
