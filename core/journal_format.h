@@ -50,6 +50,7 @@ enum class RecordType : uint8_t {
   Continuation = 11,
   PoolDestroy = 12,
   Recycled = 13,
+  JournalFull = 14,
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -216,6 +217,14 @@ struct RecycledPayload {
 };
 inline constexpr uint64_t kRecycledFlushEvery = 1u << 16;
 
+// The journal's file could not grow (its file system is full, or 2^28 records were
+// written): nothing but records that end things was written after this one. Written once.
+struct JournalFullPayload {
+  uint64_t time_ns;  // CLOCK_MONOTONIC
+  int32_t error;     // the errno that stopped it (ENOSPC, EFBIG, ...)
+  uint32_t reserved;
+};
+
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
@@ -232,5 +241,6 @@ static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(ContextDestroyPayload) == 32 && sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(StackFrame) == 12);
 static_assert(sizeof(PoolDestroyPayload) == 24);
+static_assert(sizeof(JournalFullPayload) == 16);
 
 }  // namespace leaseguard::journal

@@ -135,6 +135,12 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       visitor.on_recycled(recycled);
       return true;
     }
+    case RecordType::JournalFull: {
+      JournalFullPayload full;
+      if (!load(payload, full)) return false;
+      visitor.on_journal_full(full);
+      return true;
+    }
     case RecordType::Continuation:
       return true;
   }

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pthread.h>
@@ -147,7 +148,8 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
     const size_t step = allocation_step_at(offset);
     if (!ensure_mapped(writable + step / kSlotBytes) || !allocate_blocks(offset, step)) {
       grow_error_ = errno != 0 ? errno : ENOSPC;
-      full_.store(true, std::memory_order_relaxed);
+      full_error_.store(grow_error_, std::memory_order_relaxed);
+      full_.store(true, std::memory_order_release);
       // Not from a signal handler (may_block false): formatting is not safe there.
       if (may_block)
         log_warning("cannot grow the journal %s (%s): allocations from now on are tracked, but missing from its report",
@@ -158,6 +160,16 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
     writable_slots_.store(writable, std::memory_order_release);
   }
   return true;
+}
+
+void JournalWriter::write_journal_full_once() noexcept {
+  if (full_written_.exchange(true, std::memory_order_acq_rel)) return;
+  JournalFullPayload full{};
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  full.time_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  full.error = full_error_.load(std::memory_order_relaxed);
+  append_impl(RecordType::JournalFull, &full, sizeof full, false);
 }
 
 bool JournalWriter::allocate_blocks(size_t offset, size_t bytes) noexcept {
@@ -253,6 +265,8 @@ void JournalWriter::abandon() noexcept {
   writable_slots_.store(0);
   grow_error_ = 0;
   full_.store(false);
+  full_written_.store(false);
+  full_error_.store(0);
 }
 
 }  // namespace leaseguard::journal

@@ -168,12 +168,16 @@ class JournalWriter {
   static constexpr uint64_t kEndingReserveSlots = 256;
   static constexpr bool ends_something(RecordType type) noexcept {
     return type == RecordType::LeaseEnd || type == RecordType::ProcessEnd || type == RecordType::ContextDestroy ||
-           type == RecordType::PoolDestroy || type == RecordType::Recycled;
+           type == RecordType::PoolDestroy || type == RecordType::Recycled || type == RecordType::JournalFull;
   }
   bool room_for(RecordType type, uint64_t first, size_t slots, uint64_t writable, bool may_block) noexcept {
     const uint64_t end = first + slots + (ends_something(type) ? 0 : kEndingReserveSlots);
-    return end <= writable || ensure_writable(end, may_block);
+    if (end <= writable || ensure_writable(end, may_block)) return true;
+    if (full_.load(std::memory_order_relaxed)) write_journal_full_once();
+    return false;
   }
+  // A JournalFull record, by the first writer to find the file full (outside the lock).
+  void write_journal_full_once() noexcept;
   // Where `bytes` bytes at `payload_offset` into the payload of the written slot `slot` are,
   // or nullptr if that is outside the slot's payload or the mapping.
   unsigned char *payload_at(uint64_t slot, size_t payload_offset, size_t bytes) const noexcept {
@@ -212,6 +216,8 @@ class JournalWriter {
   std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: their blocks are allocated
   int grow_error_ = 0;  // the errno that stopped the file from growing; then it never grows again
   std::atomic<bool> full_{false};  // the file cannot grow: only endings are still written (room_for)
+  std::atomic<bool> full_written_{false};
+  std::atomic<int> full_error_{0};  // grow_error_, for the JournalFull record
   std::atomic<uint64_t> dropped_{0};
   std::mutex grow_mutex_;
   std::atomic<bool> prefaulting_{false};

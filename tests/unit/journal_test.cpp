@@ -49,12 +49,14 @@ struct Collector : JournalVisitor {
   std::vector<FreePayload> frees;
   std::vector<std::pair<uint32_t, std::vector<StackFrame>>> stacks;
   std::vector<std::string> lease_names;
+  std::vector<JournalFullPayload> full;
   int headers = 0;
   void on_header(const HeaderPayload &) override { ++headers; }
   void on_alloc(const AllocPayload &alloc) override { allocs.push_back(alloc); }
   void on_free(const FreePayload &free_record) override { frees.push_back(free_record); }
   void on_stack(uint32_t id, const std::vector<StackFrame> &frames) override { stacks.emplace_back(id, frames); }
   void on_lease_begin(const LeaseBeginPayload &, std::string_view name) override { lease_names.emplace_back(name); }
+  void on_journal_full(const JournalFullPayload &record) override { full.push_back(record); }
 };
 
 std::vector<unsigned char> read_file(const std::string &path) {
@@ -353,6 +355,8 @@ TEST(Journal, AFullFileSystemDropsRecordsInsteadOfKillingTheProgram) {
     ReadStats stats;
     if (!read_journal(dir / "j.journal", collector, stats, error)) _exit(4);
     if (collector.allocs.size() != written || stats.damaged()) _exit(5);
+    // The moment it filled up is in it, once, with why.
+    if (collector.full.size() != 1 || collector.full[0].error != ENOSPC) _exit(7);
     for (size_t i = 0; i < collector.allocs.size(); ++i)
       if (collector.allocs[i].id != i + 1) _exit(6);
     _exit(0);

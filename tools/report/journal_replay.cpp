@@ -21,6 +21,7 @@
 //                    the destroyed one's handle (version 3; earlier journals do not say).
 //   Recycled         a compact journal's count of allocations, and their frees, written
 //                    over by later ones: counted, but in no timeline or peak.
+//   JournalFull      the file could not grow: allocations after it were not recorded.
 //   ProcessEnd       the process ended its leases itself: the report is complete.
 // At the end of a journal without ProcessEnd (the process was killed, or called _exit),
 // whatever is live and unreported is reported per lease with ended_by crash, and the
@@ -242,6 +243,11 @@ class Replay : public journal::JournalVisitor {
     process_.recycled_bytes += recycled.bytes;
     process_.allocations += recycled.allocations;
     process_.frees += recycled.allocations;
+  }
+
+  void on_journal_full(const journal::JournalFullPayload &full) override {
+    process_.journal_full_ms = since_start_ms(full.time_ns);
+    process_.journal_full_error = full.error;
   }
 
   void on_process_end(const journal::ProcessEndPayload &end) override {

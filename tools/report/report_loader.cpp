@@ -80,6 +80,13 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
               << " trailing byte(s))";
       report.problems.push_back(problem.str());
     }
+    if (process.journal_full_ms) {
+      std::ostringstream problem;
+      problem << headers[i].path << ": the journal could not grow " << static_cast<uint64_t>(*process.journal_full_ms)
+              << " ms after the process started (" << std::strerror(process.journal_full_error)
+              << "); allocations after that were not recorded, and their leaks are not in this report";
+      report.problems.push_back(problem.str());
+    }
     if (process.dropped_records > 0)
       report.problems.push_back(headers[i].path + ": " + std::to_string(process.dropped_records) +
                                 " record(s) could not be written by the process (journal full or disk error)");

@@ -119,6 +119,10 @@ struct ProcessReport {
   // made may have been recycled. They are counted here (lower bounds) and in allocations and
   // frees, but are not in the timelines or the leases' peaks.
   bool compact_journal = false;
+  // The journal could not grow (a full file system, or the most records a journal holds):
+  // when, since the process started, and why (an errno). Later allocations are missing.
+  std::optional<double> journal_full_ms;
+  int journal_full_error = 0;
   uint64_t recycled_allocations = 0;
   uint64_t recycled_bytes = 0;
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
