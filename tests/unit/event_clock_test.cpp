@@ -34,7 +34,10 @@ TEST(EventClock, LearnsTheCounterRateWhenAskedWithoutPause) {
   if (!detail::time_stamp_counter_usable()) GTEST_SKIP() << "no invariant time stamp counter";
   detail::g_ns_per_tick.store(0);
   detail::t_clock_anchor = detail::ClockAnchor{};
-  const uint64_t until = monotonic_ns() + 5 * detail::kInterpolationWindowNs;
+  // A tight loop learns the rate within a window or two. The bound is far longer: a thread
+  // descheduled past a short one (a loaded machine, ThreadSanitizer) would end the loop
+  // before it asked again, and fail without a fault.
+  const uint64_t until = monotonic_ns() + 1000 * detail::kInterpolationWindowNs;
   while (monotonic_ns() < until && detail::g_ns_per_tick.load() == 0) event_clock_ns();
   EXPECT_NE(detail::g_ns_per_tick.load(), 0u);
   expect_close_and_monotonic();
