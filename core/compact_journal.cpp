@@ -23,7 +23,7 @@ struct LastAllocRecord {
   uint64_t tracker;  // the serial of the tracker it belongs to; any other: nothing known
   uint64_t slot;
   uint32_t epoch;    // the tracker's epoch when it was written
-  bool flushed_at_exit;  // the thread-exit key is set
+  bool exit_key_set;  // this thread's value of the thread-exit key is set: it writes its counts as it exits
   uint64_t recycled;
   uint64_t recycled_bytes;
 };
@@ -56,8 +56,8 @@ uint64_t Tracker::write_alloc_record_compact(const journal::AllocPayload &alloc,
     if (journal_.replace_last_one_slot(last.slot, journal::RecordType::Alloc, alloc)) {
       last.recycled_bytes += bytes;
       if (++last.recycled >= journal::kRecycledFlushEvery) write_recycled(last);
-      if (!last.flushed_at_exit) {
-        last.flushed_at_exit = true;
+      if (!last.exit_key_set) {
+        last.exit_key_set = true;
         pthread_once(&g_exit_key_once, make_exit_key);
         if (g_have_exit_key) pthread_setspecific(g_exit_key, this);  // any non-null value
       }

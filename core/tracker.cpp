@@ -46,7 +46,6 @@ __thread IdBlock t_ids __attribute__((tls_model("initial-exec")));
 constexpr uint64_t kIdsPerBlock = 256;
 std::atomic<uint64_t> g_tracker_serials{0};
 
-
 uint32_t thread_id() noexcept {
   if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
   return t_thread_id;

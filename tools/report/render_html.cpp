@@ -25,8 +25,8 @@ void write_data(JsonWriter &json, const Report &report) {
     for (const std::string &argument : process.command) command += (command.empty() ? "" : " ") + argument;
     json.key("command").value(command.empty() ? process.executable : command);
     json.key("complete").value(process.complete);
-    json.key("recycled_allocations").value(process.compact_journal ? process.recycled_allocations : 0);
-    json.key("recycled_bytes").value(process.compact_journal ? process.recycled_bytes : 0);
+    json.key("recycled_allocations").value(process.recycled_allocations);
+    json.key("recycled_bytes").value(process.recycled_bytes);
     json.key("timelines").begin_array();
     for (const Timeline &timeline : process.timelines) {
       json.begin_object();
