@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -150,22 +151,110 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
 
 }  // namespace
 
-bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor,
-                        ReadStats &stats, std::string &error) {
-  stats = ReadStats{};
-  const size_t slot_count = size / kSlotBytes;
-  stats.truncated_bytes = size % kSlotBytes;
-  auto tag_at = [&](size_t slot) {
+// Where the reader takes slots from: all of them in memory, or a window onto a file that
+// moves forward through it.
+class SlotSource {
+ public:
+  virtual ~SlotSource() = default;
+  // Slots [first, first + count) (count at most a record's, kMaxSlotsPerRecord), contiguous;
+  // nullptr if they could not be read (then error() says why).
+  virtual const unsigned char *slots(size_t first, size_t count) = 0;
+  const std::string &error() const { return error_; }
+
+ protected:
+  std::string error_;
+};
+
+namespace {
+
+class MemorySlots final : public SlotSource {
+ public:
+  explicit MemorySlots(const unsigned char *data) : data_(data) {}
+  const unsigned char *slots(size_t first, size_t) override { return data_ + first * kSlotBytes; }
+
+ private:
+  const unsigned char *data_;
+};
+
+// Reads `window_slots` slots at a time: the reader's memory stays that, whatever the
+// journal's size. The reader only moves forward, so a window is refilled from the first
+// slot asked for that it does not hold.
+class FileSlots final : public SlotSource {
+ public:
+  FileSlots(int fd, size_t slot_count, size_t window_slots)
+      : fd_(fd), slot_count_(slot_count), window_slots_(std::min(window_slots, slot_count)) {}
+
+  bool allocate() {
+    try {
+      window_.resize(window_slots_ * kSlotBytes);
+      return true;
+    } catch (...) {
+      error_ = "out of memory";
+      return false;
+    }
+  }
+
+  const unsigned char *slots(size_t first, size_t count) override {
+    if (first < base_ || first + count > base_ + held_) {
+      if (!fill_from(first)) return nullptr;
+      if (first + count > base_ + held_) {
+        error_ = "the file shrank";
+        return nullptr;
+      }
+    }
+    return window_.data() + (first - base_) * kSlotBytes;
+  }
+
+ private:
+  bool fill_from(size_t first) {
+    base_ = first;
+    held_ = 0;
+    const size_t wanted = std::min(window_slots_, slot_count_ - first) * kSlotBytes;
+    size_t done = 0;
+    while (done < wanted) {
+      const ssize_t got = pread(fd_, window_.data() + done, wanted - done,
+                                static_cast<off_t>(first * kSlotBytes + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        error_ = std::strerror(errno);
+        return false;
+      }
+      if (got == 0) break;  // the file shrank: what was read is still whole slots' worth
+      done += static_cast<size_t>(got);
+    }
+    held_ = done / kSlotBytes;
+    return true;
+  }
+
+  int fd_;
+  size_t slot_count_;
+  size_t window_slots_;
+  std::vector<unsigned char> window_;
+  size_t base_ = 0;  // the first slot in the window
+  size_t held_ = 0;  // how many slots it holds
+};
+
+}  // namespace
+
+// The reader proper, over any source of `slot_count` whole slots.
+bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, ReadStats &stats,
+                       std::string &error) {
+  auto tag_in = [](const unsigned char *slot) {
     uint32_t tag;
-    std::memcpy(&tag, data + slot * kSlotBytes, sizeof tag);
+    std::memcpy(&tag, slot, sizeof tag);
     return tag;
   };
-  if (slot_count == 0 || tag_at(0) != make_tag(RecordType::Header, 1)) {
+  const unsigned char *first = slot_count != 0 ? source.slots(0, 1) : nullptr;
+  if (slot_count != 0 && first == nullptr) {
+    error = "cannot read: " + source.error();
+    return false;
+  }
+  if (slot_count == 0 || tag_in(first) != make_tag(RecordType::Header, 1)) {
     error = "not a leaseguard journal (no header)";
     return false;
   }
   HeaderPayload header;
-  std::memcpy(&header, data + 4, sizeof header);
+  std::memcpy(&header, first + 4, sizeof header);
   if (std::memcmp(header.magic, kFileMagic, sizeof kFileMagic) != 0) {
     error = "not a leaseguard journal (bad magic)";
     return false;
@@ -179,7 +268,9 @@ bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &
   std::vector<unsigned char> payload;
   size_t slot = 0;
   while (slot < slot_count) {
-    uint32_t tag = tag_at(slot);
+    const unsigned char *at = source.slots(slot, 1);
+    if (at == nullptr) break;
+    uint32_t tag = tag_in(at);
     if (tag == 0) {
       ++stats.uncommitted_slots;
       ++slot;
@@ -202,8 +293,10 @@ bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &
       ++slot;
       continue;
     }
+    at = source.slots(slot, slots);
+    if (at == nullptr) break;
     bool continuations_ok = true;
-    for (size_t i = 1; i < slots; ++i) continuations_ok = continuations_ok && tag_at(slot + i) == kContinuationTag;
+    for (size_t i = 1; i < slots; ++i) continuations_ok = continuations_ok && tag_in(at + i * kSlotBytes) == kContinuationTag;
     if (!continuations_ok) {
       ++stats.malformed_records;
       ++slot;
@@ -211,13 +304,25 @@ bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &
     }
     payload.resize(slots * kSlotPayloadBytes);
     for (size_t i = 0; i < slots; ++i)
-      std::memcpy(payload.data() + i * kSlotPayloadBytes, data + (slot + i) * kSlotBytes + 4, kSlotPayloadBytes);
+      std::memcpy(payload.data() + i * kSlotPayloadBytes, at + i * kSlotBytes + 4, kSlotPayloadBytes);
     visitor.record_slot_ = slot;
     if (dispatch(type, payload, visitor, stats)) ++stats.records;
     else ++stats.malformed_records;
     slot += slots;
   }
+  if (slot < slot_count) {
+    error = "cannot read: " + source.error();
+    return false;
+  }
   return true;
+}
+
+bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor,
+                        ReadStats &stats, std::string &error) {
+  stats = ReadStats{};
+  stats.truncated_bytes = size % kSlotBytes;
+  MemorySlots source(data);
+  return read_slots(source, size / kSlotBytes, visitor, stats, error);
 }
 
 // Where the file's last data ends: past it there are only holes (the unwritten end of the
@@ -234,7 +339,8 @@ static size_t end_of_data(int fd, size_t size) {
   }
 }
 
-bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats, std::string &error) {
+bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats, std::string &error,
+                  size_t window_slots) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = "cannot open " + path + ": " + std::strerror(errno);
@@ -254,30 +360,17 @@ bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &s
   // Read, not mapped: on a full tmpfs a fault on a hole of a mapping allocates a page, and
   // failing, kills the reader with SIGBUS; read(2) gives the hole's zeros.
   const size_t size = end_of_data(fd, static_cast<size_t>(status.st_size));
-  std::vector<unsigned char> bytes;
-  try {
-    bytes.resize(size);
-  } catch (...) {
-    ::close(fd);
-    error = "cannot read " + path + ": out of memory";
-    return false;
-  }
-  for (size_t done = 0; done < size;) {
-    const ssize_t got = pread(fd, bytes.data() + done, size - done, static_cast<off_t>(done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      error = "cannot read " + path + ": " + (got < 0 ? std::strerror(errno) : "the file shrank");
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(got);
-  }
-  ::close(fd);
   if (size == 0) {
+    ::close(fd);
     error = path + ": not a leaseguard journal (no data)";
     return false;
   }
-  bool ok = read_journal_bytes(bytes.data(), size, visitor, stats, error);
+  stats = ReadStats{};
+  stats.truncated_bytes = size % kSlotBytes;
+  FileSlots source(fd, size / kSlotBytes, std::max(window_slots, kMaxSlotsPerRecord));
+  bool ok = source.allocate() && read_slots(source, size / kSlotBytes, visitor, stats, error);
+  if (!ok && error.empty()) error = "cannot read: " + source.error();
+  ::close(fd);
   if (!ok) error = path + ": " + error;
   return ok;
 }

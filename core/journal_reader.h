@@ -28,6 +28,7 @@ struct ModuleInfo {
 };
 
 struct ReadStats;
+class SlotSource;  // where the reader takes slots from (journal_reader.cpp)
 
 class JournalVisitor {
  public:
@@ -50,7 +51,7 @@ class JournalVisitor {
   uint64_t record_slot() const noexcept { return record_slot_; }
 
  private:
-  friend bool read_journal_bytes(const unsigned char *, size_t, JournalVisitor &, ReadStats &, std::string &);
+  friend bool read_slots(SlotSource &, size_t, JournalVisitor &, ReadStats &, std::string &);
   uint64_t record_slot_ = 0;
 };
 
@@ -65,9 +66,13 @@ struct ReadStats {
 };
 
 // Returns false and sets `error` if the file cannot be read or does not start with a
-// leaseguard journal header; otherwise visits every record that can be read.
-bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats,
-                  std::string &error);
+// leaseguard journal header; otherwise visits every record that can be read. The file is
+// read `window_slots` slots at a time (at least a record's worth), so reading a journal of
+// any size takes that much memory; a read that fails part of the way returns false after
+// visiting what came before it.
+inline constexpr size_t kDefaultReadWindowSlots = size_t{1} << 16;  // 4 MiB
+bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats, std::string &error,
+                  size_t window_slots = kDefaultReadWindowSlots);
 
 // The same over bytes in memory (used by the fuzzer and tests).
 bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor,

@@ -202,6 +202,94 @@ TEST(Journal, SkipsUncommittedAndCorruptSlotsAndKeepsTheRest) {
   EXPECT_TRUE(stats.damaged());
 }
 
+// Everything a reader hands its visitor, in order, with each record's place.
+struct VisitLog : JournalVisitor {
+  std::vector<std::string> lines;
+  void note(const std::string &what) { lines.push_back(std::to_string(record_slot()) + " " + what); }
+  void on_header(const HeaderPayload &header) override { note("header " + std::to_string(header.pid)); }
+  void on_module(const ModuleInfo &module) override { note("module " + module.path + " " + module.build_id); }
+  void on_stack(uint32_t id, const std::vector<StackFrame> &frames) override {
+    note("stack " + std::to_string(id) + " " + std::to_string(frames.size()));
+  }
+  void on_alloc(const AllocPayload &alloc) override { note("alloc " + std::to_string(alloc.id)); }
+  void on_lease_begin(const LeaseBeginPayload &, std::string_view name) override { note("lease " + std::string(name)); }
+};
+
+// A journal of records from one slot to the most a record takes, damaged here and there and
+// cut off mid-slot, as a file.
+std::string write_a_varied_damaged_journal(const testing::TempDir &dir) {
+  const std::string path = dir / "varied.journal";
+  std::mt19937 random(7);
+  {
+    JournalWriter writer;
+    std::string error;
+    EXPECT_TRUE(writer.open(path, make_header(), error)) << error;
+    std::vector<unsigned char> buffer(kMaxPayloadBytes);
+    for (uint64_t id = 1; id <= 3000; ++id) {
+      AllocPayload alloc = make_alloc(id);
+      writer.append(RecordType::Alloc, &alloc, sizeof alloc);
+      if (id % 7 == 0) {  // one to five slots
+        LeaseBeginPayload begin{};
+        begin.name_bytes = static_cast<uint32_t>(random() % 257);
+        std::memcpy(buffer.data(), &begin, sizeof begin);
+        std::memset(buffer.data() + sizeof begin, 'a' + static_cast<int>(id % 26), begin.name_bytes);
+        writer.append(RecordType::LeaseBegin, buffer.data(), sizeof begin + begin.name_bytes);
+      }
+      if (id % 97 == 0) {  // up to the most a record takes
+        ModulePayload module{};
+        const size_t bytes = sizeof module + random() % (kMaxPayloadBytes - sizeof module + 1);
+        module.path_bytes = static_cast<uint32_t>(bytes - sizeof module);
+        std::memcpy(buffer.data(), &module, sizeof module);
+        std::memset(buffer.data() + sizeof module, 'p', module.path_bytes);
+        writer.append(RecordType::Module, buffer.data(), bytes);
+      }
+    }
+  }
+  std::vector<unsigned char> bytes = read_file(path);
+  const size_t slots = bytes.size() / kSlotBytes;
+  for (int damage = 0; damage < 40; ++damage) {
+    const size_t slot = 1 + random() % (slots - 1);
+    unsigned char *tag = bytes.data() + slot * kSlotBytes;
+    if (damage % 3 == 0) std::memset(tag, 0, 4);  // never committed
+    else if (damage % 3 == 1) tag[3] = 0x12;      // not leaseguard's
+    else tag[0] = static_cast<unsigned char>(random());  // a record that claims other lengths
+  }
+  bytes.resize(bytes.size() + 17, 0xEE);  // a partial slot at the end
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char *>(bytes.data()),
+                                                               static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+// The file is read a window at a time: records that straddle a window's end, damage on
+// either side of it and the cut-off end read exactly as they do with the whole file in
+// memory, whatever the window.
+TEST(Journal, ReadingAWindowAtATimeVisitsExactlyWhatTheWholeFileDoes) {
+  testing::TempDir dir;
+  const std::string path = write_a_varied_damaged_journal(dir);
+  std::vector<unsigned char> bytes = read_file(path);
+  VisitLog whole;
+  ReadStats whole_stats;
+  std::string error;
+  ASSERT_TRUE(read_journal_bytes(bytes.data(), bytes.size(), whole, whole_stats, error)) << error;
+  ASSERT_GT(whole.lines.size(), 3000u);
+  EXPECT_GT(whole_stats.corrupt_slots + whole_stats.malformed_records, 0u);
+  EXPECT_GT(whole_stats.uncommitted_slots, 0u);
+  EXPECT_EQ(whole_stats.truncated_bytes, 17u);
+  for (size_t window : {size_t{0}, size_t{255}, size_t{256}, size_t{257}, size_t{300}, size_t{1000}, size_t{4099},
+                        kDefaultReadWindowSlots}) {
+    VisitLog windowed;
+    ReadStats stats;
+    ASSERT_TRUE(read_journal(path, windowed, stats, error, window)) << error;
+    ASSERT_EQ(windowed.lines, whole.lines) << "window " << window;
+    EXPECT_EQ(stats.records, whole_stats.records);
+    EXPECT_EQ(stats.uncommitted_slots, whole_stats.uncommitted_slots);
+    EXPECT_EQ(stats.corrupt_slots, whole_stats.corrupt_slots);
+    EXPECT_EQ(stats.malformed_records, whole_stats.malformed_records);
+    EXPECT_EQ(stats.unknown_records, whole_stats.unknown_records);
+    EXPECT_EQ(stats.truncated_bytes, whole_stats.truncated_bytes);
+  }
+}
+
 TEST(Journal, RejectsWhatIsNotAJournal) {
   Collector collector;
   ReadStats stats;
