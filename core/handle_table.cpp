@@ -3,20 +3,6 @@
 
 namespace leaseguard {
 
-size_t HandleTable::mark_lease_reported(uint32_t lease_id) {
-  size_t count = 0;
-  for (Shard &shard : shards_) {
-    std::lock_guard lock(shard.lock);
-    shard.records.for_each([&](LiveRecord &record) {
-      if (record.lease_id == lease_id && !record.reported) {
-        record.reported = true;
-        ++count;
-      }
-    });
-  }
-  return count;
-}
-
 size_t HandleTable::memory_bytes() const {
   size_t total = 0;
   for (const Shard &shard : shards_) {

@@ -88,8 +88,26 @@ class HandleTable {
                   [](const LiveRecord *, bool) {});
   }
 
-  // Marks every unreported record of `lease_id` as reported; returns how many there were.
-  size_t mark_lease_reported(uint32_t lease_id);
+  // Marks every unreported record of `lease_id` as reported, calling `marked(record)` for
+  // each under its shard's lock; returns how many there were.
+  template <typename Marked>
+  size_t mark_lease_reported(uint32_t lease_id, Marked marked) {
+    size_t count = 0;
+    for (Shard &shard : shards_) {
+      std::lock_guard lock(shard.lock);
+      shard.records.for_each([&](LiveRecord &record) {
+        if (record.lease_id == lease_id && !record.reported) {
+          record.reported = true;
+          marked(static_cast<const LiveRecord &>(record));
+          ++count;
+        }
+      });
+    }
+    return count;
+  }
+  size_t mark_lease_reported(uint32_t lease_id) {
+    return mark_lease_reported(lease_id, [](const LiveRecord &) {});
+  }
 
   // Removes every record `take(record)` says to, calling it under the record's shard lock;
   // if it throws, the record it was given stays, and the exception leaves the table as is.

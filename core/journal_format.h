@@ -180,6 +180,11 @@ struct LeaseEndPayload {
   uint8_t reserved[2];
   uint64_t time_ns;
   uint64_t leaked_allocations;
+  // Of those, the ones allocated while the journal could not take their records (it was
+  // full): the replay cannot list them, only count them. Zero in journals from before these
+  // fields, whose slots are zero past the fields above.
+  uint64_t unjournaled_allocations;
+  uint64_t unjournaled_bytes;
 };
 
 struct ContextDestroyPayload {
@@ -233,7 +238,7 @@ struct ProcessEndPayload {
 static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes && sizeof(RecycledPayload) == 32);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
 static_assert(sizeof(HeaderPayload) == 48 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
-              sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 24 &&
+              sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 40 &&
               sizeof(AllocPayload) == 60, "payload layouts are part of the journal format");
 static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);

@@ -152,8 +152,10 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
       full_.store(true, std::memory_order_release);
       // Not from a signal handler (may_block false): formatting is not safe there.
       if (may_block)
-        log_warning("cannot grow the journal %s (%s): allocations from now on are tracked, but missing from its report",
-                    path_.c_str(), std::strerror(grow_error_));
+        log_warning(
+            "cannot grow the journal %s (%s): allocations from now on are tracked, and their leaks counted, but not "
+            "listed in its report",
+            path_.c_str(), std::strerror(grow_error_));
       return false;
     }
     writable += step / kSlotBytes;

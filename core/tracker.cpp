@@ -510,13 +510,16 @@ uint64_t Tracker::lease_begin(const char *name, uint64_t ttl_ms, Policy policy) 
   }
 }
 
-void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept {
+void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked,
+                              const Unjournaled &unjournaled) noexcept {
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::LeaseEndPayload end{};
   end.lease_id = lease.id;
   end.ended_by = static_cast<uint8_t>(ended_by);
   end.time_ns = monotonic_ns();
   end.leaked_allocations = leaked;
+  end.unjournaled_allocations = unjournaled.allocations;
+  end.unjournaled_bytes = unjournaled.bytes;
   journal_.append(journal::RecordType::LeaseEnd, &end, sizeof end);
 }
 
@@ -527,9 +530,10 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   lease.ending_thread.store(thread_id(), std::memory_order_relaxed);
   begin_epoch();
   size_t leaked = 0;
+  Unjournaled unjournaled;
   if (!reclaim) {
-    leaked = table_.mark_lease_reported(lease.id);
-    write_lease_end(lease, ended_by, leaked);
+    leaked = table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, cold_); });
+    write_lease_end(lease, ended_by, leaked, unjournaled);
   } else {
     std::vector<HandleRecord> records;
     try {
@@ -555,7 +559,8 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
       log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
     }
     leaked = records.size();
-    write_lease_end(lease, ended_by, leaked);  // reported first, then given back
+    for (const HandleRecord &record : records) unjournaled.count(record, cold_);
+    write_lease_end(lease, ended_by, leaked, unjournaled);  // reported first, then given back
     // Newest first, as a program unwinding its own allocations would free them (ids are in
     // allocation order only within a thread: times order them across threads).
     std::sort(records.begin(), records.end(), [](const HandleRecord &a, const HandleRecord &b) {

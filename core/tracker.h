@@ -136,7 +136,17 @@ class Tracker {
   bool open_journal(std::string &error);
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
-  void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked) noexcept;
+  // Leaks the journal holds no record of (side-store records: the journal was full).
+  struct Unjournaled {
+    uint64_t allocations = 0;
+    uint64_t bytes = 0;
+    void count(const LiveRecord &record, const ColdRecords &side_store) noexcept {
+      if (!record.in_side_store()) return;
+      ++allocations;
+      bytes += side_store.get(record.where).bytes;
+    }
+  };
+  void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked, const Unjournaled &unjournaled) noexcept;
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
   bool write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept;
   // The rare paths of on_alloc and on_free, out of line so the common ones keep their

@@ -151,6 +151,15 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
                         (options.lease_pattern.empty() || report::wildcard_matches(options.lease_pattern, lease.name)) &&
                         (options.api_pattern.empty() || report::wildcard_matches(options.api_pattern, api_name(leak.api)));
                });
+  // Leaks made while the journal was full have a lease and nothing else to filter by.
+  if (!options.lease_pattern.empty())
+    for (report::ProcessReport &process : report.processes)
+      for (report::LeaseEnding &lease : process.leases)
+        if (!report::wildcard_matches(options.lease_pattern, lease.name)) {
+          report.filtered_allocations += lease.unjournaled_allocations;
+          lease.unjournaled_allocations = 0;
+          lease.unjournaled_bytes = 0;
+        }
   if (!options.baseline.empty() && !apply_baseline(report, options.baseline, symbolizer, error)) return false;
   report.suggest_suppressions = options.gen_suppressions;
   report.max_groups = options.max_groups;

@@ -201,6 +201,8 @@ class Replay : public journal::JournalVisitor {
     auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
     ending.signal = end.signal;
+    ending.unjournaled_allocations = end.unjournaled_allocations;
+    ending.unjournaled_bytes = end.unjournaled_bytes;
     const size_t index = process_.leases.size();
     for (auto &[id, allocation] : live_) {
       if (allocation.reported || allocation.record.lease_id != end.lease_id) continue;
@@ -457,7 +459,7 @@ class Replay : public journal::JournalVisitor {
 }  // namespace
 
 uint64_t LeaseEnding::leaked_bytes() const {
-  uint64_t total = 0;
+  uint64_t total = unjournaled_bytes;
   for (const Leak &leak : leaks) total += leak.bytes;
   return total;
 }
@@ -470,7 +472,7 @@ uint64_t ProcessReport::leaked_bytes() const {
 
 uint64_t ProcessReport::leaked_allocations() const {
   uint64_t total = 0;
-  for (const LeaseEnding &lease : leases) total += lease.leaks.size();
+  for (const LeaseEnding &lease : leases) total += lease.leaked_allocations();
   return total;
 }
 

@@ -29,6 +29,12 @@ std::string group_message(const ProcessReport &process, const LeaseEnding &lease
          " (pid " + std::to_string(process.pid) + ")";
 }
 
+std::string unjournaled_message(const LeaseEnding &lease) {
+  return "Leak of " + std::to_string(lease.unjournaled_bytes) + " byte(s) in " +
+         std::to_string(lease.unjournaled_allocations) + " allocation(s) in lease \"" + lease.name +
+         "\" made while the journal was full: no stack or entry point was recorded for them";
+}
+
 // A file URI relative to the source root when the file is under it (so code scanning can
 // place it in the repository), else absolute.
 void write_artifact(JsonWriter &json, const std::string &file, const std::string &source_root) {
@@ -137,6 +143,19 @@ std::string render_sarif(const Report &report, const std::string &source_root) {
         json.end_object();
         json.end_object();
       }
+      if (lease.unjournaled_allocations != 0) {
+        json.begin_object();
+        json.key("ruleId").value(kRuleId);
+        json.key("level").value("error");
+        json.key("message").begin_object().key("text").value(unjournaled_message(lease)).end_object();
+        json.key("locations").begin_array().end_array();
+        json.key("properties").begin_object();
+        json.key("bytes").value(lease.unjournaled_bytes);
+        json.key("allocations").value(lease.unjournaled_allocations);
+        json.key("lease").value(lease.name);
+        json.end_object();
+        json.end_object();
+      }
     }
   }
   json.end_array();
@@ -158,7 +177,7 @@ std::string render_junit(const Report &report) {
                          std::string(ended_by_name(lease.ended_by)) + ")";
       body += "    <testcase classname=\"leaseguard." + xml_escape(program) + "\" name=\"" + xml_escape(name) + "\"";
       auto groups = group_leaks(process, lease);
-      if (groups.empty()) {
+      if (groups.empty() && lease.unjournaled_allocations == 0) {
         body += "/>\n";
         continue;
       }
@@ -177,6 +196,9 @@ std::string render_junit(const Report &report) {
         body += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(trace) +
                 "</failure>\n";
       }
+      if (lease.unjournaled_allocations != 0)
+        body += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(unjournaled_message(lease)) +
+                "\"></failure>\n";
       body += "    </testcase>\n";
     }
     suites += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") +

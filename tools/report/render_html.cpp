@@ -67,6 +67,17 @@ void write_data(JsonWriter &json, const Report &report) {
         json.end_array();
         json.end_object();
       }
+      if (lease.unjournaled_allocations != 0) {
+        // Made while the journal was full: a group of their own, with no stack to show.
+        json.begin_object();
+        json.key("bytes").value(lease.unjournaled_bytes);
+        json.key("count").value(lease.unjournaled_allocations);
+        json.key("api").value("(made while the journal was full)");
+        json.key("device").value(static_cast<int64_t>(-1));
+        json.key("reclaimed").value(false);
+        json.key("frames").begin_array().end_array();
+        json.end_object();
+      }
       json.end_array();
       json.end_object();
     }

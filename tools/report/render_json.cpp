@@ -138,6 +138,8 @@ std::string render_json(const Report &report) {
       json.key("end_ms").value(lease.end_ms);
       json.key("leaked_bytes").value(lease.leaked_bytes());
       json.key("peak_bytes").value(lease.peak_bytes);
+      json.key("unjournaled_allocations").value(lease.unjournaled_allocations);
+      json.key("unjournaled_bytes").value(lease.unjournaled_bytes);
       json.key("leaks").begin_array();
       for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
       json.end_array();

@@ -77,13 +77,17 @@ std::string render_text(const Report &report) {
     if (!process.complete)
       out += tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
     for (const LeaseEnding &lease : process.leases) {
-      if (lease.leaks.empty() && lease.late_frees.empty()) continue;
+      if (lease.leaked_allocations() == 0 && lease.late_frees.empty()) continue;
       out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
              ") ended by " + std::string(ended_by_name(lease.ended_by)) +
              (lease.signal != 0 ? " (signal " + std::to_string(lease.signal) + ")" : "") + " at " +
              milliseconds(lease.end_ms) + ": " +
-             std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaks.size()) +
+             std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaked_allocations()) +
              " allocation(s)\n";
+      if (lease.unjournaled_allocations != 0)
+        out += "\nLeak of " + std::to_string(lease.unjournaled_bytes) + " byte(s) in " +
+               std::to_string(lease.unjournaled_allocations) +
+               " allocation(s) made while the journal was full: no stack or entry point was recorded for them\n";
       std::vector<LeakGroup> groups = group_leaks(process, lease);
       const size_t shown = report.max_groups != 0 && groups.size() > report.max_groups ? report.max_groups : groups.size();
       for (size_t index = 0; index < shown; ++index) {

@@ -115,6 +115,8 @@ bool load_report_json(const std::string &path, Report &report, std::string &erro
       lease.begin_ms = lease_item["begin_ms"].as_number();
       lease.end_ms = lease_item["end_ms"].as_number();
       lease.peak_bytes = count(lease_item["peak_bytes"]);
+      lease.unjournaled_allocations = count(lease_item["unjournaled_allocations"]);  // absent in older reports: 0
+      lease.unjournaled_bytes = count(lease_item["unjournaled_bytes"]);
       if (lease_item["signal"].type() == JsonValue::Type::Number) lease.signal = static_cast<int>(lease_item["signal"].as_number());
       for (const JsonValue &leak_item : lease_item["leaks"].items()) {
         Leak leak;

@@ -84,7 +84,7 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
       std::ostringstream problem;
       problem << headers[i].path << ": the journal could not grow " << static_cast<uint64_t>(*process.journal_full_ms)
               << " ms after the process started (" << std::strerror(process.journal_full_error)
-              << "); allocations after that were not recorded, and their leaks are not in this report";
+              << "); allocations after that were not recorded: their leaks are counted, without stacks";
       report.problems.push_back(problem.str());
     }
     if (process.dropped_records > 0)

@@ -65,8 +65,13 @@ struct LeaseEnding {
   int signal = 0;           // the SIGTERM/SIGINT that ended it, or 0
   std::vector<Leak> leaks;
   std::vector<LateFree> late_frees;
+  // Leaks allocated while the journal was full: counted by the process, never listed (no
+  // record holds their stack, size or entry point one by one).
+  uint64_t unjournaled_allocations = 0;
+  uint64_t unjournaled_bytes = 0;
 
-  uint64_t leaked_bytes() const;
+  uint64_t leaked_bytes() const;  // the listed leaks' and the unjournaled ones'
+  uint64_t leaked_allocations() const { return leaks.size() + unjournaled_allocations; }
 };
 
 // Live bytes of one lease over the process's life, for plots: (ms since start, bytes),
