@@ -88,7 +88,7 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
 
 // Journals and JSON reports into one symbolized report.
 bool load_inputs(const Inputs &inputs, report::Report &report, report::Symbolizer &symbolizer, std::string &error) {
-  report::ExitStatuses exits;
+  report::ExitStatuses exits = inputs.exit_statuses;
   for (const std::string &file : inputs.exit_files)
     if (!report::read_exit_statuses(file, exits, error)) return false;
   if (!report::load_report(inputs.journals, exits, report, error)) return false;

@@ -17,6 +17,7 @@ struct Inputs {
   std::vector<std::string> journals;
   std::vector<std::string> exit_files;
   std::vector<std::string> report_files;  // JSON reports named on the command line
+  report::ExitStatuses exit_statuses;     // known without a file: `run`'s own processes
 };
 bool collect_inputs(const std::vector<std::string> &paths, const std::string &run_id, Inputs &inputs,
                     std::string &error);

@@ -203,15 +203,18 @@ int run_command(const RunOptions &options) {
   g_child_pid = 0;
 
   int exit_code = status_to_exit_code(child_status);
-  if (!report::write_exit_statuses(out_dir + "/" + run_id + ".exits", exits, error)) {
-    fail(error);
-    return kUsageError;
-  }
+  // For `leaseguard report` of the directory later. This run's own report has them in
+  // memory, so a file system too full for them (often the one the journals filled) costs
+  // only that, never the command's exit status.
+  if (!report::write_exit_statuses(out_dir + "/" + run_id + ".exits", exits, error))
+    std::fprintf(stderr, "leaseguard: warning: %s; a later report of %s will not know how its processes ended\n",
+                 error.c_str(), out_dir.c_str());
   Inputs inputs;
   if (!collect_inputs({out_dir}, run_id, inputs, error)) {
     fail(error);
     return kUsageError;
   }
+  inputs.exit_statuses = exits;
   report::Report report;
   if (!produce_report(inputs, options.common, out_dir, stderr, report, error)) {
     fail(error);

@@ -49,6 +49,29 @@ TEST(Robustness, AFileSystemThatFillsUpUnderTheJournalDoesNotKillTheProgram) {
   EXPECT_NE(result.err.find("cannot grow the journal"), std::string::npos) << result.err;
 }
 
+// The same under `leaseguard run`: the output directory is too full even for the exit
+// statuses it keeps for later reports. The command's exit status stays the program's, and
+// the report, made from what the run knows, still says how the program ended.
+TEST(Robustness, RunOnAFullFileSystemExitsWithTheProgramsStatus) {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  auto result = run_process_with_setup(
+      {LEASEGUARD_BIN, "run", "--sim", "--out", out, "--", victim("threads")}, {},
+      [&] {
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+            mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, "size=64k") != 0)
+          _exit(77);
+      });
+  if (result.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "threads done\n");
+  EXPECT_NE(result.err.find("cannot grow the journal"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("could not grow"), std::string::npos) << result.err;  // the report says so
+  EXPECT_NE(result.err.find("exited with code 0"), std::string::npos) << result.err;
+  // Each of the eight threads leaks its last allocation, journaled or not.
+  EXPECT_NE(result.err.find("leaked in 8 allocation(s)."), std::string::npos) << result.err;
+}
+
 TEST(Robustness, UnusualCallsGetTheDriversAnswerAndTheReportSaysWhatHappened) {
   auto plain = run_process({victim("robustness"), "calls"}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;

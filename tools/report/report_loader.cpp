@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -146,10 +147,13 @@ bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std
     if (status.signal) text += std::to_string(pid) + " signal " + std::to_string(*status.signal) + "\n";
     else if (status.code) text += std::to_string(pid) + " code " + std::to_string(*status.code) + "\n";
   }
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const ssize_t written = write(fd, text.data(), text.size());
+  const int write_errno = written < 0 ? errno : ENOSPC;  // a short write: the file system is full
   close(fd);
-  if (!ok) error = "cannot write " + path;
-  return ok;
+  if (written == static_cast<ssize_t>(text.size())) return true;
+  unlink(path.c_str());  // a partial file would make every later report of the directory fail
+  error = "cannot write " + path + ": " + std::strerror(write_errno);
+  return false;
 }
 
 }  // namespace leaseguard::report
