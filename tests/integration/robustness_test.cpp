@@ -29,6 +29,14 @@ bool has(const std::vector<std::string> &names, const std::string &name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// In a child about to run a program: makes `out` a 64 KiB tmpfs in a mount namespace of the
+// child's own, or exits 77 where mounting is not allowed.
+void mount_a_small_file_system_at(const std::string &out) {
+  if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, "size=64k") != 0)
+    _exit(77);
+}
+
 // A journal on a file system that fills up (here a 64 KiB tmpfs, mounted in the program's
 // own mount namespace) must not kill the program with SIGBUS: leaseguard stops recording
 // and says so once.
@@ -38,11 +46,7 @@ TEST(Robustness, AFileSystemThatFillsUpUnderTheJournalDoesNotKillTheProgram) {
   auto result = run_process_with_setup(
       {victim("threads")},
       {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH}, {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", out}},
-      [&] {
-        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-            mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, "size=64k") != 0)
-          _exit(77);
-      });
+      [&] { mount_a_small_file_system_at(out); });
   if (result.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "threads done\n");
@@ -55,13 +59,8 @@ TEST(Robustness, AFileSystemThatFillsUpUnderTheJournalDoesNotKillTheProgram) {
 TEST(Robustness, RunOnAFullFileSystemExitsWithTheProgramsStatus) {
   TempDir dir;
   const std::string out = dir.path() + "/out";
-  auto result = run_process_with_setup(
-      {LEASEGUARD_BIN, "run", "--sim", "--out", out, "--", victim("threads")}, {},
-      [&] {
-        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-            mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, "size=64k") != 0)
-          _exit(77);
-      });
+  auto result = run_process_with_setup({LEASEGUARD_BIN, "run", "--sim", "--out", out, "--", victim("threads")}, {},
+                                       [&] { mount_a_small_file_system_at(out); });
   if (result.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "threads done\n");
