@@ -51,6 +51,7 @@ enum class RecordType : uint8_t {
   PoolDestroy = 12,
   Recycled = 13,
   JournalFull = 14,
+  UnjournaledLeaks = 15,
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -230,6 +231,18 @@ struct JournalFullPayload {
   uint32_t reserved;
 };
 
+// Written after a ContextDestroy, once for each lease that lost allocations to it that were
+// made while the journal was full: they have no Alloc records for the replay to find, so
+// they are counted here (LeaseEndPayload counts them for lease endings). Other threads'
+// records may come between the two: `context` says which destroy it belongs to.
+struct UnjournaledLeaksPayload {
+  uint64_t context;
+  uint32_t lease_id;
+  uint32_t reserved;
+  uint64_t allocations;
+  uint64_t bytes;
+};
+
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
@@ -244,6 +257,7 @@ static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(ContextDestroyPayload) == 32 && sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(UnjournaledLeaksPayload) == 32);
 static_assert(sizeof(StackFrame) == 12);
 static_assert(sizeof(PoolDestroyPayload) == 24);
 static_assert(sizeof(JournalFullPayload) == 16);

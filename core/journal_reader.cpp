@@ -142,6 +142,12 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       visitor.on_journal_full(full);
       return true;
     }
+    case RecordType::UnjournaledLeaks: {
+      UnjournaledLeaksPayload leaks;
+      if (!load(payload, leaks)) return false;
+      visitor.on_unjournaled_leaks(leaks);
+      return true;
+    }
     case RecordType::Continuation:
       return true;
   }

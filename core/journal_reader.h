@@ -46,6 +46,7 @@ class JournalVisitor {
   virtual void on_pool_destroy(const PoolDestroyPayload &) {}
   virtual void on_recycled(const RecycledPayload &) {}
   virtual void on_journal_full(const JournalFullPayload &) {}
+  virtual void on_unjournaled_leaks(const UnjournaledLeaksPayload &) {}
 
   // The first slot of the record being visited: its place in the journal.
   uint64_t record_slot() const noexcept { return record_slot_; }

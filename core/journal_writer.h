@@ -168,7 +168,8 @@ class JournalWriter {
   static constexpr uint64_t kEndingReserveSlots = 256;
   static constexpr bool ends_something(RecordType type) noexcept {
     return type == RecordType::LeaseEnd || type == RecordType::ProcessEnd || type == RecordType::ContextDestroy ||
-           type == RecordType::PoolDestroy || type == RecordType::Recycled || type == RecordType::JournalFull;
+           type == RecordType::PoolDestroy || type == RecordType::Recycled || type == RecordType::JournalFull ||
+           type == RecordType::UnjournaledLeaks;
   }
   bool room_for(RecordType type, uint64_t first, size_t slots, uint64_t writable, bool may_block) noexcept {
     const uint64_t end = first + slots + (ends_something(type) ? 0 : kEndingReserveSlots);

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "code_generation.h"
@@ -473,6 +474,15 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
     });
   } catch (...) {
   }
+  // Leaks the replay cannot see go with the context (made while the journal was full), by
+  // lease: counted before their side-store entries are given back.
+  std::map<uint32_t, Unjournaled> unjournaled;
+  try {
+    for (const LiveRecord &record : freed)
+      if (!record.reported && record.in_side_store()) unjournaled[record.lease_id].count(record, cold_);
+  } catch (...) {
+    unjournaled.clear();  // out of memory: the destroy is still recorded, without the counts
+  }
   for (const LiveRecord &record : freed) forget(record);
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::ContextDestroyPayload destroy{};
@@ -482,6 +492,14 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
   destroy.device = device;
   destroy.begun_at_slot = mark.slot;
   journal_.append(journal::RecordType::ContextDestroy, &destroy, sizeof destroy);
+  for (const auto &[lease_id, count] : unjournaled) {
+    journal::UnjournaledLeaksPayload leaks{};
+    leaks.context = context;
+    leaks.lease_id = lease_id;
+    leaks.allocations = count.allocations;
+    leaks.bytes = count.bytes;
+    journal_.append(journal::RecordType::UnjournaledLeaks, &leaks, sizeof leaks);
+  }
   size_t leaked = 0;
   for (const LiveRecord &record : freed) leaked += record.reported ? 0 : 1;
   if (leaked > 0)

@@ -19,6 +19,8 @@
 //                    gone; unreported ones are leaks, ended_by context_destroy, under their
 //                    lease. One recorded after it began is in a new context that was given
 //                    the destroyed one's handle (version 3; earlier journals do not say).
+//   UnjournaledLeaks after a ContextDestroy: how many allocations of a lease, made while
+//                    the journal was full, went with that context; counted in its ending.
 //   Recycled         a compact journal's count of allocations, and their frees, written
 //                    over by later ones: counted, but in no timeline or peak.
 //   JournalFull      the file could not grow: allocations after it were not recorded.
@@ -231,7 +233,25 @@ class Replay : public journal::JournalVisitor {
       }
       it = release(it);
     }
-    for (auto &[lease, ending] : by_lease) process_.leases.push_back(std::move(ending));
+    // Counts that follow are this destroy's, not an earlier one's of the same handle.
+    for (auto it = destroy_endings_.lower_bound({destroy.context, 0});
+         it != destroy_endings_.end() && it->first.first == destroy.context;)
+      it = destroy_endings_.erase(it);
+    for (auto &[lease, ending] : by_lease) {
+      destroy_endings_[{destroy.context, lease}] = process_.leases.size();
+      process_.leases.push_back(std::move(ending));
+    }
+    last_destroy_ns_[destroy.context] = destroy.time_ns;
+  }
+
+  void on_unjournaled_leaks(const journal::UnjournaledLeaksPayload &leaks) override {
+    auto destroyed = last_destroy_ns_.find(leaks.context);
+    if (destroyed == last_destroy_ns_.end()) return;  // no destroy before it: a damaged journal
+    auto [entry, inserted] = destroy_endings_.try_emplace({leaks.context, leaks.lease_id}, process_.leases.size());
+    if (inserted) process_.leases.push_back(make_ending(leaks.lease_id, EndedBy::ContextDestroy, destroyed->second));
+    LeaseEnding &ending = process_.leases[entry->second];
+    ending.unjournaled_allocations += leaks.allocations;
+    ending.unjournaled_bytes += leaks.bytes;
   }
 
   void on_pool_destroy(const journal::PoolDestroyPayload &destroy) override {
@@ -452,6 +472,10 @@ class Replay : public journal::JournalVisitor {
   std::unordered_map<uint64_t, Freed> recently_freed_;
   std::deque<uint64_t> freed_order_;
   std::map<uint32_t, LeaseBytes> lease_bytes_;
+  // Each destroyed context's last destroy: when, and its ending for each lease (by index in
+  // process_.leases), which the UnjournaledLeaks records after it add to.
+  std::map<uint64_t, uint64_t> last_destroy_ns_;
+  std::map<std::pair<uint64_t, uint32_t>, size_t> destroy_endings_;
   std::priority_queue<PendingFree, std::vector<PendingFree>, std::greater<PendingFree>> pending_frees_;
   std::map<uint64_t, size_t> reclaimed_;  // reclaimed allocation id -> its lease ending
 };
