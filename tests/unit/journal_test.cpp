@@ -290,6 +290,34 @@ TEST(Journal, ReadingAWindowAtATimeVisitsExactlyWhatTheWholeFileDoes) {
   }
 }
 
+// A journal that shrinks while it is read (another process truncating it): the reader says
+// so, after visiting everything still in the file.
+TEST(Journal, AJournalThatShrinksWhileItIsReadIsAnErrorAfterWhatCameBefore) {
+  testing::TempDir dir;
+  const std::string path = dir / "j.journal";
+  {
+    JournalWriter writer;
+    std::string error;
+    ASSERT_TRUE(writer.open(path, make_header(), error)) << error;
+    for (uint64_t id = 1; id <= 2000; ++id)
+      ASSERT_NE(writer.append_one_slot(RecordType::Alloc, make_alloc(id)), JournalWriter::kNoSlot);
+  }
+  struct Truncating : Collector {
+    std::string path;
+    void on_alloc(const AllocPayload &alloc) override {
+      Collector::on_alloc(alloc);
+      if (alloc.id == 100) EXPECT_EQ(truncate(path.c_str(), 500 * kSlotBytes), 0);
+    }
+  } truncating;
+  truncating.path = path;
+  ReadStats stats;
+  std::string error;
+  EXPECT_FALSE(read_journal(path, truncating, stats, error, 256));
+  EXPECT_EQ(error, path + ": cannot read: the file shrank");
+  ASSERT_EQ(truncating.allocs.size(), 499u);  // every slot still in the file: the header, 499 allocations
+  for (size_t i = 0; i < truncating.allocs.size(); ++i) EXPECT_EQ(truncating.allocs[i].id, i + 1);
+}
+
 TEST(Journal, RejectsWhatIsNotAJournal) {
   Collector collector;
   ReadStats stats;
