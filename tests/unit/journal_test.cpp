@@ -306,7 +306,9 @@ TEST(Journal, AJournalThatShrinksWhileItIsReadIsAnErrorAfterWhatCameBefore) {
     std::string path;
     void on_alloc(const AllocPayload &alloc) override {
       Collector::on_alloc(alloc);
-      if (alloc.id == 100) EXPECT_EQ(truncate(path.c_str(), 500 * kSlotBytes), 0);
+      if (alloc.id == 100) {
+        EXPECT_EQ(truncate(path.c_str(), 500 * kSlotBytes), 0);
+      }
     }
   } truncating;
   truncating.path = path;
