@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <pthread.h>
@@ -13,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "event_clock.h"
 #include "log.h"
 
 namespace leaseguard::journal {
@@ -167,9 +167,7 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
 void JournalWriter::write_journal_full_once() noexcept {
   if (full_written_.exchange(true, std::memory_order_acq_rel)) return;
   JournalFullPayload full{};
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  full.time_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  full.time_ns = monotonic_ns();  // clock_gettime: safe in a signal handler too
   full.error = full_error_.load(std::memory_order_relaxed);
   append_impl(RecordType::JournalFull, &full, sizeof full, false);
 }
