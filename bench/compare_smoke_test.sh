@@ -15,24 +15,26 @@ for build in "frame pointers" "no frame pointers"; do
   for stacks in "stacks off" "16 frames" "32 frames"; do
     row="leaseguard (simulated cuMemAlloc_v2; $build; $stacks)"
     grep -F "| $row |" <<<"$out" >/dev/null || fail "no row: $row"
-    grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+    grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| $number-$number \| -?$number \|" || fail "no figures in row: $row"
   done
 done
 for stacks in "stacks off" "16 frames"; do
   row="leaseguard (simulated cuMemAlloc_v2; frame pointers; $stacks; compact journal)"
-  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| $number-$number \| -?$number \|" || fail "no figures in row: $row"
 done
 for stacks in "stacks off" "16 frames"; do
   row="leaseguard (simulated hipMalloc; frame pointers; $stacks)"
-  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| $number-$number \| -?$number \|" || fail "no figures in row: $row"
 done
 for build in "frame pointers" "no frame pointers"; do
   row="leaseguard (simulated cuMemAlloc_v2; $build; 16 frames; two chains in turn)"
-  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| -?$number \|" || fail "no figures in row: $row"
+  grep -F "| $row |" <<<"$out" | grep -Eq "^\| [^|]+ \| $number \| $number-$number \| -?$number \|" || fail "no figures in row: $row"
 done
 grep -Eq "^\| LeakSanitizer \(glibc malloc; frame pointers; 30 frames\) \| $number \|" <<<"$out" ||
   fail "no LeakSanitizer row"
 grep -Eq "^Each timed loop ran on CPU [0-9]+ " <<<"$out" || fail "the table does not say which CPU the loops ran on"
+grep -Eq "^This machine, amid other work: rdtsc $number ns, a locked add $number ns, clock_gettime $number ns\.$" <<<"$out" ||
+  fail "the table does not say what this machine charges for time stamps and locked adds"
 # The chosen CPU is one the program moves to, or it says why not.
 chain=$build_dir/bench/compare_chain_fp
 first_cpu=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status | cut -d, -f1 | cut -d- -f1)
