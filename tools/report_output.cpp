@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "report/renderers.h"
 #include "report/suppressions.h"
@@ -29,29 +30,60 @@ void consider(const std::filesystem::path &path, const std::string &run_id, Inpu
   else if (ends_with(name, ".exits")) inputs.exit_files.push_back(path.string());
 }
 
-bool write_file(const std::string &path, const std::string &text, std::string &error) {
-  // Reports may hold paths and names from the program: private by default, like journals.
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
+// A report file being written. Reports may hold paths and names from the program: private
+// by default, like journals. The first error is kept and what comes after it is dropped, so
+// a renderer handing over its text a piece at a time need not check each piece.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string &path) : path_(path) {
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ < 0) fail();
   }
-  size_t written = 0;
-  while (written < text.size()) {
-    ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = "cannot write " + path + ": " + std::strerror(errno);
-      close(fd);
-      return false;
+  ~OutputFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+
+  void write(std::string_view text) {
+    size_t written = 0;
+    while (fd_ >= 0 && written < text.size()) {
+      ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0) errno = EIO;
+        fail();
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+      written += static_cast<size_t>(n);
     }
-    written += static_cast<size_t>(n);
   }
-  if (close(fd) != 0) {
-    error = "cannot write " + path + ": " + std::strerror(errno);
+
+  // Closes the file; false with the first error if anything failed.
+  bool close(std::string &error) {
+    if (fd_ >= 0 && ::close(fd_) != 0) fail();
+    fd_ = -1;
+    if (error_.empty()) return true;
+    error = error_;
     return false;
   }
-  return true;
+
+ private:
+  void fail() {
+    if (error_.empty()) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  std::string error_;
+};
+
+bool write_file(const std::string &path, std::string_view text, std::string &error) {
+  OutputFile file(path);
+  file.write(text);
+  return file.close(error);
 }
 
 }  // namespace
@@ -183,9 +215,15 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
         {"folded", "folded"}};
     std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
                                             : request.path;
+    if (request.format == "json") {
+      // Handed to the file as it is made: a report of many leaks is hundreds of megabytes.
+      OutputFile file(path);
+      report::render_json(report, [&](std::string_view piece) { file.write(piece); });
+      if (!file.close(error)) return false;
+      continue;
+    }
     std::string content;
-    if (request.format == "json") content = report::render_json(report);
-    else if (request.format == "sarif") content = report::render_sarif(report, source_root);
+    if (request.format == "sarif") content = report::render_sarif(report, source_root);
     else if (request.format == "junit") content = report::render_junit(report);
     else if (request.format == "folded") content = report::render_folded(report);
     else if (request.format == "html") content = report::render_html(report);

@@ -175,6 +175,22 @@ TEST(Cli, ReportRendersADirectoryOfJournals) {
   EXPECT_EQ(parsed["summary"]["leaked_bytes"].as_number(), 14336);
 }
 
+// A report that cannot be written whole is an error naming the file and why, exit 2: the
+// JSON report is handed to its file as it is made, the others written at once.
+TEST(Cli, AReportThatCannotBeWrittenIsAnErrorNamingTheFile) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
+  for (const char *format : {"json", "sarif"}) {
+    auto full = leaseguard({"report", "--quiet", "--format", std::string(format) + "=/dev/full", dir.path()});
+    EXPECT_EQ(full.exit_code, 2) << format;
+    EXPECT_EQ(full.err, "leaseguard: error: cannot write /dev/full: No space left on device\n") << format;
+    auto missing = leaseguard({"report", "--quiet", "--format", std::string(format) + "=" + (dir / "no/such.json"), dir.path()});
+    EXPECT_EQ(missing.exit_code, 2) << format;
+    EXPECT_EQ(missing.err, "leaseguard: error: cannot write " + (dir / "no/such.json") + ": No such file or directory\n")
+        << format;
+  }
+}
+
 TEST(Cli, ReportOfDamagedOrMissingInputExits2) {
   TempDir dir;
   ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);

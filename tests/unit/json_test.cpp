@@ -1,6 +1,9 @@
 // The JSON writer and reader: escaping, round trips, and hostile input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "report/json_value.h"
 #include "report/json_writer.h"
 
@@ -25,6 +28,40 @@ TEST(JsonWriter, EscapesAndRoundTrips) {
   EXPECT_EQ(parsed["numbers"][1].as_number(), -5);
   EXPECT_TRUE(parsed["nothing"].is_null());
   EXPECT_EQ(parsed["empty"].type(), JsonValue::Type::Object);
+}
+
+// The same document, made by a writer that keeps it whole and by one that hands it over a
+// piece at a time: the pieces join to the same text, and none is much past the spill size.
+TEST(JsonWriter, HandsOverThePiecesOfExactlyTheWholeText) {
+  auto write = [](JsonWriter &writer) {
+    writer.begin_object().key("items").begin_array();
+    for (int i = 0; i < 20000; ++i) {
+      writer.begin_object();
+      writer.key("index").value(i).key("name").value("item \"" + std::to_string(i) + "\"");
+      writer.key("ratio").value(i / 7.0).key("even").value(i % 2 == 0).key("nothing").null();
+      writer.key("empty").begin_array().end_array();
+      writer.end_object();
+    }
+    writer.end_array().end_object();
+  };
+  JsonWriter whole;
+  write(whole);
+  std::string joined;
+  size_t pieces = 0;
+  size_t largest = 0;
+  JsonWriter spilled(2, [&](std::string_view piece) {
+    joined.append(piece);
+    ++pieces;
+    largest = std::max(largest, piece.size());
+  });
+  write(spilled);
+  EXPECT_LT(joined.size(), whole.text().size()) << "pieces are handed over before finish()";
+  spilled.finish();
+  EXPECT_EQ(joined, whole.text());
+  EXPECT_GT(pieces, whole.text().size() / JsonWriter::kSpillBytes / 2);
+  EXPECT_LT(largest, JsonWriter::kSpillBytes + 1024);
+  spilled.finish();  // nothing more to hand over
+  EXPECT_EQ(joined, whole.text());
 }
 
 TEST(JsonValue, RejectsMalformedDocumentsWithAPosition) {

@@ -64,10 +64,7 @@ void write_late_free(JsonWriter &json, const ProcessReport &process, const LateF
   json.end_object();
 }
 
-}  // namespace
-
-std::string render_json(const Report &report) {
-  JsonWriter json;
+void write_report(JsonWriter &json, const Report &report) {
   json.begin_object();
   json.key("schema").value("leaseguard-report/1");
   json.key("summary").begin_object();
@@ -156,9 +153,23 @@ std::string render_json(const Report &report) {
   for (const std::string &problem : report.problems) json.value(problem);
   json.end_array();
   json.end_object();
+}
+
+}  // namespace
+
+std::string render_json(const Report &report) {
+  JsonWriter json;
+  write_report(json, report);
   std::string text = json.text();
   text.push_back('\n');
   return text;
+}
+
+void render_json(const Report &report, const JsonWriter::Spill &out) {
+  JsonWriter json(2, out);
+  write_report(json, report);
+  json.finish();
+  out("\n");
 }
 
 }  // namespace leaseguard::report

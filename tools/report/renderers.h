@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "json_writer.h"
 #include "report_model.h"
 
 namespace leaseguard::report {
@@ -35,8 +36,10 @@ std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEndi
 // LeakSanitizer's shape: a header per process and leaking lease, a block per group, SUMMARY.
 std::string render_text(const Report &report);
 
-// Schema leaseguard-report/1 (docs/report-format.md).
+// Schema leaseguard-report/1 (docs/report-format.md): whole, or handed to `out` a piece at
+// a time (a report of many leaks need not be held in memory twice to be written).
 std::string render_json(const Report &report);
+void render_json(const Report &report, const JsonWriter::Spill &out);
 
 // SARIF 2.1.0: one result per leak group, the stack as a code flow, fingerprints stable
 // across runs; file URIs relative to `source_root` when under it.
