@@ -64,6 +64,32 @@ TEST(JsonWriter, HandsOverThePiecesOfExactlyTheWholeText) {
   EXPECT_EQ(joined, whole.text());
 }
 
+// A name given twice has the value given last, in small objects (scanned) and in large
+// ones (indexed) alike; lookups of absent names, and of names in non-objects, are null.
+TEST(JsonValue, ANameGivenTwiceHasTheValueGivenLast) {
+  for (int members : {3, 31, 32, 33, 200}) {
+    std::string text = "{";
+    for (int i = 0; i < members; ++i) text += "\"m" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+    text += "\"m1\": \"again\", \"m" + std::to_string(members - 1) + "\": [1, 2]}";
+    JsonValue parsed;
+    std::string error;
+    ASSERT_TRUE(JsonValue::parse(text, parsed, error)) << error;
+    EXPECT_EQ(parsed.size(), static_cast<size_t>(members)) << members;
+    EXPECT_EQ(parsed["m0"].as_number(), 0) << members;
+    EXPECT_EQ(parsed["m1"].as_string(), "again") << members;
+    EXPECT_EQ(parsed["m" + std::to_string(members - 1)].size(), 2u) << members;
+    if (members > 3) {
+      EXPECT_EQ(parsed["m2"].as_number(), 2) << members;
+    }
+    EXPECT_TRUE(parsed["absent"].is_null());
+    EXPECT_FALSE(parsed.has("absent"));
+    EXPECT_TRUE(parsed.has("m0"));
+    EXPECT_TRUE(parsed["m0"]["m0"].is_null());
+    EXPECT_TRUE(parsed["m0"][size_t{0}].is_null());
+    EXPECT_TRUE(parsed["m0"].items().empty());
+  }
+}
+
 TEST(JsonValue, RejectsMalformedDocumentsWithAPosition) {
   for (const char *bad : {"", "{", "[1,]", "{\"a\" 1}", "\"unterminated", "tru", "{\"a\":1}x", "[\"\\x\"]", "01a",
                           "\"\x01\""}) {

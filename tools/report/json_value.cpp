@@ -1,8 +1,10 @@
 // Implementation of the JSON reader.
 #include "json_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <unordered_map>
 
 namespace leaseguard::report {
 
@@ -11,13 +13,28 @@ const JsonValue kNull;
 constexpr int kMaxDepth = 128;
 }  // namespace
 
-const JsonValue &JsonValue::operator[](const std::string &key) const {
-  auto it = object_.find(key);
-  return it == object_.end() ? kNull : it->second;
+const std::vector<JsonValue> &JsonValue::items() const {
+  static const std::vector<JsonValue> kNone;
+  return type_ == Type::Array && children_ ? children_->values : kNone;
+}
+
+// Objects in reports have a few dozen members at most: a scan beats a tree.
+const JsonValue *JsonValue::find(std::string_view key) const {
+  if (type_ != Type::Object || !children_) return nullptr;
+  const std::vector<std::string> &names = children_->names;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == key) return &children_->values[i];
+  return nullptr;
+}
+
+const JsonValue &JsonValue::operator[](std::string_view key) const {
+  const JsonValue *found = find(key);
+  return found != nullptr ? *found : kNull;
 }
 
 const JsonValue &JsonValue::operator[](size_t index) const {
-  return index < array_.size() ? array_[index] : kNull;
+  const std::vector<JsonValue> &values = items();
+  return index < values.size() ? values[index] : kNull;
 }
 
 class JsonParser {
@@ -179,10 +196,12 @@ class JsonParser {
       ++position_;
       return true;
     }
+    out.children_ = std::make_unique<JsonValue::Children>();
+    std::vector<JsonValue> &items = out.children_->values;
     while (true) {
       skip_space();
-      out.array_.emplace_back();
-      if (!value(out.array_.back(), depth + 1)) return false;
+      items.emplace_back();
+      if (!value(items.back(), depth + 1)) return false;
       skip_space();
       if (position_ >= text_.size()) return fail("unterminated array");
       if (text_[position_] == ',') {
@@ -191,6 +210,7 @@ class JsonParser {
       }
       if (text_[position_] == ']') {
         ++position_;
+        items.shrink_to_fit();  // grown by doubling: up to half of it spare
         return true;
       }
       return fail("expected , or ] in array");
@@ -199,6 +219,13 @@ class JsonParser {
 
   bool object(JsonValue &out, int depth) {
     out.type_ = JsonValue::Type::Object;
+    out.children_ = std::make_unique<JsonValue::Children>();
+    std::vector<JsonValue> &values = out.children_->values;
+    std::vector<std::string> &names = out.children_->names;
+    // Where each name is, once the object is too large to scan for a name given twice (a
+    // hostile document could otherwise make reading it quadratic).
+    std::unordered_map<std::string, size_t> index;
+    constexpr size_t kScannedMembers = 32;
     ++position_;
     skip_space();
     if (position_ < text_.size() && text_[position_] == '}') {
@@ -216,7 +243,22 @@ class JsonParser {
       skip_space();
       JsonValue member;
       if (!value(member, depth + 1)) return false;
-      out.object_[key] = std::move(member);
+      // A name given again replaces its value, in its first place.
+      size_t at = names.size();
+      if (names.size() < kScannedMembers) {
+        at = static_cast<size_t>(std::find(names.begin(), names.end(), key) - names.begin());
+      } else {
+        if (index.empty())
+          for (size_t i = 0; i < names.size(); ++i) index.emplace(names[i], i);
+        auto [it, inserted] = index.emplace(key, names.size());
+        at = it->second;
+      }
+      if (at < names.size()) {
+        values[at] = std::move(member);
+      } else {
+        names.push_back(std::move(key));
+        values.push_back(std::move(member));
+      }
       skip_space();
       if (position_ >= text_.size()) return fail("unterminated object");
       if (text_[position_] == ',') {
@@ -225,6 +267,8 @@ class JsonParser {
       }
       if (text_[position_] == '}') {
         ++position_;
+        values.shrink_to_fit();
+        names.shrink_to_fit();
         return true;
       }
       return fail("expected , or } in object");

@@ -3,7 +3,6 @@
 // or the stack.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,26 +19,36 @@ class JsonValue {
   bool as_bool() const { return boolean_; }
   double as_number() const { return number_; }
   const std::string &as_string() const { return string_; }
-  const std::vector<JsonValue> &items() const { return array_; }
-  const std::map<std::string, JsonValue> &members() const { return object_; }
+  // An array's items (none for any other value).
+  const std::vector<JsonValue> &items() const;
 
-  // Member lookup; a null value if absent or not an object.
-  const JsonValue &operator[](const std::string &key) const;
+  // Member lookup; a null value if absent or not an object. A name given twice has the
+  // value given last.
+  const JsonValue &operator[](std::string_view key) const;
   const JsonValue &operator[](size_t index) const;
-  bool has(const std::string &key) const { return object_.count(key) != 0; }
-  size_t size() const { return type_ == Type::Array ? array_.size() : object_.size(); }
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+  size_t size() const { return children_ ? children_->values.size() : 0; }
 
   // Parses `text`. On error returns false with `error` = "line L column C: what".
   static bool parse(std::string_view text, JsonValue &out, std::string &error);
 
  private:
   friend class JsonParser;
+  // An array's items, or an object's members: names and values in the order first read.
+  // Behind one pointer, so that a number or a string (most of a report) carries no empty
+  // containers: a report of 1e5 leaks read back took 864 MiB with a vector and a map in
+  // every value.
+  struct Children {
+    std::vector<JsonValue> values;
+    std::vector<std::string> names;  // objects only: names[i] is values[i]'s
+  };
+  const JsonValue *find(std::string_view key) const;
+
   Type type_ = Type::Null;
   bool boolean_ = false;
   double number_ = 0;
   std::string string_;
-  std::vector<JsonValue> array_;
-  std::map<std::string, JsonValue> object_;
+  std::unique_ptr<Children> children_;
 };
 
 }  // namespace leaseguard::report
