@@ -32,6 +32,12 @@ for build in "frame pointers" "no frame pointers"; do
 done
 grep -Eq "^\| LeakSanitizer \(glibc malloc; frame pointers; 30 frames\) \| $number \|" <<<"$out" ||
   fail "no LeakSanitizer row"
+# Every leaseguard row has all nine columns, ending with its overhead from the fastest runs
+# and its ratio to LeakSanitizer's from the same.
+grep -F "| leaseguard (" <<<"$out" | awk -F'|' 'NF != 11 { bad = 1 } END { exit bad }' ||
+  fail "a leaseguard row lacks a column"
+grep -F "| leaseguard (" <<<"$out" | grep -Evq "\| -?$number \| (-|$number) \|$" &&
+  fail "a leaseguard row lacks its fastest-run overhead or ratio"
 grep -Eq "^Each timed loop ran on CPU [0-9]+ " <<<"$out" || fail "the table does not say which CPU the loops ran on"
 grep -Eq "^This machine, amid other work: rdtsc $number ns, a locked add $number ns, clock_gettime $number ns\.$" <<<"$out" ||
   fail "the table does not say what this machine charges for time stamps and locked adds"
