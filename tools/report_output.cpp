@@ -2,6 +2,7 @@
 #include "report_output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,15 +33,19 @@ void consider(const std::filesystem::path &path, const std::string &run_id, Inpu
 
 // A report file being written. Reports may hold paths and names from the program: private
 // by default, like journals. The first error is kept and what comes after it is dropped, so
-// a renderer handing over its text a piece at a time need not check each piece.
+// a renderer handing over its text a piece at a time need not check each piece. A file that
+// could not be written whole is removed, so that no tool reads half a report as a report.
 class OutputFile {
  public:
   explicit OutputFile(const std::string &path) : path_(path) {
     fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0) fail();
+    struct stat file {};
+    removable_ = fd_ >= 0 && fstat(fd_, &file) == 0 && S_ISREG(file.st_mode);  // never a device (/dev/full)
   }
-  ~OutputFile() {
+  ~OutputFile() {  // not closed: the renderer failed part of the way
     if (fd_ >= 0) ::close(fd_);
+    if (removable_ && !closed_) unlink(path_.c_str());
   }
   OutputFile(const OutputFile &) = delete;
   OutputFile &operator=(const OutputFile &) = delete;
@@ -61,11 +66,13 @@ class OutputFile {
     }
   }
 
-  // Closes the file; false with the first error if anything failed.
+  // Closes the file; false with the first error if anything failed (then the file is gone).
   bool close(std::string &error) {
     if (fd_ >= 0 && ::close(fd_) != 0) fail();
     fd_ = -1;
+    closed_ = true;
     if (error_.empty()) return true;
+    if (removable_) unlink(path_.c_str());
     error = error_;
     return false;
   }
@@ -77,6 +84,8 @@ class OutputFile {
 
   std::string path_;
   int fd_ = -1;
+  bool removable_ = false;  // a regular file we opened: removed if it is not written whole
+  bool closed_ = false;
   std::string error_;
 };
 

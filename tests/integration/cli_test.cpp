@@ -189,6 +189,8 @@ TEST(Cli, AReportThatCannotBeWrittenIsAnErrorNamingTheFile) {
     EXPECT_EQ(missing.err, "leaseguard: error: cannot write " + (dir / "no/such.json") + ": No such file or directory\n")
         << format;
   }
+  // A report that could not be written whole is removed, but never a device.
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/full"));
 }
 
 TEST(Cli, ReportOfDamagedOrMissingInputExits2) {

@@ -29,11 +29,12 @@ bool has(const std::vector<std::string> &names, const std::string &name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// In a child about to run a program: makes `out` a 64 KiB tmpfs in a mount namespace of the
-// child's own, or exits 77 where mounting is not allowed.
-void mount_a_small_file_system_at(const std::string &out) {
+// In a child about to run a program: makes `out` a tmpfs of `size` (64 KiB by default) in a
+// mount namespace of the child's own, or exits 77 where mounting is not allowed.
+void mount_a_small_file_system_at(const std::string &out, const std::string &size = "64k") {
+  const std::string options = "size=" + size;
   if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-      mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, "size=64k") != 0)
+      mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, options.c_str()) != 0)
     _exit(77);
 }
 
@@ -69,6 +70,27 @@ TEST(Robustness, RunOnAFullFileSystemExitsWithTheProgramsStatus) {
   EXPECT_NE(result.err.find("exited with code 0"), std::string::npos) << result.err;
   // Each of the eight threads leaks its last allocation, journaled or not.
   EXPECT_NE(result.err.find("leaked in 8 allocation(s)."), std::string::npos) << result.err;
+}
+
+// A report that does not fit where it is written is an error, and is not left behind half
+// written for a CI system to read as the report (here a JSON report of eight leaks on a
+// one-page tmpfs; the child lists what is left there before its mount namespace goes).
+TEST(Robustness, AReportThatDoesNotFitIsRemovedNotLeftHalfWritten) {
+  TempDir dir;
+  ASSERT_EQ(run_process({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", dir / "journals", "--", victim("threads")})
+                .exit_code,
+            0);
+  const std::string out = dir.path() + "/small";
+  const std::string report = out + "/report.json";
+  auto result = run_process_with_setup(
+      {"/bin/sh", "-c",
+       std::string(LEASEGUARD_BIN) + " report --quiet --format json=" + report + " " + (dir / "journals") +
+           "; status=$?; echo left: $(ls -A " + out + "); exit $status"},
+      {}, [&] { mount_a_small_file_system_at(out, "4k"); });
+  if (result.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.err, "leaseguard: error: cannot write " + report + ": No space left on device\n");
+  EXPECT_EQ(result.out, "left:\n");
 }
 
 TEST(Robustness, UnusualCallsGetTheDriversAnswerAndTheReportSaysWhatHappened) {
