@@ -214,6 +214,12 @@ std::string render_junit(const Report &report) {
 
 std::string render_folded(const Report &report) {
   std::string out;
+  render_folded(report, [&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+void render_folded(const Report &report, const std::function<void(std::string_view)> &spill) {
+  std::string out;
   for (const ProcessReport &process : report.processes) {
     for (const LeaseEnding &lease : process.leases) {
       for (const Leak &leak : lease.leaks) {
@@ -228,10 +234,14 @@ std::string render_folded(const Report &report) {
           }
         line += std::string(api_name(leak.api)) + " " + std::to_string(leak.bytes) + "\n";
         out += line;
+        if (out.size() >= JsonWriter::kSpillBytes) {  // one line per leak: handed over as it grows
+          spill(out);
+          out.clear();
+        }
       }
     }
   }
-  return out;
+  if (!out.empty()) spill(out);
 }
 
 }  // namespace leaseguard::report

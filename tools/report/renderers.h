@@ -1,7 +1,9 @@
 // Turning a Report into what people and CI read.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "json_writer.h"
@@ -52,7 +54,9 @@ std::string render_junit(const Report &report);
 // with expandable stacks, a flame graph of leaked bytes.
 std::string render_html(const Report &report);
 
-// Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak.
+// Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak: whole, or handed
+// to `out` a piece at a time.
 std::string render_folded(const Report &report);
+void render_folded(const Report &report, const std::function<void(std::string_view)> &out);
 
 }  // namespace leaseguard::report
