@@ -13,6 +13,11 @@ const JsonValue kNull;
 constexpr int kMaxDepth = 128;
 }  // namespace
 
+const std::string &JsonValue::as_string() const {
+  static const std::string kNone;
+  return string_ != nullptr ? *string_ : kNone;
+}
+
 const std::vector<JsonValue> &JsonValue::items() const {
   static const std::vector<JsonValue> kNone;
   return type_ == Type::Array && children_ ? children_->values : kNone;
@@ -21,9 +26,9 @@ const std::vector<JsonValue> &JsonValue::items() const {
 // Objects in reports have a few dozen members at most: a scan beats a tree.
 const JsonValue *JsonValue::find(std::string_view key) const {
   if (type_ != Type::Object || !children_) return nullptr;
-  const std::vector<std::string> &names = children_->names;
+  const std::vector<const std::string *> &names = children_->names;
   for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] == key) return &children_->values[i];
+    if (*names[i] == key) return &children_->values[i];
   return nullptr;
 }
 
@@ -39,7 +44,7 @@ const JsonValue &JsonValue::operator[](size_t index) const {
 
 class JsonParser {
  public:
-  explicit JsonParser(std::string_view text) : text_(text) {}
+  explicit JsonParser(std::string_view text) : text_(text), strings_(std::make_unique<JsonValue::Strings>()) {}
 
   bool document(JsonValue &out, std::string &error) {
     skip_space();
@@ -52,6 +57,8 @@ class JsonParser {
       error = where() + "unexpected text after the document";
       return false;
     }
+    if (!out.children_) out.children_ = std::make_unique<JsonValue::Children>();
+    out.children_->strings = std::move(strings_);
     return true;
   }
 
@@ -93,7 +100,7 @@ class JsonParser {
     switch (c) {
       case '{': return object(out, depth);
       case '[': return array(out, depth);
-      case '"': out.type_ = JsonValue::Type::String; return string(out.string_);
+      case '"': out.type_ = JsonValue::Type::String; return interned(out.string_);
       case 't': out.type_ = JsonValue::Type::Bool; out.boolean_ = true; return literal("true");
       case 'f': out.type_ = JsonValue::Type::Bool; out.boolean_ = false; return literal("false");
       case 'n': out.type_ = JsonValue::Type::Null; return literal("null");
@@ -143,6 +150,15 @@ class JsonParser {
     auto [end, error] = std::from_chars(text_.data() + position_, text_.data() + position_ + 4, code, 16);
     if (error != std::errc() || end != text_.data() + position_ + 4) return fail("invalid \\u escape");
     position_ += 4;
+    return true;
+  }
+
+  // A string of the document, kept once however often it appears.
+  bool interned(const std::string *&out) {
+    scratch_.clear();
+    if (!string(scratch_)) return false;
+    auto found = strings_->find(scratch_);
+    out = found != strings_->end() ? &*found : &*strings_->insert(scratch_).first;
     return true;
   }
 
@@ -221,10 +237,11 @@ class JsonParser {
     out.type_ = JsonValue::Type::Object;
     out.children_ = std::make_unique<JsonValue::Children>();
     std::vector<JsonValue> &values = out.children_->values;
-    std::vector<std::string> &names = out.children_->names;
+    std::vector<const std::string *> &names = out.children_->names;
     // Where each name is, once the object is too large to scan for a name given twice (a
-    // hostile document could otherwise make reading it quadratic).
-    std::unordered_map<std::string, size_t> index;
+    // hostile document could otherwise make reading it quadratic). Names are interned: one
+    // name, one pointer.
+    std::unordered_map<const std::string *, size_t> index;
     constexpr size_t kScannedMembers = 32;
     ++position_;
     skip_space();
@@ -235,8 +252,8 @@ class JsonParser {
     while (true) {
       skip_space();
       if (position_ >= text_.size() || text_[position_] != '"') return fail("expected a member name");
-      std::string key;
-      if (!string(key)) return false;
+      const std::string *key = nullptr;
+      if (!interned(key)) return false;
       skip_space();
       if (position_ >= text_.size() || text_[position_] != ':') return fail("expected : after a member name");
       ++position_;
@@ -256,7 +273,7 @@ class JsonParser {
       if (at < names.size()) {
         values[at] = std::move(member);
       } else {
-        names.push_back(std::move(key));
+        names.push_back(key);
         values.push_back(std::move(member));
       }
       skip_space();
@@ -278,12 +295,16 @@ class JsonParser {
   std::string_view text_;
   size_t position_ = 0;
   std::string message_;
+  std::unique_ptr<JsonValue::Strings> strings_;
+  std::string scratch_;  // the string being read, before it is interned
 };
 
 bool JsonValue::parse(std::string_view text, JsonValue &out, std::string &error) {
   out = JsonValue();
   JsonParser parser(text);
-  return parser.document(out, error);
+  if (parser.document(out, error)) return true;
+  out = JsonValue();  // what was read points into the parser's strings, gone with it
+  return false;
 }
 
 }  // namespace leaseguard::report
