@@ -224,19 +224,19 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
         {"folded", "folded"}};
     std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
                                             : request.path;
-    if (request.format == "json" || request.format == "folded") {
-      // Handed to the file as they are made: with a line or an object per leak, a report of
-      // many leaks is tens or hundreds of megabytes.
+    if (request.format == "json" || request.format == "folded" || request.format == "sarif") {
+      // Handed to the file as they are made: with a line or an object per leak or leak
+      // group, a report of many leaks is hundreds of megabytes.
       OutputFile file(path);
       auto write = [&](std::string_view piece) { file.write(piece); };
       if (request.format == "json") report::render_json(report, write);
+      else if (request.format == "sarif") report::render_sarif(report, source_root, write);
       else report::render_folded(report, write);
       if (!file.close(error)) return false;
       continue;
     }
     std::string content;
-    if (request.format == "sarif") content = report::render_sarif(report, source_root);
-    else if (request.format == "junit") content = report::render_junit(report);
+    if (request.format == "junit") content = report::render_junit(report);
     else if (request.format == "html") content = report::render_html(report);
     else content = text_report();
     if (!write_file(path, content, error)) return false;

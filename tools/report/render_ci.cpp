@@ -80,10 +80,8 @@ std::string xml_escape(const std::string &text) {
   return out;
 }
 
-}  // namespace
-
-std::string render_sarif(const Report &report, const std::string &source_root) {
-  JsonWriter json;
+// SARIF 2.1.0 (render_sarif in renderers.h).
+void write_sarif(JsonWriter &json, const Report &report, const std::string &source_root) {
   json.begin_object();
   json.key("version").value("2.1.0");
   json.key("runs").begin_array().begin_object();
@@ -161,8 +159,23 @@ std::string render_sarif(const Report &report, const std::string &source_root) {
   json.end_array();
   json.end_object().end_array();
   json.end_object();
+}
+
+}  // namespace
+
+std::string render_sarif(const Report &report, const std::string &source_root) {
+  JsonWriter json;
+  write_sarif(json, report, source_root);
   return json.text() + "\n";
 }
+
+void render_sarif(const Report &report, const std::string &source_root, const JsonWriter::Spill &out) {
+  JsonWriter json(2, out);
+  write_sarif(json, report, source_root);
+  json.finish();
+  out("\n");
+}
+
 
 std::string render_junit(const Report &report) {
   size_t total_cases = 0, total_failures = 0;

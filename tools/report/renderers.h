@@ -44,8 +44,10 @@ std::string render_json(const Report &report);
 void render_json(const Report &report, const JsonWriter::Spill &out);
 
 // SARIF 2.1.0: one result per leak group, the stack as a code flow, fingerprints stable
-// across runs; file URIs relative to `source_root` when under it.
+// across runs; file URIs relative to `source_root` when under it. Whole, or handed to `out`
+// a piece at a time (each result carries its stack: ~13 KB a group with 32 frames).
 std::string render_sarif(const Report &report, const std::string &source_root);
+void render_sarif(const Report &report, const std::string &source_root, const JsonWriter::Spill &out);
 
 // JUnit XML: a testsuite per process, a testcase per lease ending, a failure per leak group.
 std::string render_junit(const Report &report);
