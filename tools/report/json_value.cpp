@@ -157,8 +157,7 @@ class JsonParser {
   bool interned(const std::string *&out) {
     scratch_.clear();
     if (!string(scratch_)) return false;
-    auto found = strings_->find(scratch_);
-    out = found != strings_->end() ? &*found : &*strings_->insert(scratch_).first;
+    out = &*strings_->insert(scratch_).first;  // the one kept already, if any
     return true;
   }
 
@@ -267,8 +266,7 @@ class JsonParser {
       } else {
         if (index.empty())
           for (size_t i = 0; i < names.size(); ++i) index.emplace(names[i], i);
-        auto [it, inserted] = index.emplace(key, names.size());
-        at = it->second;
+        at = index.emplace(key, names.size()).first->second;
       }
       if (at < names.size()) {
         values[at] = std::move(member);

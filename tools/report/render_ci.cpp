@@ -164,9 +164,9 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
 }  // namespace
 
 std::string render_sarif(const Report &report, const std::string &source_root) {
-  JsonWriter json;
-  write_sarif(json, report, source_root);
-  return json.text() + "\n";
+  std::string text;
+  render_sarif(report, source_root, [&](std::string_view piece) { text.append(piece); });
+  return text;
 }
 
 void render_sarif(const Report &report, const std::string &source_root, const JsonWriter::Spill &out) {
@@ -175,7 +175,6 @@ void render_sarif(const Report &report, const std::string &source_root, const Js
   json.finish();
   out("\n");
 }
-
 
 std::string render_junit(const Report &report) {
   size_t total_cases = 0, total_failures = 0;
@@ -231,7 +230,7 @@ std::string render_folded(const Report &report) {
   return out;
 }
 
-void render_folded(const Report &report, const std::function<void(std::string_view)> &spill) {
+void render_folded(const Report &report, const JsonWriter::Spill &spill) {
   std::string out;
   for (const ProcessReport &process : report.processes) {
     for (const LeaseEnding &lease : process.leases) {

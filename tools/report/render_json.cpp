@@ -158,10 +158,8 @@ void write_report(JsonWriter &json, const Report &report) {
 }  // namespace
 
 std::string render_json(const Report &report) {
-  JsonWriter json;
-  write_report(json, report);
-  std::string text = json.text();
-  text.push_back('\n');
+  std::string text;
+  render_json(report, [&](std::string_view piece) { text.append(piece); });
   return text;
 }
 

@@ -1,9 +1,7 @@
 // Turning a Report into what people and CI read.
 #pragma once
 
-#include <functional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "json_writer.h"
@@ -59,6 +57,6 @@ std::string render_html(const Report &report);
 // Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak: whole, or handed
 // to `out` a piece at a time.
 std::string render_folded(const Report &report);
-void render_folded(const Report &report, const std::function<void(std::string_view)> &out);
+void render_folded(const Report &report, const JsonWriter::Spill &out);
 
 }  // namespace leaseguard::report
