@@ -27,12 +27,10 @@ inline constexpr size_t kMaxPayloadBytes = kSlotPayloadBytes * kMaxSlotsPerRecor
 inline constexpr uint32_t kTagMagic = 0x4C470000u;  // "LG" in the top half
 inline constexpr uint32_t kTagMagicMask = 0xFFFF0000u;
 // 2: AllocPayload::freed_in_place; 3: ContextDestroyPayload::begun_at_slot; 4: HeaderPayload::flags
-// (a compact journal's records of allocations freed in place may be recycled: Recycled).
-inline constexpr uint32_t kVersion = 4;
-// A full journal has nothing a version 3 reader would misread (its header's flags are zero,
-// in bytes such a reader ignores), so it says 3 and leaseguard from before compact journals
-// reads it; a compact one says 4, which such a reader refuses rather than count it short.
-inline constexpr uint32_t kFullJournalVersion = 3;
+// (a compact journal's records of allocations freed in place may be recycled: Recycled);
+// 5: a free in place says where in the journal it happened, no longer when
+// (kFreedInPlaceMaxSlots), which a reader of version 4 would take for microseconds.
+inline constexpr uint32_t kVersion = 5;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr char kFileMagic[8] = {'L', 'G', 'J', 'O', 'U', 'R', 'N', 'L'};
 
@@ -136,9 +134,19 @@ struct __attribute__((packed, aligned(4))) AllocPayload {
 // allocation was recorded (the replay could not tell it from a free at the allocation's
 // place in the journal) is written into the allocation's record instead of a record of its
 // own: the most common free then costs no journal space. Bits 31..25: the free's Api; bits
-// 24..0: microseconds from the allocation to the free.
+// 24..0: how many slots after the allocation's first slot the free happened: before the
+// slot at that distance was taken (1: before any record after the allocation's), after
+// every slot before it. Versions 2 to 4 held microseconds from the allocation to the free
+// there instead.
+//
+// Why a place and not a time: the free then reads no clock and not the allocation's record,
+// only the journal's slot counter, which its cache line usually holds already. A place is
+// also exact where times from different threads are not: the replay applies the free
+// between the very records it came between.
 inline constexpr uint32_t kFreedInPlaceApiShift = 25;
-inline constexpr uint32_t kFreedInPlaceMaxMicroseconds = (1u << 25) - 1;
+inline constexpr uint32_t kFreedInPlaceMaxSlots = (1u << 25) - 1;
+inline constexpr uint32_t kFreedInPlaceMaxMicroseconds = (1u << 25) - 1;  // versions 2 to 4
+inline constexpr uint32_t kFirstVersionWithFreesAtSlots = 5;
 inline constexpr size_t kFreedInPlaceOffset = 56;  // in the payload: 4-byte aligned in its slot
 
 enum FreeFlags : uint8_t {

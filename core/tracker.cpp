@@ -141,7 +141,7 @@ bool Tracker::open_journal(std::string &error) {
   journal::HeaderPayload header{};
   std::memcpy(header.magic, journal::kFileMagic, sizeof header.magic);
   const bool compact = options_.journal_mode == JournalMode::Compact;
-  header.version = compact ? journal::kVersion : journal::kFullJournalVersion;
+  header.version = journal::kVersion;
   header.slot_bytes = journal::kSlotBytes;
   header.pid = getpid();
   header.ppid = getppid();
@@ -385,16 +385,15 @@ void Tracker::write_unexpected_free(const LiveRecord *late, uint64_t value, Api 
   if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
 }
 
-bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept {
+bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t free_slot) noexcept {
   static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
   if (!record.journaled() || record.epoch != epoch_.load(std::memory_order_acquire)) return false;
   const auto api_id = static_cast<uint32_t>(api);
   if (api_id == 0) return false;
-  const auto allocated_ns = journal_.read_field<uint64_t>(record.where, offsetof(journal::AllocPayload, time_ns));
-  const uint64_t microseconds = now_ns > allocated_ns ? (now_ns - allocated_ns + 999) / 1000 : 0;
-  if (microseconds > journal::kFreedInPlaceMaxMicroseconds) return false;
+  // Past the record's own slot: a program cannot free a value before its allocation returns.
+  if (free_slot <= record.where || free_slot - record.where > journal::kFreedInPlaceMaxSlots) return false;
   journal_.store_in_place(record.where, journal::kFreedInPlaceOffset,
-                          api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(microseconds));
+                          api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.where));
   return true;
 }
 
@@ -419,7 +418,10 @@ bool Tracker::take_late_free(Api api, uint64_t value, bool owner_drop, bool jour
 
 FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
-  const uint64_t now_ns = journaling ? event_clock_ns() : 0;
+  // Where in the journal this free happens, for a free stored in place: before the slot the
+  // next record will take. Read before the driver sees the free, so an allocation that is
+  // given the same value afterwards takes that slot or a later one.
+  const uint64_t free_slot = journaling ? journal_.next_slot() : 0;
   const Space space = space_of(api);
   if (swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
   bool late_free = false;
@@ -434,7 +436,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
           unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
-        } else if (!write_free_in_place(*removed, api, now_ns)) {
+        } else if (!write_free_in_place(*removed, api, free_slot)) {
           write_free_record_of(*removed, api);
         }
       });

@@ -148,7 +148,7 @@ class Tracker {
   };
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked, const Unjournaled &unjournaled) noexcept;
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
-  bool write_free_in_place(const LiveRecord &record, Api api, uint64_t now_ns) noexcept;
+  bool write_free_in_place(const LiveRecord &record, Api api, uint64_t free_slot) noexcept;
   // The rare paths of on_alloc and on_free, out of line so the common ones keep their
   // registers: a value leaseguard reclaimed was handed out again; no journal record to read
   // a live record back from; an address handed out again whose free leaseguard never saw;

@@ -36,13 +36,14 @@ class JournalBuilder {
     std::memcpy(payload.data() + sizeof begin, name.data(), name.size());
     writer_.append(journal::RecordType::LeaseBegin, payload.data(), payload.size());
   }
-  // freed_after_us: the free written into the record in place (0: none).
-  void alloc(uint64_t id, uint64_t bytes, uint32_t lease = 1, uint64_t time_ms = 0, uint32_t freed_after_us = 0,
+  // freed_after: the free written into the record in place (0: none), so many slots after
+  // the record's (from version 5) or microseconds after its time (before).
+  void alloc(uint64_t id, uint64_t bytes, uint32_t lease = 1, uint64_t time_ms = 0, uint32_t freed_after = 0,
              uint64_t context = 0) {
     journal::AllocPayload alloc{};
     alloc.context = context;
-    if (freed_after_us != 0)
-      alloc.freed_in_place = static_cast<uint32_t>(Api::cuMemFree_v2) << journal::kFreedInPlaceApiShift | freed_after_us;
+    if (freed_after != 0)
+      alloc.freed_in_place = static_cast<uint32_t>(Api::cuMemFree_v2) << journal::kFreedInPlaceApiShift | freed_after;
     alloc.id = id;
     alloc.address = id * 0x1000;
     alloc.bytes = bytes;
@@ -191,14 +192,25 @@ TEST(ExitStatuses, RoundTripAndRejectGarbage) {
   EXPECT_NE(error.find(":2:"), std::string::npos);
 }
 
-TEST(Replay, FreesInPlaceCountInTimeOrderForLiveBytesAndPeaks) {
+void expect_points(const ProcessReport &process, const std::vector<std::pair<double, uint64_t>> &expected) {
+  ASSERT_EQ(process.timelines.size(), 1u);
+  const auto &points = process.timelines[0].points;
+  ASSERT_GE(points.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_DOUBLE_EQ(points[i].first, expected[i].first) << i;
+    EXPECT_EQ(points[i].second, expected[i].second) << i;
+  }
+}
+
+TEST(Replay, FreesInPlaceCountWhereTheyHappenedForLiveBytesAndPeaks) {
   testing::TempDir dir;
   JournalBuilder journal(dir / "j.journal");
-  // In journal order: A (100 bytes at 0 ms, freed in place at 9 ms), B (50 bytes at 6 ms,
-  // freed in place at 7 ms), C (30 bytes at 8 ms, live). In time: A, B, B freed, C, A freed,
-  // so the peak is 150 bytes at 6 ms, and at 8 ms 130 bytes are live.
-  journal.alloc(1, 100, 1, 0, 9000);
-  journal.alloc(2, 50, 1, 6, 1000);
+  // Slots: the lease's begin 1, A 2, B 3, C 4, the process's end 5. A (100 bytes at 0 ms)
+  // was freed before the end, B (50 bytes at 6 ms) before C, C (30 bytes at 8 ms) is live.
+  // In order: A, B, B freed, C, A freed, so the peak is 150 bytes at 6 ms, and at 8 ms 130
+  // bytes are live. A free is plotted at the time of the record it came before.
+  journal.alloc(1, 100, 1, 0, 3);
+  journal.alloc(2, 50, 1, 6, 1);
   journal.alloc(3, 30, 1, 8);
   journal.process_end();
   ProcessReport process;
@@ -210,33 +222,53 @@ TEST(Replay, FreesInPlaceCountInTimeOrderForLiveBytesAndPeaks) {
   ASSERT_EQ(process.leases[0].leaks.size(), 1u);  // C
   EXPECT_EQ(process.leases[0].leaks[0].bytes, 30u);
   EXPECT_EQ(process.leases[0].peak_bytes, 150u);
-  ASSERT_EQ(process.timelines.size(), 1u);
-  std::vector<std::pair<double, uint64_t>> expected{{0, 100}, {6, 150}, {7, 100}, {8, 130}, {9, 30}};
-  const auto &points = process.timelines[0].points;
-  ASSERT_GE(points.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_DOUBLE_EQ(points[i].first, expected[i].first) << i;
-    EXPECT_EQ(points[i].second, expected[i].second) << i;
-  }
+  expect_points(process, {{0, 100}, {6, 150}, {8, 130}, {1000, 30}});
 }
 
-TEST(Replay, AFreeInPlaceIsRememberedForDoubleFrees) {
+// Before version 5 a free in place gave its time: it is applied in time order.
+TEST(Replay, FreesInPlaceOfVersion4JournalsCountInTimeOrder) {
   testing::TempDir dir;
-  JournalBuilder journal(dir / "j.journal");
-  journal.alloc(1, 100, 1, 0, 500);
-  journal::FreePayload twice{};
-  twice.address = 0x1000;
-  twice.api = static_cast<uint16_t>(Api::cuMemFree_v2);
-  twice.flags = journal::kFreeUnknown;
-  twice.time_ns = 1'002'000'000;
-  journal.raw_free(twice);
+  JournalBuilder journal(dir / "j.journal", 4);
+  // A (100 bytes at 0 ms, freed at 9 ms), B (50 bytes at 6 ms, freed at 7 ms), C (30 bytes
+  // at 8 ms, live). In time: A, B, B freed, C, A freed.
+  journal.alloc(1, 100, 1, 0, 9000);
+  journal.alloc(2, 50, 1, 6, 1000);
+  journal.alloc(3, 30, 1, 8);
   journal.process_end();
   ProcessReport process;
   std::string error;
   ASSERT_TRUE(load_journal(journal.path(), process, error));
-  ASSERT_EQ(process.double_frees.size(), 1u);
-  EXPECT_DOUBLE_EQ(process.double_frees[0].first_freed_ms, 0.5);
-  EXPECT_TRUE(process.leases[0].leaks.empty());
+  EXPECT_EQ(process.frees, 2u);
+  ASSERT_EQ(process.leases.size(), 1u);
+  ASSERT_EQ(process.leases[0].leaks.size(), 1u);
+  EXPECT_EQ(process.leases[0].peak_bytes, 150u);
+  expect_points(process, {{0, 100}, {6, 150}, {7, 100}, {8, 130}, {9, 30}});
+}
+
+TEST(Replay, AFreeInPlaceIsRememberedForDoubleFrees) {
+  for (const uint32_t version : {4u, journal::kVersion}) {
+    SCOPED_TRACE(version);
+    testing::TempDir dir;
+    JournalBuilder journal(dir / "j.journal", version);
+    // Version 5: freed before the next record, B's, at 1 ms. Version 4: freed at 0.5 ms.
+    journal.alloc(1, 100, 1, 0, version == 4 ? 500 : 1);
+    journal.alloc(2, 10, 1, 1);
+    journal::FreePayload twice{};
+    twice.address = 0x1000;
+    twice.api = static_cast<uint16_t>(Api::cuMemFree_v2);
+    twice.flags = journal::kFreeUnknown;
+    twice.time_ns = 1'002'000'000;
+    journal.raw_free(twice);
+    journal.process_end();
+    ProcessReport process;
+    std::string error;
+    ASSERT_TRUE(load_journal(journal.path(), process, error));
+    ASSERT_EQ(process.double_frees.size(), 1u);
+    EXPECT_DOUBLE_EQ(process.double_frees[0].first_freed_ms, version == 4 ? 0.5 : 1.0);
+    EXPECT_DOUBLE_EQ(process.double_frees[0].time_ms, 2.0);
+    ASSERT_EQ(process.leases[0].leaks.size(), 1u);  // B
+    EXPECT_EQ(process.leases[0].leaks[0].bytes, 10u);
+  }
 }
 
 // An allocation recorded after a context destroy began is in a new context that was given

@@ -408,6 +408,37 @@ struct FreeShapes : journal::JournalVisitor {
   void on_free(const journal::FreePayload &free_record) override { free_records.push_back(free_record.address); }
 };
 
+// A free in place says where in the journal it happened: how many slots after its
+// allocation's record the next record went.
+struct AllocSlots : journal::JournalVisitor {
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> by_address;  // -> its slot, the word in place
+  void on_alloc(const journal::AllocPayload &alloc) override {
+    by_address[alloc.address] = {record_slot(), alloc.freed_in_place};
+  }
+};
+
+TEST(Tracker, AFreeInPlaceNamesTheSlotItCameBefore) {
+  testing::TempDir dir;
+  Tracker tracker(options_for(dir, 0));
+  tracker.on_alloc(event(0x1000, 1));
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Known);  // before anything else
+  tracker.on_alloc(event(0x2000, 2));
+  tracker.on_alloc(event(0x3000, 3));
+  tracker.on_alloc(event(0x4000, 4));
+  EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);  // after 0x4000's record
+  tracker.finish_process();
+
+  AllocSlots slots;
+  journal::ReadStats stats;
+  std::string error;
+  ASSERT_TRUE(journal::read_journal(tracker.journal_path(), slots, stats, error)) << error;
+  const uint32_t distance_mask = journal::kFreedInPlaceMaxSlots;
+  EXPECT_EQ(slots.by_address[0x1000].second & distance_mask, 1u);
+  EXPECT_EQ(slots.by_address[0x2000].first + (slots.by_address[0x2000].second & distance_mask),
+            slots.by_address[0x4000].first + 1);
+  EXPECT_EQ(slots.by_address[0x3000].second, 0u);
+}
+
 TEST(Tracker, FreesAreWrittenInPlaceUntilALeaseEndsAfterTheirAllocation) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir, 0));

@@ -4,8 +4,10 @@
 //   Alloc            the allocation is live, owned by its lease. If the record says it was
 //                    freed in place (version 2), the free happened before the next record
 //                    whose replay depends on what is live (a lease end, a context or pool
-//                    destroyed), at the time it gives: it is applied in time order among the
-//                    records that follow, so live bytes and peaks stay exact.
+//                    destroyed). It is applied among the records that follow where it
+//                    happened, so live bytes and peaks stay exact: before the record at the
+//                    slot it names (version 5), at that record's time; in earlier versions
+//                    at the time it gives, in time order.
 //   Free             it is no longer live; if it had already been reported (its lease had
 //                    ended or expired), the free is a late free, listed with its stack.
 //                    A free flagged "reclaimed" is leaseguard giving a reported leak back at
@@ -90,6 +92,7 @@ class Replay : public journal::JournalVisitor {
     process_.ppid = header.ppid;
     process_.start_realtime_ns = header.start_realtime_ns;
     process_.compact_journal = (header.flags & journal::kHeaderCompact) != 0;
+    frees_at_slots_ = header.version >= journal::kFirstVersionWithFreesAtSlots;
   }
 
   void on_process(const journal::ProcessInfo &info) override {
@@ -139,10 +142,10 @@ class Replay : public journal::JournalVisitor {
     // Freed, and never to be reported: no lease ended between the allocation and its free.
     const uint32_t api_id = alloc.freed_in_place >> journal::kFreedInPlaceApiShift;
     const Api api = api_id < static_cast<uint32_t>(Api::Count) ? static_cast<Api>(api_id) : Api::Unknown;
-    const uint64_t freed_ns = alloc.time_ns + uint64_t{alloc.freed_in_place & journal::kFreedInPlaceMaxMicroseconds} * 1000;
+    const uint32_t distance = alloc.freed_in_place & journal::kFreedInPlaceMaxSlots;
     ++process_.frees;
-    remember_freed(alloc.address, api, freed_ns);
-    pending_frees_.push(PendingFree{freed_ns, alloc.lease_id, alloc.bytes});
+    pending_frees_.push(PendingFree{frees_at_slots_ ? record_slot() + distance : alloc.time_ns + uint64_t{distance} * 1000,
+                                    alloc.address, api, alloc.lease_id, alloc.bytes});
   }
 
   void on_free(const journal::FreePayload &free_record) override {
@@ -198,7 +201,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_lease_end(const journal::LeaseEndPayload &end) override {
-    apply_frees_until(UINT64_MAX);  // every free in place came before (see the file comment)
+    apply_every_free(end.time_ns);  // every free in place came before (see the file comment)
     touch(end.time_ns);
     auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
@@ -215,7 +218,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_context_destroy(const journal::ContextDestroyPayload &destroy) override {
-    apply_frees_until(UINT64_MAX);
+    apply_every_free(destroy.time_ns);
     touch(destroy.time_ns);
     std::map<uint32_t, LeaseEnding> by_lease;
     for (auto it = live_.begin(); it != live_.end();) {
@@ -255,7 +258,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_pool_destroy(const journal::PoolDestroyPayload &destroy) override {
-    apply_frees_until(UINT64_MAX);
+    apply_every_free(destroy.time_ns);
     touch(destroy.time_ns);
     process_.pools_destroyed_in_use.push_back({destroy.pool, since_start_ms(destroy.time_ns), destroy.outstanding_bytes});
   }
@@ -273,7 +276,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_process_end(const journal::ProcessEndPayload &end) override {
-    apply_frees_until(UINT64_MAX);
+    apply_every_free(end.time_ns);
     touch(end.time_ns);
     process_.complete = true;
     process_.dropped_records = end.dropped_records;
@@ -282,7 +285,7 @@ class Replay : public journal::JournalVisitor {
 
   // Called after the last record.
   void finish(bool replaced_by_exec) {
-    apply_frees_until(UINT64_MAX);
+    apply_every_free(last_ns_);
     if (!process_.complete) end_remaining(replaced_by_exec ? EndedBy::Exit : EndedBy::Crash, last_ns_);
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
@@ -297,31 +300,40 @@ class Replay : public journal::JournalVisitor {
   }
 
  private:
+  // A record with a time: the frees in place that happened before it come first.
   void touch(uint64_t time_ns) {
-    apply_frees_until(time_ns);
+    apply_frees_until(frees_at_slots_ ? record_slot() : time_ns, time_ns);
     last_ns_ = std::max(last_ns_, time_ns);
   }
 
-  // Frees written into their allocations' records, applied once the journal reaches their
-  // time. Records after a free in place but from before it in time (other threads' slots)
-  // come first, as they happened.
+  // Frees written into their allocations' records, applied once the journal reaches where
+  // they happened (the record_slot() they came before; in journals before version 5, their
+  // time). Records after a free in place but from before it (other threads' slots) come
+  // first, as they happened.
   struct PendingFree {
-    uint64_t time_ns;
+    uint64_t at;
+    uint64_t address;
+    Api api;
     uint32_t lease_id;
     uint64_t bytes;
-    bool operator>(const PendingFree &other) const { return time_ns > other.time_ns; }
+    bool operator>(const PendingFree &other) const { return at > other.at; }
   };
 
-  void apply_frees_until(uint64_t time_ns) {
-    while (!pending_frees_.empty() && pending_frees_.top().time_ns <= time_ns) {
+  // now_ns: the time of the record the frees come before, which is theirs from version 5.
+  void apply_frees_until(uint64_t at, uint64_t now_ns) {
+    while (!pending_frees_.empty() && pending_frees_.top().at <= at) {
       PendingFree free = pending_frees_.top();
       pending_frees_.pop();
+      const uint64_t freed_ns = frees_at_slots_ ? std::max(last_ns_, now_ns) : free.at;
       LeaseBytes &bytes = lease_bytes_[free.lease_id];
       bytes.live -= std::min(bytes.live, free.bytes);
-      last_ns_ = std::max(last_ns_, free.time_ns);
-      add_point(bytes, since_start_ms(free.time_ns));
+      last_ns_ = std::max(last_ns_, freed_ns);
+      add_point(bytes, since_start_ms(freed_ns));
+      remember_freed(free.address, free.api, freed_ns);
     }
   }
+
+  void apply_every_free(uint64_t now_ns) { apply_frees_until(UINT64_MAX, now_ns); }
 
   double since_start_ms(uint64_t time_ns) const {
     return time_ns > start_ns_ ? static_cast<double>(time_ns - start_ns_) / 1e6 : 0.0;
@@ -461,6 +473,7 @@ class Replay : public journal::JournalVisitor {
   ProcessReport &process_;
   uint64_t start_ns_ = 0;
   uint64_t last_ns_ = 0;
+  bool frees_at_slots_ = true;  // where a free in place happened: a slot (version 5) or a time
   std::map<uint32_t, journal::ModuleInfo> modules_;
   std::map<uint32_t, LeaseInfo> leases_;
   // Live allocations by their place among the journal's allocation records: allocation order.
