@@ -1,6 +1,6 @@
 // What this machine charges for the few instructions whose cost depends on the host more
-// than on leaseguard: the time stamp counter (a tracked pair reads it twice: the allocation's
-// and the free's time stamps, event_clock.h), a locked add (a pair makes three: the journal
+// than on leaseguard: the time stamp counter (a tracked pair reads it once: the allocation's
+// time stamp, event_clock.h), a locked add (a pair makes three: the journal
 // slot and the table shard's lock, twice) and clock_gettime. bench/compare prints them above
 // its table, so that tables from different machines can be read side by side: on one virtual
 // machine `rdtsc` costs 11 ns, on another of the same kind 22.
