@@ -2,12 +2,15 @@
 // the input (allocations and frees of addresses and of VMM handles, which count references,
 // leases begun, entered, left and ended, with policy report or reclaim, context destroys with
 // allocations made while they run). A plain model says what must be live and what each
-// ending must report; the tracker's live table, its lease_end counts and the report replayed
-// from its journal must all agree with it. Any disagreement aborts, so the fuzzer keeps it.
+// ending must report, and each lease's peak of live bytes when it ended; the tracker's live
+// table, its lease_end counts and the report replayed from its journal must all agree with
+// it. Any disagreement aborts, so the fuzzer keeps it. Peaks check where the replay applies
+// each free, stored in place or not: one thread's operations are in the journal in order.
 // An input whose first byte has its five high bits set runs without a journal (it cannot be
 // created): the live table and the side store decide alone, and there is no report to check.
 // One whose first byte's five high bits are 11110 writes a compact journal (kHeaderCompact),
-// whose report must list the same leaks.
+// whose report must list the same leaks, and peaks no higher (the allocations it wrote over
+// are in no peak).
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +37,8 @@ constexpr uint64_t kContexts[] = {0xC1, 0xC2};
 // One leak as a report lists it: the lease that ended, how, what it held, and whether it was
 // given back.
 using ReportedLeak = std::tuple<uint32_t, EndedBy, uint64_t, uint64_t, bool>;
+// A lease's ending by its end or at exit, and the lease's peak of live bytes by then.
+using EndingPeak = std::tuple<uint32_t, EndedBy, uint64_t>;
 
 // Gives reclaimed memory back as a driver would, refusing some (every size divisible by 5),
 // as a driver may: those stay allocated and the program's own free must reach the driver.
@@ -71,6 +76,18 @@ struct Model {
   std::multiset<std::pair<bool, uint64_t>> reclaimed;  // given back, late free still to come
   std::vector<ReportedLeak> reported;
   uint64_t next_order = 0;
+  // Live bytes by the lease each allocation was recorded under, as the replay counts them:
+  // an allocation stays in them until it is freed, reclaimed or goes with its context, even
+  // once reported.
+  std::map<uint32_t, uint64_t> live_bytes;
+  std::map<uint32_t, uint64_t> peak_bytes;
+  std::vector<EndingPeak> ending_peaks;
+
+  void add_bytes(uint32_t lease, uint64_t bytes) {
+    live_bytes[lease] += bytes;
+    peak_bytes[lease] = std::max(peak_bytes[lease], live_bytes[lease]);
+  }
+  void remove_bytes(const ModelAllocation &allocation) { live_bytes[allocation.lease] -= allocation.bytes; }
 
   uint32_t current_lease() const {
     for (auto it = entered.rbegin(); it != entered.rend(); ++it)
@@ -79,6 +96,7 @@ struct Model {
   }
   size_t end_lease(uint32_t lease, EndedBy ended_by) {
     leases[lease] = true;
+    ending_peaks.emplace_back(lease, ended_by, peak_bytes[lease]);
     const bool reclaim = reclaims[lease] && ended_by != EndedBy::Exit;  // at exit the process gives all back
     size_t leaked = 0;
     for (auto it = live.begin(); it != live.end();) {
@@ -92,6 +110,7 @@ struct Model {
       reported.emplace_back(lease, ended_by, it->first.value, allocation.bytes, given_back);
       if (given_back) {
         reclaimed.emplace(it->first.handle, it->first.value);
+        remove_bytes(allocation);
         it = live.erase(it);
       } else {
         allocation.reported = true;
@@ -139,9 +158,13 @@ void allocate(Tracker &tracker, Model &model, uint8_t choice, uint64_t &bytes_co
   TRACE("alloc %#llx %s bytes %llu context %#llx lease %u\n", static_cast<unsigned long long>(address),
         async ? "async" : "device", static_cast<unsigned long long>(event.bytes),
         static_cast<unsigned long long>(event.context), model.current_lease());
-  // The same address again: the driver handed it out, so its free was never seen.
-  model.live[Key{false, address, 0}] = ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(),
-                                                      false, model.next_order++};
+  // The same address again: the driver handed it out, so its free was never seen. The
+  // journal closes the old allocation after the new one's record.
+  const uint32_t lease = model.current_lease();
+  model.add_bytes(lease, event.bytes);
+  ModelAllocation &slot = model.live[Key{false, address, 0}];
+  if (slot.bytes != 0) model.remove_bytes(slot);
+  slot = ModelAllocation{event.bytes, event.context, event.kind, lease, false, model.next_order++};
 }
 
 // A VMM handle created or retained: each handout is a reference of its own, numbered from 0
@@ -159,6 +182,7 @@ void allocate_handle(Tracker &tracker, Model &model, uint8_t choice, uint64_t &b
   while (model.live.count(Key{true, handle, reference}) != 0) ++reference;
   TRACE("handle %#llx reference %u bytes %llu lease %u\n", static_cast<unsigned long long>(handle), reference,
         static_cast<unsigned long long>(event.bytes), model.current_lease());
+  model.add_bytes(model.current_lease(), event.bytes);
   model.live[Key{true, handle, reference}] = ModelAllocation{event.bytes, event.context, event.kind,
                                                              model.current_lease(), false, model.next_order++};
 }
@@ -180,7 +204,10 @@ void release_handle(Tracker &tracker, Model &model, uint8_t choice) {
     newest = it;
   if (outcome != (newest != model.live.end() ? FreeOutcome::Known : FreeOutcome::Unknown))
     disagree("whether a release was of a live handle");
-  if (newest != model.live.end()) model.live.erase(newest);
+  if (newest != model.live.end()) {
+    model.remove_bytes(newest->second);
+    model.live.erase(newest);
+  }
 }
 
 void free_one(Tracker &tracker, Model &model, uint8_t choice) {
@@ -198,7 +225,10 @@ void free_one(Tracker &tracker, Model &model, uint8_t choice) {
   }
   const FreeOutcome expected = it != model.live.end() ? FreeOutcome::Known : FreeOutcome::Unknown;
   if (outcome != expected) disagree("whether a free was of a live allocation");
-  if (it != model.live.end()) model.live.erase(it);
+  if (it != model.live.end()) {
+    model.remove_bytes(it->second);
+    model.live.erase(it);
+  }
 }
 
 void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &bytes_counter) {
@@ -220,8 +250,17 @@ void destroy_context(Tracker &tracker, Model &model, Reader &input, uint64_t &by
     }
     if (!allocation.reported)
       model.reported.emplace_back(allocation.lease, EndedBy::ContextDestroy, it->first.value, allocation.bytes, false);
+    model.remove_bytes(allocation);
     it = model.live.erase(it);
   }
+}
+
+std::vector<EndingPeak> ending_peaks(const report::ProcessReport &process) {
+  std::vector<EndingPeak> peaks;
+  for (const report::LeaseEnding &ending : process.leases)
+    if (ending.ended_by == EndedBy::End || ending.ended_by == EndedBy::Exit)
+      peaks.emplace_back(ending.id, ending.ended_by, ending.peak_bytes);
+  return peaks;
 }
 
 std::vector<ReportedLeak> reported_leaks(const report::ProcessReport &process) {
@@ -308,6 +347,7 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   // any lease that ended already holds, and what the process lease holds, last.
   for (auto it = model.leases.rbegin(); it != model.leases.rend(); ++it)
     if (!it->second && it->first != kProcessLeaseId) model.end_lease(it->first, EndedBy::Exit);
+  model.ending_peaks.emplace_back(kProcessLeaseId, EndedBy::Exit, model.peak_bytes[kProcessLeaseId]);
   for (auto &[key, allocation] : model.live) {
     if (allocation.reported) continue;
     allocation.reported = true;
@@ -340,6 +380,27 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
     print("report:", got);
     print("model: ", expected);
     disagree("which leaks the report lists");
+  }
+  std::vector<EndingPeak> got_peaks = ending_peaks(process);
+  std::vector<EndingPeak> expected_peaks = model.ending_peaks;
+  std::sort(got_peaks.begin(), got_peaks.end());
+  std::sort(expected_peaks.begin(), expected_peaks.end());
+  // Compact: the same endings, each peak at most the model's.
+  bool peaks_agree = got_peaks.size() == expected_peaks.size();
+  for (size_t i = 0; peaks_agree && i < got_peaks.size(); ++i) {
+    const auto &[lease, by, peak] = got_peaks[i];
+    const auto &[expected_lease, expected_by, expected_peak] = expected_peaks[i];
+    peaks_agree = lease == expected_lease && by == expected_by && (compact ? peak <= expected_peak : peak == expected_peak);
+  }
+  if (!peaks_agree) {
+    auto print = [](const char *who, const std::vector<EndingPeak> &peaks) {
+      for (const auto &[lease, by, peak] : peaks)
+        std::fprintf(stderr, "%s lease %u ended_by %d peak %llu\n", who, lease, static_cast<int>(by),
+                     static_cast<unsigned long long>(peak));
+    };
+    print("report:", got_peaks);
+    print("model: ", expected_peaks);
+    disagree("each lease's peak of live bytes");
   }
 }
 

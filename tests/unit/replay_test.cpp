@@ -15,10 +15,11 @@ namespace {
 
 class JournalBuilder {
  public:
-  explicit JournalBuilder(const std::string &path, uint32_t version = journal::kVersion) {
+  explicit JournalBuilder(const std::string &path, uint32_t version = journal::kVersion, uint32_t flags = 0) {
     journal::HeaderPayload header{};
     std::memcpy(header.magic, journal::kFileMagic, sizeof header.magic);
     header.version = version;
+    header.flags = flags;
     header.slot_bytes = journal::kSlotBytes;
     header.pid = 77;
     header.start_monotonic_ns = 1'000'000'000;
@@ -223,6 +224,25 @@ TEST(Replay, FreesInPlaceCountWhereTheyHappenedForLiveBytesAndPeaks) {
   EXPECT_EQ(process.leases[0].leaks[0].bytes, 30u);
   EXPECT_EQ(process.leases[0].peak_bytes, 150u);
   expect_points(process, {{0, 100}, {6, 150}, {8, 130}, {1000, 30}});
+}
+
+// A compact journal's record may have been written over an earlier one in the journal's last
+// slot after frees that name the slot after it: those come before it. So A's free, which
+// came before the slot after B's, counts before B there, and after it in a full journal.
+TEST(Replay, ACompactJournalAppliesFreesNamingTheNextSlotFirst) {
+  for (const bool compact : {false, true}) {
+    SCOPED_TRACE(compact);
+    testing::TempDir dir;
+    JournalBuilder journal(dir / "j.journal", journal::kVersion, compact ? journal::kHeaderCompact : 0);
+    journal.alloc(1, 100, 1, 0, 2);  // slot 2, freed before slot 4
+    journal.alloc(2, 50, 1, 1);      // slot 3
+    journal.process_end();
+    ProcessReport process;
+    std::string error;
+    ASSERT_TRUE(load_journal(journal.path(), process, error));
+    ASSERT_EQ(process.leases.size(), 1u);
+    EXPECT_EQ(process.leases[0].peak_bytes, compact ? 100u : 150u);
+  }
 }
 
 // Before version 5 a free in place gave its time: it is applied in time order.
