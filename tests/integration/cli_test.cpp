@@ -295,10 +295,10 @@ TEST(Cli, SarifJunitAndFoldedFormats) {
   EXPECT_GE(results[0]["codeFlows"][0]["threadFlows"][0]["locations"].size(), 2u);
   // Fingerprints are stable across runs (different pids and address-space layouts).
   for (size_t i = 0; i < 2; ++i)
-    EXPECT_EQ(results[i]["partialFingerprints"]["leaseguardStack/v1"].as_string(),
-              b["runs"][0]["results"][i]["partialFingerprints"]["leaseguardStack/v1"].as_string());
-  EXPECT_NE(results[0]["partialFingerprints"]["leaseguardStack/v1"].as_string(),
-            results[1]["partialFingerprints"]["leaseguardStack/v1"].as_string());
+    EXPECT_EQ(results[i]["partialFingerprints"]["leaseguardStack/v2"].as_string(),
+              b["runs"][0]["results"][i]["partialFingerprints"]["leaseguardStack/v2"].as_string());
+  EXPECT_NE(results[0]["partialFingerprints"]["leaseguardStack/v2"].as_string(),
+            results[1]["partialFingerprints"]["leaseguardStack/v2"].as_string());
 
   std::string junit = read_text(dir / "a.xml");
   EXPECT_EQ(junit.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"1\" failures=\"1\">", 0), 0u) << junit;
@@ -546,7 +546,7 @@ TEST(Cli, SarifAndJunitFollowTheirSchemas) {
   for (const auto &result : run["results"].items()) {
     EXPECT_TRUE(rule_ids.count(result["ruleId"].as_string()));
     EXPECT_FALSE(result["message"]["text"].as_string().empty());
-    EXPECT_EQ(result["partialFingerprints"]["leaseguardStack/v1"].as_string().size(), 16u);
+    EXPECT_EQ(result["partialFingerprints"]["leaseguardStack/v2"].as_string().size(), 16u);
     for (const auto &step : result["codeFlows"][0]["threadFlows"][0]["locations"].items())
       EXPECT_EQ(step["location"]["physicalLocation"]["artifactLocation"]["uri"].type(), JsonValue::Type::String);
   }

@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 
+#include "program_frames.h"
 #include "renderers.h"
 
 #include <cinttypes>
@@ -34,7 +35,10 @@ std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api 
   };
   mix(std::string(api_name(api)));
   if (auto stack = process.stacks.find(stack_id); stack != process.stacks.end())
-    for (const Frame &frame : stack->second) {
+    // The program's frames only: the C library's below them are named and placed differently
+    // from machine to machine (program_frames.h).
+    for (size_t i = 0, count = program_frame_count(stack->second); i < count; ++i) {
+      const Frame &frame = stack->second[i];
       // Files by their last component: the same code built in another checkout matches.
       std::string file = frame.file ? frame.file->substr(frame.file->rfind('/') + 1) : "";
       mix(frame_name(frame) + "@" + file);

@@ -122,7 +122,7 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
           json.end_object();
         }
         json.end_array();
-        json.key("partialFingerprints").begin_object().key("leaseguardStack/v1").value(fingerprint(process, group)).end_object();
+        json.key("partialFingerprints").begin_object().key("leaseguardStack/v2").value(fingerprint(process, group)).end_object();
         json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
         json.key("locations").begin_array();
         if (stack != nullptr)

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <set>
 
+#include "program_frames.h"
+
 namespace leaseguard::report {
 
 struct Symbolizer::Module {
@@ -86,11 +88,11 @@ Symbolizer::Module *Symbolizer::module_for(const std::string &path, const std::s
   return slot.get();
 }
 
-void Symbolizer::symbolize(Frame &frame) {
+void Symbolizer::symbolize(Frame &frame, bool with_lines) {
   // Frames read back from a report file come symbolized already; so do frames without a
   // module, which cannot be.
   if (frame.module.empty() || frame.function || frame.file) return;
-  auto key = std::make_tuple(frame.module, frame.build_id, frame.offset);
+  auto key = std::make_tuple(frame.module, frame.build_id, frame.offset, with_lines);
   if (auto cached = cache_.find(key); cached != cache_.end()) {
     frame.function = cached->second.function;
     frame.file = cached->second.file;
@@ -108,7 +110,7 @@ void Symbolizer::symbolize(Frame &frame) {
       if (size_t at = plain.find('@'); at != std::string::npos && at > 0) plain.resize(at);
       result.function = demangle(plain.c_str());
     }
-    if (Dwfl_Line *line = dwfl_module_getsrc(module->module, address)) {
+    if (Dwfl_Line *line = with_lines ? dwfl_module_getsrc(module->module, address) : nullptr) {
       int number = 0;
       if (const char *file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
         result.file = file;
@@ -135,7 +137,13 @@ void Symbolizer::symbolize(Report &report) {
     for (uint32_t id : wanted) {
       auto stack = process.stacks.find(id);
       if (stack == process.stacks.end()) continue;
-      for (Frame &frame : stack->second) symbolize(frame);
+      std::vector<Frame> &frames = stack->second;
+      const size_t c_library_begin = trailing_c_library_frames_begin(frames);
+      bool below_main = false;
+      for (size_t i = 0; i < frames.size(); ++i) {
+        symbolize(frames[i], !below_main && i < c_library_begin);
+        below_main = below_main || (frames[i].function && *frames[i].function == "main");
+      }
     }
   }
 }

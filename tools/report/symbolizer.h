@@ -21,7 +21,11 @@ class Symbolizer {
   Symbolizer(const Symbolizer &) = delete;
   Symbolizer &operator=(const Symbolizer &) = delete;
 
-  void symbolize(Frame &frame);
+  // with_lines false: the function's name only, no source line (program_frames.h says for
+  // which frames).
+  void symbolize(Frame &frame, bool with_lines = true);
+  // Every frame of the stacks a report lists; the C library's below the program's own
+  // (program_frames.h) without source lines.
   void symbolize(Report &report);
 
   // How many frames were looked up in debug information (each distinct frame once).
@@ -35,7 +39,7 @@ class Symbolizer {
   Module *module_for(const std::string &path, const std::string &build_id);
 
   std::map<std::pair<std::string, std::string>, std::unique_ptr<Module>> modules_;
-  std::map<std::tuple<std::string, std::string, uint64_t>, Frame> cache_;
+  std::map<std::tuple<std::string, std::string, uint64_t, bool>, Frame> cache_;  // ..., with_lines
   std::map<std::string, std::string> unusable_;
   uint64_t lookups_ = 0;
 };
