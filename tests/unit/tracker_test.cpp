@@ -387,6 +387,39 @@ TEST(Tracker, ALiveRecordCostsAtMost64Bytes) {
   tracker.finish_process();
 }
 
+// Frees stored in place on many threads at once: the replay applies each before every
+// record journaled after the free began, so the peak it reads is never above what the
+// threads could hold at once, and at least what one thread held.
+TEST(Tracker, PeaksFromFreesInPlaceOnManyThreadsLieWithinWhatWasLive) {
+  for (const JournalMode mode : {JournalMode::Full, JournalMode::Compact}) {
+    SCOPED_TRACE(mode == JournalMode::Full ? "full" : "compact");
+    testing::TempDir dir;
+    Options options = options_for(dir, 0);
+    options.journal_mode = mode;
+    Tracker tracker(options);
+    constexpr uint64_t kThreads = 4, kHeld = 8, kRounds = 400, kBytes = 1000;
+    std::vector<std::thread> threads;
+    for (uint64_t t = 0; t < kThreads; ++t)
+      threads.emplace_back([&tracker, t] {
+        for (uint64_t round = 0; round < kRounds; ++round) {
+          for (uint64_t i = 0; i < kHeld; ++i) tracker.on_alloc(event(((t + 1) << 32) + i * 4096, kBytes));
+          for (uint64_t i = 0; i < kHeld; ++i) tracker.on_free(Api::cuMemFree_v2, ((t + 1) << 32) + i * 4096);
+        }
+      });
+    for (std::thread &thread : threads) thread.join();
+    tracker.finish_process();
+    report::ProcessReport process = replay(tracker);
+    ASSERT_EQ(process.leases.size(), 1u);
+    EXPECT_TRUE(process.leases[0].leaks.empty());
+    EXPECT_EQ(process.frees, kThreads * kHeld * kRounds);
+    EXPECT_LE(process.leases[0].peak_bytes, kThreads * kHeld * kBytes);
+    // A compact journal's allocations written over are in no peak: only its bound holds.
+    if (mode == JournalMode::Full) {
+      EXPECT_GE(process.leases[0].peak_bytes, kHeld * kBytes);
+    }
+  }
+}
+
 TEST(Tracker, ReusedAddressClosesTheUnseenFree) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir));
