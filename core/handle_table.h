@@ -25,9 +25,9 @@ class HandleTable {
  public:
   // Inserts `record`; if a record already holds its key (its free was never seen), that
   // record is replaced and returned. With `another_reference`, a live value gets a new
-  // reference instead (record.reference is set). `under_lock(stored)` runs while the
-  // shard is locked, may still adjust the stored record, and whatever it writes is ordered
-  // before any later removal of the key.
+  // reference instead (record.reference is set). `under_lock(stored, displaced)` runs
+  // while the shard is locked, with the record replaced if any; it may still adjust the
+  // stored record, and whatever it writes is ordered before any later removal of the key.
   template <typename UnderLock>
   std::optional<LiveRecord> insert(const LiveRecord &record, bool another_reference, UnderLock under_lock) {
     HandleKey key = key_of(record);
@@ -44,11 +44,11 @@ class HandleTable {
     if (!created) displaced = *stored;
     *stored = record;
     stored->reference = key.reference;
-    under_lock(*stored);
+    under_lock(*stored, displaced);
     return displaced;
   }
   std::optional<LiveRecord> insert(const LiveRecord &record) {
-    return insert(record, false, [](LiveRecord &) {});
+    return insert(record, false, [](LiveRecord &, const std::optional<LiveRecord> &) {});
   }
 
   // Removes the newest reference to `value` in `space` if `accept(record)` agrees;

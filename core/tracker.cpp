@@ -280,7 +280,11 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
     // address on another thread is always journaled after it. Ending a lease marks it ended
     // before it scans the table; an allocation that completes after that belongs to the
     // process lease, so every allocation is counted by exactly one lease ending.
-    std::optional<LiveRecord> displaced = table_.insert(record, counts_references(record.api), [&](LiveRecord &stored) {
+    std::optional<LiveRecord> displaced = table_.insert(
+        record, counts_references(record.api), [&](LiveRecord &stored, const std::optional<LiveRecord> &replaced) {
+      // The driver handed this value out again, so the allocation that held it was freed by
+      // a path leaseguard did not see: closed first, where that free happened.
+      if (replaced && journaling) write_implicit_free(*replaced);
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
       stored.epoch = epoch_.load(std::memory_order_acquire);
@@ -297,7 +301,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       stored.where = keep_in_side_store(event, alloc);
     });
     if (journal_.wants_prefaulter()) journal_.start_prefaulting();  // once, after a megabyte
-    if (displaced) close_displaced(*displaced, journaling);
+    if (displaced) forget(*displaced);
   } catch (...) {
     log_debug("out of memory recording an allocation");
   }
@@ -328,11 +332,8 @@ uint32_t Tracker::keep_in_side_store(const AllocationEvent &event, const journal
   return cold_.put(cold);
 }
 
-void Tracker::close_displaced(const LiveRecord &displaced, bool journaling) noexcept {
-  // The driver handed this address out again, so the old allocation was freed by a path
-  // leaseguard did not see. Close it in the journal so it is not reported as a leak.
-  if (journaling) write_free(cold_fields(displaced).id, displaced.address, Api::Unknown, journal::kFreeImplicit, 0, 0);
-  forget(displaced);
+void Tracker::write_implicit_free(const LiveRecord &displaced) noexcept {
+  write_free(cold_fields(displaced).id, displaced.address, Api::Unknown, journal::kFreeImplicit, 0, 0);
 }
 
 ColdFields Tracker::cold_fields(const LiveRecord &record) const noexcept {
@@ -608,7 +609,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
           }
         }
         record.reported = true;
-        table_.insert(record, counts_references(record.api), [](LiveRecord &) {});
+        table_.insert(record, counts_references(record.api), [](LiveRecord &, const std::optional<LiveRecord> &) {});
       }
     }
   }

@@ -156,7 +156,7 @@ class Tracker {
   __attribute__((noinline)) void note_value_given_again(Api api, uint64_t value) noexcept;
   __attribute__((noinline)) uint32_t keep_in_side_store(const AllocationEvent &event,
                                                         const journal::AllocPayload &alloc) noexcept;
-  __attribute__((noinline)) void close_displaced(const LiveRecord &displaced, bool journaling) noexcept;
+  __attribute__((noinline)) void write_implicit_free(const LiveRecord &displaced) noexcept;
   __attribute__((noinline)) void write_free_record_of(const LiveRecord &record, Api api) noexcept;
   __attribute__((noinline)) void write_unexpected_free(const LiveRecord *late, uint64_t value, Api api,
                                                        int unknown_flags) noexcept;

@@ -158,13 +158,12 @@ void allocate(Tracker &tracker, Model &model, uint8_t choice, uint64_t &bytes_co
   TRACE("alloc %#llx %s bytes %llu context %#llx lease %u\n", static_cast<unsigned long long>(address),
         async ? "async" : "device", static_cast<unsigned long long>(event.bytes),
         static_cast<unsigned long long>(event.context), model.current_lease());
-  // The same address again: the driver handed it out, so its free was never seen. The
-  // journal closes the old allocation after the new one's record.
-  const uint32_t lease = model.current_lease();
-  model.add_bytes(lease, event.bytes);
+  // The same address again: the driver handed it out, so its free was never seen. It came
+  // before this allocation.
   ModelAllocation &slot = model.live[Key{false, address, 0}];
   if (slot.bytes != 0) model.remove_bytes(slot);
-  slot = ModelAllocation{event.bytes, event.context, event.kind, lease, false, model.next_order++};
+  slot = ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(), false, model.next_order++};
+  model.add_bytes(slot.lease, slot.bytes);
 }
 
 // A VMM handle created or retained: each handout is a reference of its own, numbered from 0

@@ -34,7 +34,7 @@ std::optional<LiveRecord> release_handle(HandleTable &table) {
 // Inserts three references to handle 0x77 (ids 1, 2, 3), then takes reference `gone` out
 // as a lease reclaiming its own would.
 void hold_three_references_then_reclaim(HandleTable &table, uint16_t gone) {
-  for (uint64_t id = 1; id <= 3; ++id) table.insert(handle_reference(id), true, [](LiveRecord &) {});
+  for (uint64_t id = 1; id <= 3; ++id) table.insert(handle_reference(id), true, [](LiveRecord &, const std::optional<LiveRecord> &) {});
   table.extract_if([&](const LiveRecord &r) { return r.reference == gone; });
 }
 
@@ -63,7 +63,16 @@ TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
 TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
   HandleTable table;
   bool ran = false;
-  table.insert(record(1, 0x1000), false, [&](LiveRecord &stored) { ran = stored.where == 1; });
+  table.insert(record(1, 0x1000), false,
+               [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) { ran = stored.where == 1 && !displaced; });
+  EXPECT_TRUE(ran);
+  ran = false;
+  table.insert(record(3, 0x1000), false,
+               [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) {
+                 ran = stored.where == 3 && displaced && displaced->where == 1;
+               });
+  EXPECT_TRUE(ran);
+  table.insert(record(1, 0x1000));
   EXPECT_TRUE(ran);
   auto accept_all = [](const LiveRecord &) { return true; };
   uint64_t seen = 0;
@@ -98,7 +107,8 @@ TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
   HandleTable table;
   uint16_t numbers[3];
   for (uint64_t id = 1; id <= 3; ++id)
-    EXPECT_FALSE(table.insert(handle_reference(id), true, [&](LiveRecord &stored) { numbers[id - 1] = stored.reference; }));
+    EXPECT_FALSE(table.insert(handle_reference(id), true,
+                              [&](LiveRecord &stored, const std::optional<LiveRecord> &) { numbers[id - 1] = stored.reference; }));
   EXPECT_EQ(numbers[0], 0);
   EXPECT_EQ(numbers[1], 1);
   EXPECT_EQ(numbers[2], 2);

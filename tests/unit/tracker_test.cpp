@@ -420,15 +420,19 @@ TEST(Tracker, PeaksFromFreesInPlaceOnManyThreadsLieWithinWhatWasLive) {
   }
 }
 
-TEST(Tracker, ReusedAddressClosesTheUnseenFree) {
+// The unseen free is journaled before the allocation that was given the address again, as
+// it happened: the two never count as live together.
+TEST(Tracker, ReusedAddressClosesTheUnseenFreeFirst) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir));
-  tracker.on_alloc(event(0x1000, 1));
-  tracker.on_alloc(event(0x1000, 2));  // the driver handed the address out again
+  tracker.on_alloc(event(0x1000, 100));
+  tracker.on_alloc(event(0x1000, 50));  // the driver handed the address out again
   tracker.finish_process();
   report::ProcessReport process = replay(tracker);
   ASSERT_EQ(process.leases.at(0).leaks.size(), 1u);
-  EXPECT_EQ(process.leases[0].leaks[0].bytes, 2u);
+  EXPECT_EQ(process.leases[0].leaks[0].bytes, 50u);
+  EXPECT_EQ(process.leases[0].peak_bytes, 100u);
+  EXPECT_EQ(process.frees, 1u);
 }
 
 // Which frees the journal holds in their allocation's record, and which as records.
