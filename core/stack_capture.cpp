@@ -83,11 +83,7 @@ struct WalkState {
 template <bool kTraced>
 __attribute__((always_inline)) inline uintptr_t load_word(uintptr_t address, WalkTrace *trace) noexcept {
   const uintptr_t value = *reinterpret_cast<const uintptr_t *>(address);
-  if constexpr (kTraced) {
-    trace->address[trace->words] = address;
-    trace->value[trace->words] = value;
-    ++trace->words;
-  }
+  if constexpr (kTraced) trace->note(address, value);
   return value;
 }
 
@@ -210,13 +206,35 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
   return walk_cached<false>(frames, max_frames, excluded, count_out, start, nullptr);
 }
 
+void WalkTrace::fold() noexcept {
+  // A step reads the higher word of a pair first (the return address above the saved
+  // %rbp). Pairs are written over the words already read (three for every four), single
+  // words kept aside until the pairs' end is known.
+  uintptr_t singles[2 * kMaxWords];
+  size_t pairs = 0, single_words = 0;
+  for (size_t word = 0; word < words_;) {
+    const uintptr_t address = buffer_[2 * word], value = buffer_[2 * word + 1];
+    if (word + 1 < words_ && buffer_[2 * (word + 1)] + sizeof(uintptr_t) == address) {
+      const uintptr_t low_value = buffer_[2 * (word + 1) + 1];
+      buffer_[3 * pairs] = address - sizeof(uintptr_t);
+      buffer_[3 * pairs + 1] = low_value;
+      buffer_[3 * pairs + 2] = value;
+      ++pairs;
+      word += 2;
+    } else {
+      singles[single_words++] = address;
+      singles[single_words++] = value;
+      word += 1;
+    }
+  }
+  for (size_t i = 0; i < single_words; ++i) buffer_[3 * pairs + i] = singles[i];
+  pairs_ = pairs;
+  singles_ = single_words / 2;
+}
+
 size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
                             const WalkStart &start, WalkTrace &trace) noexcept {
-  trace.complete = false;
-  trace.words = 0;
-  trace.differed_at = 0;
-  trace.start_bp_used = false;
-  trace.bp_is_start = true;
+  trace.clear();
   if (max_frames == 0) return 0;
   // Traced only from a known start inside the application, within the trace's room: a walk
   // that begins by skipping leaseguard's own frames could take more steps than it holds.
@@ -225,6 +243,7 @@ size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const Excluded
   size_t count = 0;
   if (walk_cached<true>(frames, max_frames, excluded, count, start, &trace) == WalkResult::Done) {
     trace.start = start;
+    trace.fold();
     trace.complete = true;
     return count;
   }

@@ -10,6 +10,8 @@
 // top, so a stack starts at the application's call.
 #pragma once
 
+#include <emmintrin.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -76,38 +78,84 @@ WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const Excl
 // and those words, so a later walk from the same start, while the code is unchanged, whose
 // words still hold the same values would list the same frames: checking the words is all
 // it costs (a loop that allocates from one place captures one stack again and again).
-struct WalkTrace {
+class WalkTrace {
+ public:
   static constexpr size_t kMaxFrames = 64;           // walks deeper than this are not traced
   static constexpr size_t kMaxWords = 2 * kMaxFrames;  // a step loads at most two words
   WalkStart start;
-  size_t words = 0;
   bool complete = false;  // the cached walk finished and every word it read is here
   // Whether the walk used the start's %rbp before loading another: in code without frame
   // pointers %rbp is an ordinary register, whose value from one call to the next says
   // nothing about the stack, and a walk that never used it does not depend on it.
   bool start_bp_used = false;
   bool bp_is_start = true;  // while walking: %rbp still holds the start's value
-  // The word that differed the last time this trace was checked and did not hold. A thread
-  // allocating from two call chains in turn checks each trace against the other chain's
-  // stack every other time, and they differ in the same word each time: checking that word
-  // first turns those checks into one comparison.
-  mutable size_t differed_at = 0;
-  uintptr_t address[kMaxWords];
-  uintptr_t value[kMaxWords];
+
+  // A new walk: nothing read yet.
+  void clear() noexcept {
+    complete = false;
+    start_bp_used = false;
+    bp_is_start = true;
+    words_ = pairs_ = singles_ = 0;
+    differed_ = kNone;
+  }
+  // One word the walk read (at most kMaxWords a walk).
+  void note(uintptr_t address, uintptr_t value) noexcept {
+    buffer_[2 * words_] = address;
+    buffer_[2 * words_ + 1] = value;
+    ++words_;
+  }
+  // Once the walk is done: the words as checks (see below).
+  void fold() noexcept;
 
   // True if a walk from `from` now would read exactly what this one read.
   bool still_holds(const WalkStart &from) const noexcept {
     if (!complete || from.pc != start.pc || from.sp != start.sp || (start_bp_used && from.bp != start.bp)) return false;
-    if (differed_at < words && *reinterpret_cast<const volatile uintptr_t *>(address[differed_at]) != value[differed_at])
-      return false;
+    if (differed_ != kNone && !holds(differed_)) return false;
     // From the outermost frame in: two stacks from one place differ where their callers
     // do, further up than down here.
-    size_t i = words;
-    while (i > 0 && *reinterpret_cast<const volatile uintptr_t *>(address[i - 1]) == value[i - 1]) --i;
-    if (i == 0) return true;
-    differed_at = i - 1;
+    const uintptr_t *const first_single = buffer_ + 3 * pairs_;
+    for (const uintptr_t *check = first_single; check != buffer_;) {
+      check -= 3;
+      if (!pair_holds(check)) return differs(check);
+    }
+    for (const uintptr_t *check = first_single + 2 * singles_; check != first_single;) {
+      check -= 2;
+      if (!single_holds(check)) return differs(check);
+    }
+    return true;
+  }
+
+ private:
+  // After fold(), buffer_ holds the pairs, then the single words. A pair is a frame's saved
+  // %rbp and return address, side by side (as every frame with frame pointers has them, and
+  // most without): its address and both values, checked with one 16-byte comparison. A
+  // single word: its address and value.
+  //
+  // The check that failed last time is checked first: a thread allocating from two call
+  // chains in turn checks each trace against the other chain's stack every other time, and
+  // they differ in the same word each time, so those checks take one comparison.
+  static constexpr size_t kNone = SIZE_MAX;
+  static bool pair_holds(const uintptr_t *check) noexcept {
+    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i *>(check[0]));
+    const __m128i then = _mm_loadu_si128(reinterpret_cast<const __m128i *>(check + 1));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(now, then)) == 0xFFFF;
+  }
+  static bool single_holds(const uintptr_t *check) noexcept {
+    return *reinterpret_cast<const volatile uintptr_t *>(check[0]) == check[1];
+  }
+  bool holds(size_t check) const noexcept {
+    return check < 3 * pairs_ ? pair_holds(&buffer_[check]) : single_holds(&buffer_[check]);
+  }
+  bool differs(const uintptr_t *check) const noexcept {
+    differed_ = static_cast<size_t>(check - buffer_);
     return false;
   }
+
+  size_t words_ = 0;    // while walking: words noted
+  size_t pairs_ = 0;    // after fold()
+  size_t singles_ = 0;
+  mutable size_t differed_ = kNone;  // where in buffer_ the check that failed last begins
+  uintptr_t buffer_[2 * kMaxWords];  // while walking: (address, value) per word
 };
 
 // capture_stack from a known start (start.pc != 0), recording the walk into `trace`

@@ -107,6 +107,40 @@ TEST(StackCapture, SameFramesAsTheUnwinderWithoutFramePointers) {
   }
 }
 
+// A trace's checks: the two words of a frame record (saved %rbp, return address) are one
+// 16-byte check, a word alone its own; a change in any word the walk read is seen, the
+// check that failed is tried first next time, and a word it did not read changes nothing.
+TEST(StackCapture, ATraceSeesAChangeInAnyWordItRead) {
+  alignas(16) uintptr_t stack[8] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17};
+  auto at = [&](int i) { return reinterpret_cast<uintptr_t>(&stack[i]); };
+  WalkTrace trace;
+  trace.clear();
+  trace.note(at(1), stack[1]);  // a step reads the return address, then the saved %rbp below it
+  trace.note(at(0), stack[0]);
+  trace.note(at(4), stack[4]);  // a frame without a frame pointer: its return address alone
+  trace.note(at(7), stack[7]);
+  trace.note(at(6), stack[6]);
+  trace.fold();
+  trace.start = WalkStart{0x401000, at(0), 0};
+  trace.complete = true;
+  ASSERT_TRUE(trace.still_holds(trace.start));
+  for (int word : {0, 1, 4, 6, 7}) {
+    SCOPED_TRACE(word);
+    const uintptr_t kept = stack[word];
+    stack[word] = 0x99;
+    EXPECT_FALSE(trace.still_holds(trace.start));
+    EXPECT_FALSE(trace.still_holds(trace.start));  // the failed check first, then all
+    stack[word] = kept;
+    EXPECT_TRUE(trace.still_holds(trace.start));
+  }
+  stack[2] = 0x99;  // not read by the walk
+  stack[5] = 0x98;
+  EXPECT_TRUE(trace.still_holds(trace.start));
+  WalkStart elsewhere = trace.start;
+  elsewhere.sp += 16;
+  EXPECT_FALSE(trace.still_holds(elsewhere));
+}
+
 // The cache keeps a rule and its address's tag in one word; every field must come back as it
 // went in, and a rule that does not fit must come back as Unknown (the full unwinder's case),
 // never as some other rule.
