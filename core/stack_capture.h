@@ -127,9 +127,9 @@ class WalkTrace {
 
  private:
   // After fold(), buffer_ holds the pairs, then the single words. A pair is a frame's saved
-  // %rbp and return address, side by side (as every frame with frame pointers has them, and
-  // most without): its address and both values, checked with one 16-byte comparison. A
-  // single word: its address and value.
+  // %rbp and return address, side by side (as every frame with frame pointers has them; in
+  // code without, a frame's return address is mostly alone): its address and both values,
+  // checked with one 16-byte comparison. A single word: its address and value.
   //
   // The check that failed last time is checked first: a thread allocating from two call
   // chains in turn checks each trace against the other chain's stack every other time, and
