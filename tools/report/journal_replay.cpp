@@ -301,10 +301,10 @@ class Replay : public journal::JournalVisitor {
 
  private:
   // A record with a time: the frees in place that happened before it come first. In a
-  // compact journal a record may have been written over an earlier one in the journal's last
-  // slot, so it came after the frees that name the slot after it too: applied before it, as
-  // the free of a record's own neighbour may be too early, which leaves a compact journal's
-  // peaks the lower bounds they are documented to be, never higher.
+  // compact journal, a record may have been written over an earlier one in the journal's
+  // last slot, after frees that name the slot after it: those come first too. A free that
+  // in fact followed a record not written over may then come a record early, so a compact
+  // journal's peaks may read low, as documented, never high.
   void touch(uint64_t time_ns) {
     const uint64_t before = frees_at_slots_ ? record_slot() + (process_.compact_journal ? 1 : 0) : time_ns;
     apply_frees_until(before, time_ns);
