@@ -144,8 +144,7 @@ struct __attribute__((packed, aligned(4))) AllocPayload {
 // also exact where times from different threads are not: the replay applies the free
 // between the very records it came between.
 inline constexpr uint32_t kFreedInPlaceApiShift = 25;
-inline constexpr uint32_t kFreedInPlaceMaxSlots = (1u << 25) - 1;
-inline constexpr uint32_t kFreedInPlaceMaxMicroseconds = (1u << 25) - 1;  // versions 2 to 4
+inline constexpr uint32_t kFreedInPlaceMaxSlots = (1u << 25) - 1;  // also the bits' mask, in every version
 inline constexpr uint32_t kFirstVersionWithFreesAtSlots = 5;
 inline constexpr size_t kFreedInPlaceOffset = 56;  // in the payload: 4-byte aligned in its slot
 

@@ -16,10 +16,12 @@ size_t trailing_c_library_frames_begin(const std::vector<Frame> &stack) {
   return begin;
 }
 
+bool is_main(const Frame &frame) { return frame.function && *frame.function == "main"; }
+
 size_t program_frame_count(const std::vector<Frame> &stack) {
   const size_t end = trailing_c_library_frames_begin(stack);
   for (size_t i = 0; i < end; ++i)
-    if (stack[i].function && *stack[i].function == "main") return i + 1;
+    if (is_main(stack[i])) return i + 1;
   return end;
 }
 

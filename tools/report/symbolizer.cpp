@@ -142,7 +142,7 @@ void Symbolizer::symbolize(Report &report) {
       bool below_main = false;
       for (size_t i = 0; i < frames.size(); ++i) {
         symbolize(frames[i], !below_main && i < c_library_begin);
-        below_main = below_main || (frames[i].function && *frames[i].function == "main");
+        below_main = below_main || is_main(frames[i]);
       }
     }
   }
