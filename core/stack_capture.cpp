@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <unwind.h>
 
+#include <cstring>
+
 #include "frame_rules.h"
 
 namespace leaseguard {
@@ -208,28 +210,40 @@ __attribute__((noinline)) WalkResult capture_stack_cached(uintptr_t *frames, siz
 
 void WalkTrace::fold() noexcept {
   // A step reads the higher word of a pair first (the return address above the saved
-  // %rbp). Pairs are written over the words already read (three for every four), single
-  // words kept aside until the pairs' end is known.
-  uintptr_t singles[2 * kMaxWords];
-  size_t pairs = 0, single_words = 0;
+  // %rbp). A pair takes as many words of buffer_ as the two words it folds took while
+  // walking, so pairs are written over the words already read; single words, which take
+  // the same room, are kept aside until the pairs' end is known.
+  uintptr_t aside[kSingleWords * kMaxWords];
+  size_t pairs = 0, singles = 0;
   for (size_t word = 0; word < words_;) {
     const uintptr_t address = buffer_[2 * word], value = buffer_[2 * word + 1];
     if (word + 1 < words_ && buffer_[2 * (word + 1)] + sizeof(uintptr_t) == address) {
-      const uintptr_t low_value = buffer_[2 * (word + 1) + 1];
-      buffer_[3 * pairs] = address - sizeof(uintptr_t);
-      buffer_[3 * pairs + 1] = low_value;
-      buffer_[3 * pairs + 2] = value;
+      uintptr_t *const pair = buffer_ + kPairWords * pairs;
+      pair[0] = buffer_[2 * (word + 1) + 1];
+      pair[1] = value;
+      pair[2] = address - sizeof(uintptr_t);
+      pair[3] = 0;
       ++pairs;
       word += 2;
     } else {
-      singles[single_words++] = address;
-      singles[single_words++] = value;
+      aside[kSingleWords * singles] = address;
+      aside[kSingleWords * singles + 1] = value;
+      ++singles;
       word += 1;
     }
   }
-  for (size_t i = 0; i < single_words; ++i) buffer_[3 * pairs + i] = singles[i];
   pairs_ = pairs;
-  singles_ = single_words / 2;
+  singles_ = singles;
+  std::memcpy(buffer_ + kPairWords * pairs, aside, kSingleWords * singles * sizeof(uintptr_t));
+}
+
+void WalkTrace::remember_where_it_differs() const noexcept {
+  for (size_t check = 0; check < pairs_ + singles_; ++check) {
+    if (!holds(check)) {
+      differed_ = check;
+      return;
+    }
+  }
 }
 
 size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,

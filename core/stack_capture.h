@@ -107,55 +107,70 @@ class WalkTrace {
   // Once the walk is done: the words as checks (see below).
   void fold() noexcept;
 
-  // True if a walk from `from` now would read exactly what this one read.
-  bool still_holds(const WalkStart &from) const noexcept {
+  // True if a walk from `from` now would read exactly what this one read. Inlined into the
+  // search of a thread's last stacks, its one caller on the allocation path.
+  __attribute__((always_inline)) bool still_holds(const WalkStart &from) const noexcept {
     if (!complete || from.pc != start.pc || from.sp != start.sp || (start_bp_used && from.bp != start.bp)) return false;
     if (differed_ != kNone && !holds(differed_)) return false;
-    // From the outermost frame in: two stacks from one place differ where their callers
-    // do, further up than down here.
-    const uintptr_t *const first_single = buffer_ + 3 * pairs_;
-    for (const uintptr_t *check = first_single; check != buffer_;) {
-      check -= 3;
-      if (!pair_holds(check)) return differs(check);
-    }
-    for (const uintptr_t *check = first_single + 2 * singles_; check != first_single;) {
-      check -= 2;
-      if (!single_holds(check)) return differs(check);
-    }
-    return true;
+    if (all_hold()) return true;
+    remember_where_it_differs();
+    return false;
   }
 
  private:
   // After fold(), buffer_ holds the pairs, then the single words. A pair is a frame's saved
   // %rbp and return address, side by side (as every frame with frame pointers has them; in
-  // code without, a frame's return address is mostly alone): its address and both values,
-  // checked with one 16-byte comparison. A single word: its address and value.
+  // code without, a frame's return address is mostly alone): both values, then their
+  // address and a word unused, so that the values are checked with one aligned 16-byte
+  // comparison. A single word: its address, then its value. Check i is pair i below
+  // pairs_, else single i - pairs_.
   //
-  // The check that failed last time is checked first: a thread allocating from two call
-  // chains in turn checks each trace against the other chain's stack every other time, and
-  // they differ in the same word each time, so those checks take one comparison.
+  // Every check runs, without a branch between them, and their differences are gathered:
+  // a walk that still holds (the common case) costs a few instructions a frame. The check
+  // that failed last time runs first on its own: a thread allocating from two call chains
+  // in turn checks each trace against the other chain's stack every other time, and they
+  // differ in the same word each time, so those checks take one comparison.
   static constexpr size_t kNone = SIZE_MAX;
-  static bool pair_holds(const uintptr_t *check) noexcept {
-    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i *>(check[0]));
-    const __m128i then = _mm_loadu_si128(reinterpret_cast<const __m128i *>(check + 1));
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(now, then)) == 0xFFFF;
+  static constexpr size_t kPairWords = 4;
+  static constexpr size_t kSingleWords = 2;
+  const uintptr_t *pair_at(size_t pair) const noexcept { return buffer_ + kPairWords * pair; }
+  const uintptr_t *single_at(size_t single) const noexcept {
+    return buffer_ + kPairWords * pairs_ + kSingleWords * single;
   }
-  static bool single_holds(const uintptr_t *check) noexcept {
-    return *reinterpret_cast<const volatile uintptr_t *>(check[0]) == check[1];
+  static __m128i pair_difference(const uintptr_t *pair) noexcept {
+    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i *>(pair[2]));
+    return _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i *>(pair)));
+  }
+  static uintptr_t single_difference(const uintptr_t *single) noexcept {
+    return *reinterpret_cast<const volatile uintptr_t *>(single[0]) ^ single[1];
+  }
+  static bool is_zero(__m128i difference) noexcept {
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(difference, _mm_setzero_si128())) == 0xFFFF;
   }
   bool holds(size_t check) const noexcept {
-    return check < 3 * pairs_ ? pair_holds(&buffer_[check]) : single_holds(&buffer_[check]);
+    return check < pairs_ ? is_zero(pair_difference(pair_at(check))) : single_difference(single_at(check - pairs_)) == 0;
   }
-  bool differs(const uintptr_t *check) const noexcept {
-    differed_ = static_cast<size_t>(check - buffer_);
-    return false;
+  bool all_hold() const noexcept {
+    __m128i pairs_differ = _mm_setzero_si128();
+    const uintptr_t *const pairs_end = pair_at(pairs_);
+#pragma GCC unroll 2
+    for (const uintptr_t *pair = buffer_; pair != pairs_end; pair += kPairWords)
+      pairs_differ = _mm_or_si128(pairs_differ, pair_difference(pair));
+    uintptr_t singles_differ = 0;
+    const uintptr_t *const singles_end = single_at(singles_);
+#pragma GCC unroll 2
+    for (const uintptr_t *single = pairs_end; single != singles_end; single += kSingleWords)
+      singles_differ |= single_difference(single);
+    return singles_differ == 0 && is_zero(pairs_differ);
   }
+  // Out of line: only when the walk no longer holds.
+  void remember_where_it_differs() const noexcept;
 
   size_t words_ = 0;    // while walking: words noted
   size_t pairs_ = 0;    // after fold()
   size_t singles_ = 0;
-  mutable size_t differed_ = kNone;  // where in buffer_ the check that failed last begins
-  uintptr_t buffer_[2 * kMaxWords];  // while walking: (address, value) per word
+  mutable size_t differed_ = kNone;  // the check that failed last
+  alignas(16) uintptr_t buffer_[2 * kMaxWords];  // while walking: (address, value) per word
 };
 
 // capture_stack from a known start (start.pc != 0), recording the walk into `trace`

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -145,6 +147,43 @@ TEST(StackCapture, ATraceSeesAChangeInAnyWordItRead) {
   WalkStart elsewhere = trace.start;
   elsewhere.sp += 16;
   EXPECT_FALSE(trace.still_holds(elsewhere));
+}
+
+// As deep as a trace goes, with odd counts of pairs and of single words (their checks run
+// two at a time): every word read is checked, whichever check it falls in.
+TEST(StackCapture, ADeepTraceSeesAChangeInEveryWordItRead) {
+  constexpr int kPairs = WalkTrace::kMaxFrames - 3, kSingles = 3;
+  alignas(16) static uintptr_t stack[2 * kPairs + 2 * kSingles];
+  for (size_t i = 0; i < std::size(stack); ++i) stack[i] = 0x1000 + i;
+  auto at = [&](int i) { return reinterpret_cast<uintptr_t>(&stack[i]); };
+  auto trace = std::make_unique<WalkTrace>();
+  trace->clear();
+  std::vector<int> read;
+  for (int pair = 0; pair < kPairs; ++pair) {
+    trace->note(at(2 * pair + 1), stack[2 * pair + 1]);
+    trace->note(at(2 * pair), stack[2 * pair]);
+    read.insert(read.end(), {2 * pair, 2 * pair + 1});
+  }
+  for (int single = 0; single < kSingles; ++single) {
+    const int word = 2 * kPairs + 2 * single + 1;  // every other word: never a pair
+    trace->note(at(word), stack[word]);
+    read.push_back(word);
+  }
+  trace->fold();
+  trace->start = WalkStart{0x401000, at(0), 0};
+  trace->complete = true;
+  ASSERT_TRUE(trace->still_holds(trace->start));
+  for (int word : read) {
+    SCOPED_TRACE(word);
+    const uintptr_t kept = stack[word];
+    stack[word] ^= 0x100;
+    EXPECT_FALSE(trace->still_holds(trace->start));
+    EXPECT_FALSE(trace->still_holds(trace->start));
+    stack[word] = kept;
+    EXPECT_TRUE(trace->still_holds(trace->start));
+  }
+  for (int single = 0; single < kSingles; ++single) stack[2 * kPairs + 2 * single] = 0x99;  // not read
+  EXPECT_TRUE(trace->still_holds(trace->start));
 }
 
 // The cache keeps a rule and its address's tag in one word; every field must come back as it
