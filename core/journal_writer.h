@@ -69,6 +69,12 @@ class JournalWriter {
       }
     }
     unsigned char *at = base_ + slot * kSlotBytes;
+    // A slot is a fresh cache line, most likely not in this core's cache (the prefaulter
+    // zeroed its page elsewhere): ask for the one a few records on now, so that its miss is
+    // taken while the program runs instead of in a later allocation's write. Measured on
+    // bench/compare's loop: ~10 ns a pair (bench/README.md, "The journal's fresh memory").
+    // A plain prefetch: the write-intent form (PREFETCHW) is not on every x86-64.
+    __builtin_prefetch(at + kPrefetchAheadSlots * kSlotBytes, 1, 3);
     std::memcpy(at + 4, &payload, sizeof payload);
     __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
     return slot;
@@ -204,6 +210,10 @@ class JournalWriter {
   // pay for.
   static constexpr uint64_t kPrefaultAheadSlots = (uint64_t{16} << 20) / kSlotBytes;
   static constexpr uint64_t kPrefaultAfterSlots = (uint64_t{1} << 20) / kSlotBytes;
+  // How many slots ahead a writer asks for the cache line it will write (append_one_slot):
+  // far enough that the line arrives before the next few records need it, near enough that
+  // it is still in the cache then.
+  static constexpr uint64_t kPrefetchAheadSlots = 4;
   uint64_t append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
 
   int fd_ = -1;
