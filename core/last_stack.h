@@ -54,14 +54,34 @@ struct LastStacks {
   }
 };
 
+namespace detail {
+// Initial-exec, as the core's other thread-local state (event_clock.h says why): a pointer
+// and a flag, the records themselves on the heap (each holds two kilobytes of trace).
+extern __thread LastStacks *t_last_stacks __attribute__((tls_model("initial-exec")));
+extern __thread bool t_in_capture __attribute__((tls_model("initial-exec")));
+// Makes the calling thread's LastStacks on its first capture: nullptr if it cannot.
+LastStacks *make_this_threads_last_stacks() noexcept;
+}  // namespace detail
+
 // This thread's LastStacks for the duration of a capture, made on the thread's first. get()
 // is nullptr if memory ran out, or if the thread is already inside a capture: a signal
 // handler that allocates while its thread captures a stack walks without it, and leaves it
-// alone.
+// alone. Inline: it is on every allocation's path.
 class ThisThreadsLastStack {
  public:
-  ThisThreadsLastStack() noexcept;
-  ~ThisThreadsLastStack();
+  ThisThreadsLastStack() noexcept {
+    if (detail::t_in_capture) return;
+    detail::t_in_capture = true;
+    claimed_ = true;
+    // The flag is set before the record is touched, as a signal handler on this thread sees it.
+    __asm__ volatile("" ::: "memory");
+    stacks_ = detail::t_last_stacks != nullptr ? detail::t_last_stacks : detail::make_this_threads_last_stacks();
+  }
+  ~ThisThreadsLastStack() {
+    if (!claimed_) return;
+    __asm__ volatile("" ::: "memory");
+    detail::t_in_capture = false;
+  }
   ThisThreadsLastStack(const ThisThreadsLastStack &) = delete;
   ThisThreadsLastStack &operator=(const ThisThreadsLastStack &) = delete;
   LastStacks *get() const noexcept { return stacks_; }

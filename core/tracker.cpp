@@ -221,7 +221,13 @@ uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
     // The walk would read, and list, exactly what it did last time from here.
     if (const LastStack *again = kept->find(serial_, max_frames, generation, start)) return again->stack_id;
   }
-  LastStack *seen = kept != nullptr ? &kept->make_room() : nullptr;
+  return walk_and_intern(start, kept != nullptr ? &kept->make_room() : nullptr, max_frames, generation);
+}
+
+// Out of line: the walk's room for frames and its registers are paid only when the thread's
+// last stacks do not hold this one.
+__attribute__((noinline)) uint32_t Tracker::walk_and_intern(const WalkStart &start, LastStack *seen, size_t max_frames,
+                                                            uint64_t generation) noexcept {
   uintptr_t frames[kMaxStackDepth];
   const size_t depth = seen != nullptr ? capture_stack_traced(frames, max_frames, excluded_, start, seen->trace)
                                        : capture_stack(frames, max_frames, excluded_, start);

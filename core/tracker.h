@@ -56,6 +56,7 @@ enum class FreeOutcome {
   Reclaimed  // leaseguard already gave it back when its lease ended: do NOT forward; succeed
 };
 
+struct LastStack;        // a thread's last stack walked (last_stack.h)
 struct LastAllocRecord;  // a compact journal's per-thread state (compact_journal.cpp)
 
 class Tracker {
@@ -183,6 +184,8 @@ class Tracker {
     return options_.stack_depth > 0 ? capture_and_intern_stack(start) : 0;
   }
   uint32_t capture_and_intern_stack(const WalkStart &start) noexcept;
+  // A walk from `start`, its stack interned; kept in `seen` (a thread's last stacks) if not null.
+  uint32_t walk_and_intern(const WalkStart &start, LastStack *seen, size_t max_frames, uint64_t generation) noexcept;
   uint64_t take_allocation_id() noexcept;  // see next_allocation_id_
   // An allocation's record in a compact journal (options_.journal_mode); its slot, as
   // append_one_slot returns it.
