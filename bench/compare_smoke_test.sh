@@ -40,7 +40,7 @@ grep -F "| leaseguard (" <<<"$out" | awk -F'|' 'NF != 11 { bad = 1 } END { exit 
 grep -F "| leaseguard (" <<<"$out" | grep -Evq "\| -?$number \| (-|-?$number) \|$" &&
   fail "a leaseguard row lacks its fastest-run overhead or ratio"
 grep -Eq "^Each timed loop ran on CPU [0-9]+ " <<<"$out" || fail "the table does not say which CPU the loops ran on"
-grep -Eq "^This machine, amid other work: rdtsc $number ns, a locked add $number ns, clock_gettime $number ns\.$" <<<"$out" ||
+grep -Eq "^This machine, amid other work: the coarse clock $number ns, a locked add $number ns; rdtsc $number ns, clock_gettime $number ns\.$" <<<"$out" ||
   fail "the table does not say what this machine charges for time stamps and locked adds"
 # The chosen CPU is one the program moves to, or it says why not.
 chain=$build_dir/bench/compare_chain_fp

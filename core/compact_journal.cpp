@@ -30,7 +30,7 @@ struct LastAllocRecord {
 
 namespace {
 
-// Initial-exec, as the core's other thread-local state (event_clock.h says why).
+// Initial-exec, as the core's other thread-local state (tracker.cpp says why).
 __thread LastAllocRecord t_last_alloc __attribute__((tls_model("initial-exec")));
 
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;

@@ -70,7 +70,10 @@ struct HeaderPayload {
   uint64_t start_realtime_ns;
   uint64_t start_monotonic_ns;
   uint32_t flags;  // kHeader*; 0 before version 4 (the slot's zero bytes)
-  uint32_t reserved;
+  // The grain of allocation and free times (event_clock.h): an event's time is up to this
+  // much before it happened. 0 if unknown, and in journals whose times were exact to a few
+  // microseconds (before it was recorded: read as 0, the field was reserved and zero).
+  uint32_t event_time_resolution_ns;
 };
 
 // A compact journal (LEASEGUARD_JOURNAL=compact): a thread whose last allocation was freed

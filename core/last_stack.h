@@ -55,7 +55,7 @@ struct LastStacks {
 };
 
 namespace detail {
-// Initial-exec, as the core's other thread-local state (event_clock.h says why): a pointer
+// Initial-exec, as the core's other thread-local state (tracker.cpp says why): a pointer
 // and a flag, the records themselves on the heap (each holds two kilobytes of trace).
 extern __thread LastStacks *t_last_stacks __attribute__((tls_model("initial-exec")));
 extern __thread bool t_in_capture __attribute__((tls_model("initial-exec")));

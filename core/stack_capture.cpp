@@ -47,7 +47,7 @@ struct StackBounds {
   bool known = false;
   bool unavailable = false;
 };
-thread_local StackBounds t_bounds __attribute__((tls_model("initial-exec")));  // see event_clock.cpp
+thread_local StackBounds t_bounds __attribute__((tls_model("initial-exec")));  // see tracker.cpp
 
 const StackBounds &thread_stack_bounds() noexcept {
   if (!t_bounds.known && !t_bounds.unavailable) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "code_generation.h"
@@ -33,7 +34,10 @@ constexpr int kMaxEnteredLeases = 32;
 
 // Per-thread attribution: the leases this thread entered, innermost last.
 thread_local Lease *t_entered[kMaxEnteredLeases];
-// Initial-exec (read on every allocation; see event_clock.cpp for why that is safe).
+// Initial-exec, as every thread-local the core reads on an allocation's path (the files that
+// declare the others point here): each read is one %fs-relative access, with no call to
+// __tls_get_addr. The core's few such variables fit glibc's static TLS reserve even when the
+// C++ API library that carries this core is loaded with dlopen.
 thread_local int t_entered_depth __attribute__((tls_model("initial-exec"))) = 0;
 thread_local uint32_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -148,6 +152,7 @@ bool Tracker::open_journal(std::string &error) {
   header.start_realtime_ns = start_realtime_ns_;
   header.start_monotonic_ns = start_monotonic_ns_;
   header.flags = compact ? journal::kHeaderCompact : 0;
+  header.event_time_resolution_ns = event_clock_resolution_ns();
   std::string stem = options_.out_dir + "/" + (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." +
                      std::to_string(getpid());
   // Never overwrite: an exec'd image of the same pid, or a recycled pid, gets the next name.
@@ -588,11 +593,15 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
     leaked = records.size();
     for (const HandleRecord &record : records) unjournaled.count(record, cold_);
     write_lease_end(lease, ended_by, leaked, unjournaled);  // reported first, then given back
-    // Newest first, as a program unwinding its own allocations would free them (ids are in
-    // allocation order only within a thread: times order them across threads).
-    std::sort(records.begin(), records.end(), [](const HandleRecord &a, const HandleRecord &b) {
-      return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.id > b.id;
-    });
+    // Newest first, as a program unwinding its own allocations would free them: by time,
+    // which has the event clock's tick for its grain; within a tick by journal slot, which is
+    // in allocation order across threads; records the journal could not take by id, which
+    // is in allocation order within a thread.
+    auto newest_first = [](const HandleRecord &record) {
+      return std::tuple(record.time_ns, record.journaled(), record.journaled() ? record.where : record.id);
+    };
+    std::sort(records.begin(), records.end(),
+              [&](const HandleRecord &a, const HandleRecord &b) { return newest_first(a) > newest_first(b); });
     for (HandleRecord &record : records) {
       int status = backend_->release(record);
       if (journal_state_.load(std::memory_order_acquire) == 1)

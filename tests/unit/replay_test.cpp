@@ -15,11 +15,13 @@ namespace {
 
 class JournalBuilder {
  public:
-  explicit JournalBuilder(const std::string &path, uint32_t version = journal::kVersion, uint32_t flags = 0) {
+  explicit JournalBuilder(const std::string &path, uint32_t version = journal::kVersion, uint32_t flags = 0,
+                          uint32_t event_time_resolution_ns = 0) {
     journal::HeaderPayload header{};
     std::memcpy(header.magic, journal::kFileMagic, sizeof header.magic);
     header.version = version;
     header.flags = flags;
+    header.event_time_resolution_ns = event_time_resolution_ns;
     header.slot_bytes = journal::kSlotBytes;
     header.pid = 77;
     header.start_monotonic_ns = 1'000'000'000;
@@ -27,12 +29,12 @@ class JournalBuilder {
     EXPECT_TRUE(writer_.open(path, header, error)) << error;
     lease_begin(1, "process");
   }
-  void lease_begin(uint32_t id, const std::string &name) {
+  void lease_begin(uint32_t id, const std::string &name, uint64_t time_ms = 0) {
     std::vector<unsigned char> payload(sizeof(journal::LeaseBeginPayload) + name.size());
     journal::LeaseBeginPayload begin{};
     begin.lease_id = id;
     begin.name_bytes = static_cast<uint32_t>(name.size());
-    begin.time_ns = 1'000'000'000;
+    begin.time_ns = 1'000'000'000 + time_ms * 1'000'000;
     std::memcpy(payload.data(), &begin, sizeof begin);
     std::memcpy(payload.data() + sizeof begin, name.data(), name.size());
     writer_.append(journal::RecordType::LeaseBegin, payload.data(), payload.size());
@@ -224,6 +226,34 @@ TEST(Replay, FreesInPlaceCountWhereTheyHappenedForLiveBytesAndPeaks) {
   EXPECT_EQ(process.leases[0].leaks[0].bytes, 30u);
   EXPECT_EQ(process.leases[0].peak_bytes, 150u);
   expect_points(process, {{0, 100}, {6, 150}, {8, 130}, {1000, 30}});
+}
+
+// Allocation times have the event clock's tick for their grain, so an allocation may read
+// earlier than the record journaled before it (here its lease's exact beginning): it counts
+// from that record's time, for its timeline point and its age alike.
+TEST(Replay, AnAllocationTimedBeforeTheRecordBeforeItCountsFromThatRecord) {
+  testing::TempDir dir;
+  JournalBuilder journal(dir / "j.journal", journal::kVersion, 0, 4'000'000);
+  journal.lease_begin(2, "step", 10);
+  journal.alloc(1, 100, 2, 8);  // in the tick before the lease began
+  journal.lease_end(2, EndedBy::End, 20);
+  journal.process_end();
+  ProcessReport process;
+  std::string error;
+  ASSERT_TRUE(load_journal(journal.path(), process, error));
+  EXPECT_DOUBLE_EQ(process.event_time_resolution_ms, 4.0);
+  const LeaseEnding *step = nullptr;
+  for (const LeaseEnding &ending : process.leases)
+    if (ending.id == 2) step = &ending;
+  ASSERT_NE(step, nullptr);
+  ASSERT_EQ(step->leaks.size(), 1u);
+  EXPECT_EQ(step->leaks[0].age_ms, 10u);
+  const Timeline *timeline = nullptr;
+  for (const Timeline &candidate : process.timelines)
+    if (candidate.lease_id == 2) timeline = &candidate;
+  ASSERT_NE(timeline, nullptr);
+  ASSERT_FALSE(timeline->points.empty());
+  EXPECT_DOUBLE_EQ(timeline->points.front().first, 10.0);
 }
 
 // A compact journal's record may have been written over an earlier one in the journal's last

@@ -92,6 +92,7 @@ class Replay : public journal::JournalVisitor {
     process_.ppid = header.ppid;
     process_.start_realtime_ns = header.start_realtime_ns;
     process_.compact_journal = (header.flags & journal::kHeaderCompact) != 0;
+    process_.event_time_resolution_ms = header.event_time_resolution_ns / 1e6;
     frees_at_slots_ = header.version >= journal::kFirstVersionWithFreesAtSlots;
   }
 
@@ -123,8 +124,13 @@ class Replay : public journal::JournalVisitor {
     process_.stacks[stack_id] = std::move(stack);
   }
 
-  void on_alloc(const journal::AllocPayload &alloc) override {
-    touch(alloc.time_ns);
+  void on_alloc(const journal::AllocPayload &recorded) override {
+    touch(recorded.time_ns);
+    // At the time of the records before it, if its own reads earlier: allocation times have
+    // the event clock's tick for their grain (event_time_resolution_ns), and it came after
+    // them. Its timeline point and its age as a leak are then never out of order.
+    journal::AllocPayload alloc = recorded;
+    alloc.time_ns = last_ns_;
     recently_freed_.erase(alloc.address);  // handed out again: a free of it is no double free
     ++process_.allocations;
     LeaseBytes &bytes = lease_bytes_[alloc.lease_id];
@@ -144,7 +150,7 @@ class Replay : public journal::JournalVisitor {
     const Api api = api_id < static_cast<uint32_t>(Api::Count) ? static_cast<Api>(api_id) : Api::Unknown;
     const uint32_t distance = alloc.freed_in_place & journal::kFreedInPlaceMaxSlots;
     ++process_.frees;
-    pending_frees_.push(PendingFree{frees_at_slots_ ? record_slot() + distance : alloc.time_ns + uint64_t{distance} * 1000,
+    pending_frees_.push(PendingFree{frees_at_slots_ ? record_slot() + distance : recorded.time_ns + uint64_t{distance} * 1000,
                                     alloc.address, api, alloc.lease_id, alloc.bytes});
   }
 
@@ -307,8 +313,9 @@ class Replay : public journal::JournalVisitor {
   // journal's peaks may read low, as documented, never high.
   void touch(uint64_t time_ns) {
     const uint64_t before = frees_at_slots_ ? record_slot() + (process_.compact_journal ? 1 : 0) : time_ns;
-    apply_frees_until(before, time_ns);
-    last_ns_ = std::max(last_ns_, time_ns);
+    const uint64_t now = std::max(last_ns_, time_ns);
+    apply_frees_until(before, now);
+    last_ns_ = now;
   }
 
   // Frees written into their allocations' records, applied once the journal reaches where

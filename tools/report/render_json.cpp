@@ -97,6 +97,7 @@ void write_report(JsonWriter &json, const Report &report) {
     json.key("unknown_frees").value(process.unknown_frees);
     json.key("late_frees").value(process.late_frees);
     json.key("journal_mode").value(process.compact_journal ? "compact" : "full");
+    json.key("event_time_resolution_ms").value(process.event_time_resolution_ms);
     json.key("recycled_allocations").value(process.recycled_allocations);
     json.key("recycled_bytes").value(process.recycled_bytes);
     json.key("double_frees").begin_array();

@@ -85,6 +85,8 @@ bool load_report_json(const std::string &path, Report &report, std::string &erro
                               item["journal_mode"].as_string() == "compact";
     process.recycled_allocations = count(item["recycled_allocations"]);
     process.recycled_bytes = count(item["recycled_bytes"]);
+    if (item["event_time_resolution_ms"].type() == JsonValue::Type::Number)
+      process.event_time_resolution_ms = item["event_time_resolution_ms"].as_number();
     for (const JsonValue &pool_item : item["pools_destroyed_in_use"].items()) {
       PoolDestroyedInUse pool;
       pool.pool = hex_value(pool_item["pool"]);

@@ -124,6 +124,9 @@ struct ProcessReport {
   // made may have been recycled. They are counted here (lower bounds) and in allocations and
   // frees, but are not in the timelines or the leases' peaks.
   bool compact_journal = false;
+  // The grain of allocation and free times, from the journal's header (0: journals whose
+  // times were exact to microseconds).
+  double event_time_resolution_ms = 0;
   // The journal could not grow (a full file system, or the most records a journal holds):
   // when, since the process started, and why (an errno). Later allocations are missing.
   std::optional<double> journal_full_ms;
