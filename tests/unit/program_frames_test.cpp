@@ -62,7 +62,7 @@ TEST(ProgramFrames, TheProgramsFramesEndAtMainOrWhereTheCLibraryStartedTheThread
 
 ProcessReport process_with_stack(std::vector<Frame> stack) {
   ProcessReport process;
-  process.stacks[7] = std::move(stack);
+  process.add_stack(7, stack);
   return process;
 }
 
@@ -111,8 +111,8 @@ TEST(Symbolizer, FramesBelowMainHaveTheirNamesButNoSourceLines) {
   Report report;
   ProcessReport process;
   Frame main_frame = named("/opt/app/bin/app", "main");  // symbolized already, as read from a report
-  process.stacks[7] = {frame_at(reinterpret_cast<const void *>(&above_main)), main_frame,
-                       frame_at(reinterpret_cast<const void *>(&below_main))};
+  process.add_stack(7, {frame_at(reinterpret_cast<const void *>(&above_main)), main_frame,
+                        frame_at(reinterpret_cast<const void *>(&below_main))});
   LeaseEnding ending;
   Leak leak;
   leak.stack_id = 7;
@@ -121,7 +121,7 @@ TEST(Symbolizer, FramesBelowMainHaveTheirNamesButNoSourceLines) {
   report.processes.push_back(process);
   Symbolizer symbolizer;
   symbolizer.symbolize(report);
-  const std::vector<Frame> &stack = report.processes[0].stacks.at(7);
+  const StackView stack = report.processes[0].stack(7);
   ASSERT_TRUE(stack[0].function);
   EXPECT_NE(stack[0].function->find("above_main"), std::string::npos);
   ASSERT_TRUE(stack[0].file);
@@ -135,6 +135,39 @@ TEST(Symbolizer, FramesBelowMainHaveTheirNamesButNoSourceLines) {
   symbolizer.symbolize(again);
   ASSERT_TRUE(again.file);
   EXPECT_NE(again.file->find("program_frames_test.cpp"), std::string::npos);
+}
+
+// Stacks share their frames: each distinct frame is kept once, and looked up once. A frame
+// below main in one stack and above it in another has its source line (what the second
+// wants), in both.
+TEST(Symbolizer, AFrameTwoStacksShareIsKeptOnceWithTheLinesEitherWants) {
+  Report report;
+  ProcessReport process;
+  const Frame main_frame = named("/opt/app/bin/app", "main");
+  const Frame shared = frame_at(reinterpret_cast<const void *>(&below_main));
+  process.add_stack(1, {frame_at(reinterpret_cast<const void *>(&above_main)), main_frame, shared});
+  process.add_stack(2, {shared, main_frame});
+  EXPECT_EQ(process.frames.size(), 3u);
+  EXPECT_EQ(process.stack(1)[2].offset, process.stack(2)[0].offset);
+  for (uint32_t id : {1u, 2u}) {
+    Leak leak;
+    leak.stack_id = id;
+    LeaseEnding ending;
+    ending.leaks.push_back(leak);
+    process.leases.push_back(ending);
+  }
+  report.processes.push_back(process);
+  Symbolizer symbolizer;
+  symbolizer.symbolize(report);
+  const ProcessReport &symbolized = report.processes[0];
+  for (const Frame *shared_frame : {&symbolized.stack(1)[2], &symbolized.stack(2)[0]}) {
+    const Frame &frame = *shared_frame;
+    ASSERT_TRUE(frame.function);
+    EXPECT_NE(frame.function->find("below_main"), std::string::npos);
+    ASSERT_TRUE(frame.file);
+    EXPECT_NE(frame.file->find("program_frames_test.cpp"), std::string::npos);
+  }
+  EXPECT_TRUE(symbolized.stack(3).empty());
 }
 
 }  // namespace

@@ -55,6 +55,28 @@ class JournalBuilder {
     alloc.time_ns = 1'000'000'000 + time_ms * 1'000'000;
     writer_.append(journal::RecordType::Alloc, &alloc, sizeof alloc);
   }
+  void module(uint32_t id, uint64_t base, const std::string &path) {
+    journal::ModulePayload module{};
+    module.module_id = id;
+    module.base = base;
+    module.path_bytes = static_cast<uint32_t>(path.size());
+    std::vector<unsigned char> payload(sizeof module + path.size());
+    std::memcpy(payload.data(), &module, sizeof module);
+    std::memcpy(payload.data() + sizeof module, path.data(), path.size());
+    writer_.append(journal::RecordType::Module, payload.data(), payload.size());
+  }
+  // Frames as (module id, offset), innermost first.
+  void stack(uint32_t id, const std::vector<std::pair<uint32_t, uint64_t>> &frames) {
+    journal::StackPayload stack{id, static_cast<uint32_t>(frames.size())};
+    std::vector<unsigned char> payload(sizeof stack + frames.size() * sizeof(journal::StackFrame));
+    std::memcpy(payload.data(), &stack, sizeof stack);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      journal::StackFrame frame{frames[i].first, static_cast<uint32_t>(frames[i].second),
+                                static_cast<uint32_t>(frames[i].second >> 32)};
+      std::memcpy(payload.data() + sizeof stack + i * sizeof frame, &frame, sizeof frame);
+    }
+    writer_.append(journal::RecordType::Stack, payload.data(), payload.size());
+  }
   void free(uint64_t id, uint8_t flags = 0) {
     journal::FreePayload free_record{};
     free_record.id = id;
@@ -254,6 +276,45 @@ TEST(Replay, AnAllocationTimedBeforeTheRecordBeforeItCountsFromThatRecord) {
   ASSERT_NE(timeline, nullptr);
   ASSERT_FALSE(timeline->points.empty());
   EXPECT_DOUBLE_EQ(timeline->points.front().first, 10.0);
+}
+
+// Stacks share their frames: the report keeps each distinct frame once (a module and an
+// offset), however many stacks name it, and each stack reads back as recorded. A module id
+// recorded again (another library where the first was) makes its frames new ones.
+TEST(Replay, StacksShareEachDistinctFrame) {
+  testing::TempDir dir;
+  JournalBuilder journal(dir / "j.journal");
+  journal.module(0, 0x400000, "/opt/app/bin/app");
+  journal.module(1, 0x7f0000000000, "/opt/app/lib/libwork.so");
+  constexpr uint32_t kStacks = 64;
+  for (uint32_t id = 1; id <= kStacks; ++id) {
+    std::vector<std::pair<uint32_t, uint64_t>> frames;
+    for (uint32_t level = 0; level < 6; ++level) frames.emplace_back(level % 2, 0x100 * level + 0x10 * (id >> level & 1));
+    frames.emplace_back(journal::kNoModule, 0x1234);
+    journal.stack(id, frames);
+  }
+  journal.module(1, 0x7f1000000000, "/opt/app/lib/libother.so");
+  journal.stack(kStacks + 1, {{1, 0x100}});
+  journal.process_end();
+  ProcessReport process;
+  std::string error;
+  ASSERT_TRUE(load_journal(journal.path(), process, error)) << error;
+  ASSERT_EQ(process.stacks.size(), kStacks + 1);
+  EXPECT_EQ(process.frames.size(), 6u * 2 + 1 + 1);  // two offsets a level, the module-less frame, libother's
+  for (uint32_t id = 1; id <= kStacks; ++id) {
+    const StackView stack = process.stack(id);
+    ASSERT_EQ(stack.size(), 7u);
+    for (uint32_t level = 0; level < 6; ++level) {
+      EXPECT_EQ(stack[level].module, level % 2 == 0 ? "/opt/app/bin/app" : "/opt/app/lib/libwork.so");
+      EXPECT_EQ(stack[level].offset, 0x100u * level + 0x10 * (id >> level & 1));
+    }
+    EXPECT_EQ(stack[6].module, "");
+    EXPECT_EQ(stack[6].address, 0x1234u);
+  }
+  const StackView other = process.stack(kStacks + 1);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].module, "/opt/app/lib/libother.so");
+  EXPECT_EQ(other[0].address, 0x7f1000000100u);
 }
 
 // A compact journal's record may have been written over an earlier one in the journal's last

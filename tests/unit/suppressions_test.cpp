@@ -49,9 +49,9 @@ TEST(Suppressions, EachBadLineIsOneClearError) {
 TEST(Suppressions, ApplyMatchesModuleFunctionOrFileAndQualifiers) {
   Report report;
   ProcessReport process;
-  process.stacks[1] = {Frame{"/usr/lib/libthird.so", "", 0x10, 0x10, std::string("third_init"), std::nullopt, std::nullopt},
-                       Frame{"/app/main", "", 0x20, 0x20, std::string("main"), std::string("main.c"), 3}};
-  process.stacks[2] = {Frame{"/app/main", "", 0x30, 0x30, std::string("warm_up"), std::string("warm.c"), 9}};
+  process.add_stack(1, {Frame{"/usr/lib/libthird.so", "", 0x10, 0x10, std::string("third_init"), std::nullopt, std::nullopt},
+                        Frame{"/app/main", "", 0x20, 0x20, std::string("main"), std::string("main.c"), 3}});
+  process.add_stack(2, {Frame{"/app/main", "", 0x30, 0x30, std::string("warm_up"), std::string("warm.c"), 9}});
   LeaseEnding lease;
   auto leak = [](uint32_t stack, uint64_t bytes, Api api) {
     Leak l;

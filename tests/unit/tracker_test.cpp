@@ -53,7 +53,8 @@ TEST(Tracker, RecordsLeaksWithTheirStacks) {
   report.processes.push_back(process);
   report::Symbolizer symbolizer;
   symbolizer.symbolize(report);
-  const auto &stack = report.processes[0].stacks.at(lease.leaks[0].stack_id);
+  ASSERT_TRUE(report.processes[0].has_stack(lease.leaks[0].stack_id));
+  const report::StackView stack = report.processes[0].stack(lease.leaks[0].stack_id);
   bool found = std::any_of(stack.begin(), stack.end(), [](const report::Frame &frame) {
     return frame.function && frame.function->find("allocate_from_a_named_function") != std::string::npos;
   });

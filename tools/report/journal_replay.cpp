@@ -103,23 +103,36 @@ class Replay : public journal::JournalVisitor {
     process_.command = info.argv;
   }
 
-  void on_module(const journal::ModuleInfo &module) override { modules_[module.module_id] = module; }
+  void on_module(const journal::ModuleInfo &module) override {
+    auto [known, added] = modules_.insert_or_assign(module.module_id, module);
+    (void)known;
+    if (!added) frame_index_.clear();  // an id recorded again: its frames read differently from here on
+  }
 
+  // Each distinct frame becomes one entry of the process's frame table, found again by its
+  // module record and offset: what a frame reads as depends on nothing else.
   void on_stack(uint32_t stack_id, const std::vector<journal::StackFrame> &frames) override {
-    std::vector<Frame> stack;
+    std::vector<uint32_t> stack;
     stack.reserve(frames.size());
     for (const journal::StackFrame &raw : frames) {
-      Frame frame;
-      frame.offset = uint64_t{raw.offset_low} | uint64_t{raw.offset_high} << 32;
-      auto module = modules_.find(raw.module_id);
-      if (raw.module_id != journal::kNoModule && module != modules_.end()) {
-        frame.module = module->second.path;
-        frame.build_id = module->second.build_id;
-        frame.address = module->second.base + frame.offset;
-      } else {
-        frame.address = frame.offset;
+      const uint64_t offset = uint64_t{raw.offset_low} | uint64_t{raw.offset_high} << 32;
+      auto module = raw.module_id != journal::kNoModule ? modules_.find(raw.module_id) : modules_.end();
+      const uint32_t module_id = module != modules_.end() ? raw.module_id : journal::kNoModule;
+      auto [known, added] =
+          frame_index_.try_emplace(std::pair(module_id, offset), static_cast<uint32_t>(process_.frames.size()));
+      if (added) {
+        Frame frame;
+        frame.offset = offset;
+        if (module != modules_.end()) {
+          frame.module = module->second.path;
+          frame.build_id = module->second.build_id;
+          frame.address = module->second.base + frame.offset;
+        } else {
+          frame.address = frame.offset;
+        }
+        process_.frames.push_back(std::move(frame));
       }
-      stack.push_back(std::move(frame));
+      stack.push_back(known->second);
     }
     process_.stacks[stack_id] = std::move(stack);
   }
@@ -487,6 +500,7 @@ class Replay : public journal::JournalVisitor {
   uint64_t last_ns_ = 0;
   bool frees_at_slots_ = true;  // where a free in place happened: a slot (version 5) or a time
   std::map<uint32_t, journal::ModuleInfo> modules_;
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> frame_index_;  // (module id, offset) -> index in process_.frames
   std::map<uint32_t, LeaseInfo> leases_;
   // Live allocations by their place among the journal's allocation records: allocation order.
   // (Ids are unique but are taken in blocks per thread, so across threads they are not in
@@ -517,6 +531,26 @@ uint64_t ProcessReport::leaked_bytes() const {
   uint64_t total = 0;
   for (const LeaseEnding &lease : leases) total += lease.leaked_bytes();
   return total;
+}
+
+StackView ProcessReport::stack(uint32_t stack_id) const {
+  auto found = stacks.find(stack_id);
+  return found == stacks.end() ? StackView() : StackView(frames, found->second);
+}
+
+void ProcessReport::add_stack(uint32_t stack_id, const std::vector<Frame> &stack) {
+  std::vector<uint32_t> indices;
+  indices.reserve(stack.size());
+  for (const Frame &frame : stack) {
+    std::string key = frame.module + '\x1f' + frame.build_id + '\x1f' + std::to_string(frame.offset) + '\x1f' +
+                      std::to_string(frame.address) + '\x1f' + (frame.function ? '+' + *frame.function : "-") +
+                      '\x1f' + (frame.file ? '+' + *frame.file : "-") + '\x1f' +
+                      (frame.line ? std::to_string(*frame.line) : "-");
+    auto [known, added] = frame_ids.try_emplace(std::move(key), static_cast<uint32_t>(frames.size()));
+    if (added) frames.push_back(frame);
+    indices.push_back(known->second);
+  }
+  stacks[stack_id] = std::move(indices);
 }
 
 uint64_t ProcessReport::leaked_allocations() const {

@@ -34,15 +34,15 @@ std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api 
     hash *= 0x100000001b3ull;
   };
   mix(std::string(api_name(api)));
-  if (auto stack = process.stacks.find(stack_id); stack != process.stacks.end())
-    // The program's frames only: the C library's below them are named and placed differently
-    // from machine to machine (program_frames.h).
-    for (size_t i = 0, count = program_frame_count(stack->second); i < count; ++i) {
-      const Frame &frame = stack->second[i];
-      // Files by their last component: the same code built in another checkout matches.
-      std::string file = frame.file ? frame.file->substr(frame.file->rfind('/') + 1) : "";
-      mix(frame_name(frame) + "@" + file);
-    }
+  // The program's frames only: the C library's below them are named and placed differently
+  // from machine to machine (program_frames.h).
+  const StackView stack = process.stack(stack_id);
+  for (size_t i = 0, count = program_frame_count(stack); i < count; ++i) {
+    const Frame &frame = stack[i];
+    // Files by their last component: the same code built in another checkout matches.
+    std::string file = frame.file ? frame.file->substr(frame.file->rfind('/') + 1) : "";
+    mix(frame_name(frame) + "@" + file);
+  }
   char text[32];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
   return text;

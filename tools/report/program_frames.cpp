@@ -10,7 +10,7 @@ bool is_c_library(const std::string &module) {
          starts_with("libpthread-") || starts_with("ld-linux");
 }
 
-size_t trailing_c_library_frames_begin(const std::vector<Frame> &stack) {
+size_t trailing_c_library_frames_begin(const StackView &stack) {
   size_t begin = stack.size();
   while (begin > 0 && is_c_library(stack[begin - 1].module)) --begin;
   return begin;
@@ -18,7 +18,7 @@ size_t trailing_c_library_frames_begin(const std::vector<Frame> &stack) {
 
 bool is_main(const Frame &frame) { return frame.function && *frame.function == "main"; }
 
-size_t program_frame_count(const std::vector<Frame> &stack) {
+size_t program_frame_count(const StackView &stack) {
   const size_t end = trailing_c_library_frames_begin(stack);
   for (size_t i = 0; i < end; ++i)
     if (is_main(stack[i])) return i + 1;

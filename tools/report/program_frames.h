@@ -25,7 +25,7 @@ bool is_c_library(const std::string &module);
 
 // Where the trailing run of C library frames begins: the stack's size if it ends in a
 // frame of its own.
-size_t trailing_c_library_frames_begin(const std::vector<Frame> &stack);
+size_t trailing_c_library_frames_begin(const StackView &stack);
 
 // True for the program's `main` (symbolized): the frames below it are the C library's
 // start of the process.
@@ -33,6 +33,6 @@ bool is_main(const Frame &frame);
 
 // How many frames, from the innermost, are the program's: through the first `main`, and
 // never into the trailing C library frames. Needs the frames symbolized to find `main`.
-size_t program_frame_count(const std::vector<Frame> &stack);
+size_t program_frame_count(const StackView &stack);
 
 }  // namespace leaseguard::report

@@ -12,11 +12,6 @@ namespace {
 
 constexpr const char *kRuleId = "leaseguard/device-memory-leak";
 
-const std::vector<Frame> *stack_of(const ProcessReport &process, uint32_t stack_id) {
-  auto it = process.stacks.find(stack_id);
-  return it == process.stacks.end() ? nullptr : &it->second;
-}
-
 std::string fingerprint(const ProcessReport &process, const LeakGroup &group) {
   return leak_signature(process, group.stack_id, group.api);
 }
@@ -107,12 +102,12 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
         json.key("ruleId").value(kRuleId);
         json.key("level").value("error");
         json.key("message").begin_object().key("text").value(group_message(process, lease, group)).end_object();
-        const auto *stack = stack_of(process, group.stack_id);
+        const StackView stack = process.stack(group.stack_id);
         json.key("locations").begin_array();
-        if (stack != nullptr && !stack->empty()) {
+        if (!stack.empty()) {
           // The innermost frame with a source file, else the innermost frame.
-          const Frame *best = &stack->front();
-          for (const Frame &frame : *stack)
+          const Frame *best = &stack.front();
+          for (const Frame &frame : stack)
             if (frame.file) {
               best = &frame;
               break;
@@ -125,12 +120,11 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
         json.key("partialFingerprints").begin_object().key("leaseguardStack/v2").value(fingerprint(process, group)).end_object();
         json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
         json.key("locations").begin_array();
-        if (stack != nullptr)
-          for (const Frame &frame : *stack) {
-            json.begin_object().key("location").begin_object();
-            write_location(json, frame, source_root);
-            json.end_object().end_object();
-          }
+        for (const Frame &frame : stack) {
+          json.begin_object().key("location").begin_object();
+          write_location(json, frame, source_root);
+          json.end_object().end_object();
+        }
         json.end_array();
         json.end_object().end_array().end_object().end_array();
         json.key("properties").begin_object();
@@ -197,13 +191,13 @@ std::string render_junit(const Report &report) {
       body += ">\n";
       for (const LeakGroup &group : groups) {
         std::string trace;
-        if (const auto *stack = stack_of(process, group.stack_id))
-          for (size_t i = 0; i < stack->size(); ++i) {
-            const Frame &frame = (*stack)[i];
-            trace += "#" + std::to_string(i) + " " + frame_name(frame);
-            if (frame.file) trace += " " + *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "");
-            trace += "\n";
-          }
+        const StackView stack = process.stack(group.stack_id);
+        for (size_t i = 0; i < stack.size(); ++i) {
+          const Frame &frame = stack[i];
+          trace += "#" + std::to_string(i) + " " + frame_name(frame);
+          if (frame.file) trace += " " + *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "");
+          trace += "\n";
+        }
         std::string message = group_message(process, lease, group);
         body += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(trace) +
                 "</failure>\n";
@@ -237,13 +231,13 @@ void render_folded(const Report &report, const JsonWriter::Spill &spill) {
       for (const Leak &leak : lease.leaks) {
         // Root first, as flame graph tools expect; the entry point as the leaf.
         std::string line;
-        if (const auto *stack = stack_of(process, leak.stack_id))
-          for (auto it = stack->rbegin(); it != stack->rend(); ++it) {
-            std::string name = frame_name(*it);
-            for (char &c : name)
-              if (c == ';' || c == ' ' || c == '\n') c = '_';
-            line += name + ";";
-          }
+        const StackView stack = process.stack(leak.stack_id);
+        for (size_t i = stack.size(); i > 0; --i) {
+          std::string name = frame_name(stack[i - 1]);
+          for (char &c : name)
+            if (c == ';' || c == ' ' || c == '\n') c = '_';
+          line += name + ";";
+        }
         line += std::string(api_name(leak.api)) + " " + std::to_string(leak.bytes) + "\n";
         out += line;
         if (out.size() >= JsonWriter::kSpillBytes) {  // one line per leak: handed over as it grows

@@ -58,12 +58,11 @@ void write_data(JsonWriter &json, const Report &report) {
         json.key("device").value(static_cast<int64_t>(group.device));
         json.key("reclaimed").value(group.reclaimed);
         json.key("frames").begin_array();
-        if (auto stack = process.stacks.find(group.stack_id); stack != process.stacks.end())
-          for (const Frame &frame : stack->second) {
-            std::string where = frame.file ? *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "")
-                                           : frame.module + "+" + hex_address(frame.offset);
-            json.begin_array().value(frame_name(frame)).value(where).end_array();
-          }
+        for (const Frame &frame : process.stack(group.stack_id)) {
+          std::string where = frame.file ? *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "")
+                                         : frame.module + "+" + hex_address(frame.offset);
+          json.begin_array().value(frame_name(frame)).value(where).end_array();
+        }
         json.end_array();
         json.end_object();
       }

@@ -38,8 +38,7 @@ void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak
   json.key("age_ms").value(leak.age_ms);
   json.key("reclaimed").value(leak.reclaimed);
   json.key("stack").begin_array();
-  if (auto stack = process.stacks.find(leak.stack_id); stack != process.stacks.end())
-    for (const Frame &frame : stack->second) write_frame(json, frame);
+  for (const Frame &frame : process.stack(leak.stack_id)) write_frame(json, frame);
   json.end_array();
   json.end_object();
 }
@@ -48,8 +47,7 @@ void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_
 
 void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id) {
   json.key("stack").begin_array();
-  if (auto stack = process.stacks.find(stack_id); stack != process.stacks.end())
-    for (const Frame &frame : stack->second) write_frame(json, frame);
+  for (const Frame &frame : process.stack(stack_id)) write_frame(json, frame);
   json.end_array();
 }
 

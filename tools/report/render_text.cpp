@@ -40,12 +40,12 @@ void render_frame(std::string &out, size_t index, const Frame &frame) {
 }
 
 void render_stack(std::string &out, const ProcessReport &process, uint32_t stack_id) {
-  auto stack = process.stacks.find(stack_id);
-  if (stack_id == 0 || stack == process.stacks.end() || stack->second.empty()) {
+  const StackView stack = process.stack(stack_id);
+  if (stack_id == 0 || stack.empty()) {
     out += "    <no stack recorded>\n";
     return;
   }
-  for (size_t i = 0; i < stack->second.size(); ++i) render_frame(out, i, stack->second[i]);
+  for (size_t i = 0; i < stack.size(); ++i) render_frame(out, i, stack[i]);
 }
 
 std::string milliseconds(double ms) {

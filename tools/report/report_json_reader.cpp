@@ -42,7 +42,7 @@ uint32_t stack_id_for(ProcessReport &process, std::map<std::string, uint32_t> &i
   }
   if (frames.empty()) return 0;
   auto [it, inserted] = ids.try_emplace(key, static_cast<uint32_t>(ids.size() + 1));
-  if (inserted) process.stacks[it->second] = std::move(frames);
+  if (inserted) process.add_stack(it->second, frames);
   return it->second;
 }
 

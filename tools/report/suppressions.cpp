@@ -121,9 +121,7 @@ bool Suppressions::load(const std::string &path, std::string &error) {
 bool Suppressions::matches(const Suppression &suppression, const ProcessReport &process, const Leak &leak) const {
   if (leak.bytes < suppression.min_bytes) return false;
   if (!suppression.api_pattern.empty() && !glob_matches(suppression.api_pattern, api_name(leak.api))) return false;
-  auto stack = process.stacks.find(leak.stack_id);
-  if (stack == process.stacks.end()) return false;
-  for (const Frame &frame : stack->second) {
+  for (const Frame &frame : process.stack(leak.stack_id)) {
     if (!frame.module.empty() && suppression_pattern_matches(suppression.pattern, frame.module)) return true;
     if (frame.function && suppression_pattern_matches(suppression.pattern, *frame.function)) return true;
     if (frame.file && suppression_pattern_matches(suppression.pattern, *frame.file)) return true;
@@ -164,11 +162,10 @@ void Suppressions::apply(Report &report) {
 }
 
 std::string suggest_suppression(const ProcessReport &process, uint32_t stack_id) {
-  auto stack = process.stacks.find(stack_id);
-  if (stack == process.stacks.end()) return "";
-  for (const Frame &frame : stack->second)
+  const StackView stack = process.stack(stack_id);
+  for (const Frame &frame : stack)
     if (frame.function) return "leak:^" + *frame.function + "$";
-  for (const Frame &frame : stack->second)
+  for (const Frame &frame : stack)
     if (!frame.module.empty()) return "leak:" + frame.module.substr(frame.module.rfind('/') + 1);
   return "";
 }

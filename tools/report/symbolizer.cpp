@@ -134,15 +134,35 @@ void Symbolizer::symbolize(Report &report) {
       for (const LateFree &late : lease.late_frees) wanted.insert(late.stack_id);
     }
     for (const DoubleFree &twice : process.double_frees) wanted.insert(twice.stack_id);
+    // Stacks share frames (ProcessReport::frames): each is looked up once, with its source
+    // line if any stack wants it there (above main and the trailing C library frames).
+    enum class Done : uint8_t { No, WithoutLines, WithLines };
+    std::vector<Done> done(process.frames.size(), Done::No);
     for (uint32_t id : wanted) {
       auto stack = process.stacks.find(id);
       if (stack == process.stacks.end()) continue;
-      std::vector<Frame> &frames = stack->second;
-      const size_t c_library_begin = trailing_c_library_frames_begin(frames);
+      const std::vector<uint32_t> &indices = stack->second;
+      const size_t c_library_begin = trailing_c_library_frames_begin(process.stack(id));
       bool below_main = false;
-      for (size_t i = 0; i < frames.size(); ++i) {
-        symbolize(frames[i], !below_main && i < c_library_begin);
-        below_main = below_main || is_main(frames[i]);
+      for (size_t i = 0; i < indices.size(); ++i) {
+        Frame &frame = process.frames[indices[i]];
+        const bool with_lines = !below_main && i < c_library_begin;
+        Done &state = done[indices[i]];
+        if (state == Done::No) {
+          symbolize(frame, with_lines);
+          state = with_lines ? Done::WithLines : Done::WithoutLines;
+        } else if (with_lines && state == Done::WithoutLines) {
+          // Looked up without its line for another stack: again, with it. (A frame that came
+          // symbolized from a report file is left as it came.)
+          Frame again = frame;
+          again.function.reset();
+          again.file.reset();
+          again.line.reset();
+          symbolize(again, true);
+          if (again.function) frame = std::move(again);
+          state = Done::WithLines;
+        }
+        below_main = below_main || is_main(frame);
       }
     }
   }
