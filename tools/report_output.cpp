@@ -205,11 +205,6 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
   report.suggest_suppressions = options.gen_suppressions;
   report.max_groups = options.max_groups;
 
-  std::string text;
-  auto text_report = [&]() -> const std::string & {
-    if (text.empty()) text = report::render_text(report);
-    return text;
-  };
   std::string source_root = options.source_root;
   if (source_root.empty()) {
     char cwd[4096];
@@ -224,26 +219,26 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
         {"folded", "folded"}};
     std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
                                             : request.path;
-    if (request.format == "json" || request.format == "folded" || request.format == "sarif") {
-      // Handed to the file as they are made: with a line or an object per leak or leak
-      // group, a report of many leaks is hundreds of megabytes.
+    if (request.format == "json" || request.format == "folded" || request.format == "sarif" ||
+        request.format == "text") {
+      // Handed to the file as they are made: with a line, an object or a stack per leak or
+      // leak group, a report of many leaks is hundreds of megabytes.
       OutputFile file(path);
       auto write = [&](std::string_view piece) { file.write(piece); };
       if (request.format == "json") report::render_json(report, write);
       else if (request.format == "sarif") report::render_sarif(report, source_root, write);
+      else if (request.format == "text") report::render_text(report, write);
       else report::render_folded(report, write);
       if (!file.close(error)) return false;
       continue;
     }
     std::string content;
     if (request.format == "junit") content = report::render_junit(report);
-    else if (request.format == "html") content = report::render_html(report);
-    else content = text_report();
+    else content = report::render_html(report);
     if (!write_file(path, content, error)) return false;
   }
   if (!options.quiet && text_stream != nullptr) {
-    const std::string &out = text_report();
-    std::fwrite(out.data(), 1, out.size(), text_stream);
+    report::render_text(report, [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), text_stream); });
     std::fflush(text_stream);
   }
   return true;

@@ -66,6 +66,18 @@ std::string lease_details(const LeaseEnding &lease) {
 
 std::string render_text(const Report &report) {
   std::string out;
+  render_text(report, [&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+void render_text(const Report &report, const JsonWriter::Spill &spill) {
+  std::string out;
+  // Handed over once it holds kSpillBytes: after each leak group, late free or double free.
+  auto hand_over_if_full = [&] {
+    if (out.size() < JsonWriter::kSpillBytes) return;
+    spill(out);
+    out.clear();
+  };
   for (const ProcessReport &process : report.processes) {
     bool any_late_free = false;
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
@@ -101,6 +113,7 @@ std::string render_text(const Report &report) {
           std::string rule = suggest_suppression(process, group.stack_id);
           if (!rule.empty()) out += "  Suppress with: " + rule + "\n";
         }
+        hand_over_if_full();
       }
       if (shown < groups.size()) out += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
       for (const LateFree &late : lease.late_frees) {
@@ -108,6 +121,7 @@ std::string render_text(const Report &report) {
                milliseconds(late.time_ms) + (late.forwarded ? "" : ", reclaimed memory: not passed to the driver") +
                ", from:\n";
         render_stack(out, process, late.stack_id);
+        hand_over_if_full();
       }
     }
     for (const DoubleFree &twice : process.double_frees) {
@@ -115,6 +129,7 @@ std::string render_text(const Report &report) {
              "] at " + milliseconds(twice.time_ms) + " (already freed at " + milliseconds(twice.first_freed_ms) +
              "; passed to the driver, which decided), from:\n";
       render_stack(out, process, twice.stack_id);
+      hand_over_if_full();
     }
     for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use)
       out += "\n" + tag + "note: memory pool " + hex_address(pool.pool) + " was destroyed at " +
@@ -139,7 +154,7 @@ std::string render_text(const Report &report) {
            " leaked allocation(s) also in the baseline, left out\n";
   out += "\nSUMMARY: leaseguard: " + std::to_string(report.leaked_bytes()) + " byte(s) leaked in " +
          std::to_string(report.leaked_allocations()) + " allocation(s).\n";
-  return out;
+  spill(out);
 }
 
 }  // namespace leaseguard::report

@@ -34,7 +34,9 @@ std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api 
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease);
 
 // LeakSanitizer's shape: a header per process and leaking lease, a block per group, SUMMARY.
+// Whole, or handed to `out` a piece at a time.
 std::string render_text(const Report &report);
+void render_text(const Report &report, const JsonWriter::Spill &out);
 
 // Schema leaseguard-report/1 (docs/report-format.md): whole, or handed to `out` a piece at
 // a time (a report of many leaks need not be held in memory twice to be written).
