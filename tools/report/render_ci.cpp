@@ -171,25 +171,43 @@ void render_sarif(const Report &report, const std::string &source_root, const Js
 }
 
 std::string render_junit(const Report &report) {
+  std::string out;
+  render_junit(report, [&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+void render_junit(const Report &report, const JsonWriter::Spill &spill) {
+  // A lease ending is a test case, failed if it leaked: counted first, for the headers.
+  auto failed = [](const LeaseEnding &lease) { return !lease.leaks.empty() || lease.unjournaled_allocations != 0; };
   size_t total_cases = 0, total_failures = 0;
-  std::string suites;
   for (const ProcessReport &process : report.processes) {
-    size_t cases = 0, failures = 0;
-    std::string body;
+    total_cases += process.leases.size();
+    for (const LeaseEnding &lease : process.leases) total_failures += failed(lease) ? 1 : 0;
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"" +
+                    std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n";
+  // Handed over once it holds kSpillBytes: after each leak group.
+  auto hand_over_if_full = [&] {
+    if (out.size() < JsonWriter::kSpillBytes) return;
+    spill(out);
+    out.clear();
+  };
+  for (const ProcessReport &process : report.processes) {
+    size_t failures = 0;
+    for (const LeaseEnding &lease : process.leases) failures += failed(lease) ? 1 : 0;
     std::string program = process.executable.substr(process.executable.rfind('/') + 1);
+    out += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") +
+           "\" tests=\"" + std::to_string(process.leases.size()) + "\" failures=\"" + std::to_string(failures) + "\">\n";
     for (const LeaseEnding &lease : process.leases) {
-      ++cases;
       std::string name = "lease " + std::to_string(lease.id) + " " + lease.name + " (" +
                          std::string(ended_by_name(lease.ended_by)) + ")";
-      body += "    <testcase classname=\"leaseguard." + xml_escape(program) + "\" name=\"" + xml_escape(name) + "\"";
-      auto groups = group_leaks(process, lease);
-      if (groups.empty() && lease.unjournaled_allocations == 0) {
-        body += "/>\n";
+      out += "    <testcase classname=\"leaseguard." + xml_escape(program) + "\" name=\"" + xml_escape(name) + "\"";
+      if (!failed(lease)) {
+        out += "/>\n";
         continue;
       }
-      ++failures;
-      body += ">\n";
-      for (const LeakGroup &group : groups) {
+      out += ">\n";
+      for (const LeakGroup &group : group_leaks(process, lease)) {
         std::string trace;
         const StackView stack = process.stack(group.stack_id);
         for (size_t i = 0; i < stack.size(); ++i) {
@@ -199,23 +217,19 @@ std::string render_junit(const Report &report) {
           trace += "\n";
         }
         std::string message = group_message(process, lease, group);
-        body += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(trace) +
-                "</failure>\n";
+        out += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(trace) +
+               "</failure>\n";
+        hand_over_if_full();
       }
       if (lease.unjournaled_allocations != 0)
-        body += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(unjournaled_message(lease)) +
-                "\"></failure>\n";
-      body += "    </testcase>\n";
+        out += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(unjournaled_message(lease)) +
+               "\"></failure>\n";
+      out += "    </testcase>\n";
     }
-    suites += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") +
-              "\" tests=\"" + std::to_string(cases) + "\" failures=\"" + std::to_string(failures) + "\">\n" + body +
-              "  </testsuite>\n";
-    total_cases += cases;
-    total_failures += failures;
+    out += "  </testsuite>\n";
   }
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"" +
-         std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n" + suites +
-         "</testsuites>\n";
+  out += "</testsuites>\n";
+  spill(out);
 }
 
 std::string render_folded(const Report &report) {
