@@ -89,12 +89,6 @@ class OutputFile {
   std::string error_;
 };
 
-bool write_file(const std::string &path, std::string_view text, std::string &error) {
-  OutputFile file(path);
-  file.write(text);
-  return file.close(error);
-}
-
 }  // namespace
 
 bool collect_inputs(const std::vector<std::string> &paths, const std::string &run_id, Inputs &inputs,
@@ -219,21 +213,17 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
         {"folded", "folded"}};
     std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
                                             : request.path;
-    if (request.format != "html") {
-      // Handed to the file as they are made: with a line, an object or a stack per leak or
-      // leak group, a report of many leaks is hundreds of megabytes. (The HTML page is built
-      // whole: its data is one script the page reads at once.)
-      OutputFile file(path);
-      auto write = [&](std::string_view piece) { file.write(piece); };
-      if (request.format == "json") report::render_json(report, write);
-      else if (request.format == "sarif") report::render_sarif(report, source_root, write);
-      else if (request.format == "text") report::render_text(report, write);
-      else if (request.format == "junit") report::render_junit(report, write);
-      else report::render_folded(report, write);
-      if (!file.close(error)) return false;
-      continue;
-    }
-    if (!write_file(path, report::render_html(report), error)) return false;
+    // Every format is handed to its file as it is made: with a line, an object or a stack
+    // per leak or leak group, a report of many leaks is hundreds of megabytes.
+    OutputFile file(path);
+    auto write = [&](std::string_view piece) { file.write(piece); };
+    if (request.format == "json") report::render_json(report, write);
+    else if (request.format == "sarif") report::render_sarif(report, source_root, write);
+    else if (request.format == "text") report::render_text(report, write);
+    else if (request.format == "junit") report::render_junit(report, write);
+    else if (request.format == "html") report::render_html(report, write);
+    else report::render_folded(report, write);
+    if (!file.close(error)) return false;
   }
   if (!options.quiet && text_stream != nullptr) {
     report::render_text(report, [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), text_stream); });

@@ -172,6 +172,43 @@ TEST(Replay, TextReportGroupsByStackLargestFirst) {
   EXPECT_NE(text.find("SUMMARY: leaseguard: 5200 byte(s) leaked in 3 allocation(s)."), std::string::npos);
 }
 
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+// The HTML page carries its data in a script element, written a piece at a time: names the
+// program chose (here leases named to close it) must not end it, in whichever piece they land.
+TEST(Replay, TheHtmlPagesDataCannotEndItsScript) {
+  testing::TempDir dir;
+  JournalBuilder journal(dir / "j.journal");
+  const std::string hostile = "</script><script>alert(1)</script><";
+  constexpr uint32_t kLeases = 2000;  // a few hundred kilobytes of data: many pieces
+  for (uint32_t id = 2; id < 2 + kLeases; ++id) {
+    journal.lease_begin(id, hostile + std::to_string(id));
+    journal.alloc(id, 64, id);
+    journal.lease_end(id, EndedBy::End, 1);
+  }
+  journal.process_end();
+  Report report;
+  std::string error;
+  ASSERT_TRUE(load_report({journal.path()}, {{77, ExitStatus{0, std::nullopt}}}, report, error));
+  size_t pieces = 0;
+  std::string page;
+  render_html(report, [&](std::string_view piece) {
+    ++pieces;
+    page.append(piece);
+  });
+  EXPECT_GT(pieces, 3u);
+  EXPECT_GT(page.size(), size_t{4} * JsonWriter::kSpillBytes);
+  EXPECT_EQ(page, render_html(report));
+  const size_t closings = occurrences(render_html(Report{}), "</script");
+  EXPECT_EQ(occurrences(page, "</script"), closings);
+  // Each name twice: its lease's timeline and its ending.
+  EXPECT_EQ(occurrences(page, "<\\/script><script>alert(1)<\\/script><"), 2 * kLeases);
+}
+
 TEST(Replay, DamagedJournalIsPartialAndSaysSo) {
   testing::TempDir dir;
   std::string path;

@@ -90,20 +90,40 @@ void write_data(JsonWriter &json, const Report &report) {
   json.end_object();
 }
 
-// Embedded data must not end the script element early.
-std::string script_safe(const std::string &json) {
-  std::string out;
-  out.reserve(json.size());
-  for (size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
-      out += "<\\/";
-      ++i;
-    } else {
-      out.push_back(json[i]);
+// Embedded data must not end the script element early: every "</" is written "<\/" (the
+// same string to JSON.parse). Pieces of the data pass through as they are made; a '<' that
+// ends one waits to see whether the next begins with '/'.
+class ScriptSafe {
+ public:
+  explicit ScriptSafe(const JsonWriter::Spill &out) : out_(out) {}
+  void operator()(std::string_view piece) {
+    if (piece.empty()) return;
+    std::string safe;
+    safe.reserve(piece.size() + 8);
+    if (held_less_than_) {
+      safe += piece.front() != '/' ? "<" : "<\\";
+      held_less_than_ = false;
     }
+    for (size_t i = 0; i < piece.size(); ++i) {
+      if (piece[i] != '<') {
+        safe.push_back(piece[i]);
+      } else if (i + 1 == piece.size()) {
+        held_less_than_ = true;
+      } else {
+        safe += piece[i + 1] == '/' ? "<\\" : "<";
+      }
+    }
+    out_(safe);
   }
-  return out;
-}
+  void finish() {
+    if (held_less_than_) out_("<");
+    held_less_than_ = false;
+  }
+
+ private:
+  const JsonWriter::Spill &out_;
+  bool held_less_than_ = false;
+};
 
 const char *const kPage = R"HTML(<!DOCTYPE html>
 <html lang="en">
@@ -304,12 +324,21 @@ const char *const kPage = R"HTML(<!DOCTYPE html>
 }  // namespace
 
 std::string render_html(const Report &report) {
-  JsonWriter json(0);
-  write_data(json, report);
-  std::string page = kPage;
-  const std::string marker = "@DATA@";
-  page.replace(page.find(marker), marker.size(), script_safe(json.text()));
+  std::string page;
+  render_html(report, [&](std::string_view piece) { page.append(piece); });
   return page;
+}
+
+void render_html(const Report &report, const JsonWriter::Spill &out) {
+  const std::string_view page = kPage, marker = "@DATA@";
+  const size_t at = page.find(marker);
+  out(page.substr(0, at));
+  ScriptSafe safe(out);
+  JsonWriter json(0, [&](std::string_view piece) { safe(piece); });
+  write_data(json, report);
+  json.finish();
+  safe.finish();
+  out(page.substr(at + marker.size()));
 }
 
 }  // namespace leaseguard::report

@@ -55,8 +55,10 @@ std::string render_junit(const Report &report);
 void render_junit(const Report &report, const JsonWriter::Spill &out);
 
 // One self-contained HTML page: a timeline of live bytes per lease, a table of leak groups
-// with expandable stacks, a flame graph of leaked bytes.
+// with expandable stacks, a flame graph of leaked bytes. Whole, or handed to `out` a piece
+// at a time.
 std::string render_html(const Report &report);
+void render_html(const Report &report, const JsonWriter::Spill &out);
 
 // Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak: whole, or handed
 // to `out` a piece at a time.
