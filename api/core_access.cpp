@@ -29,11 +29,12 @@ uint64_t no_lease(const char *, uint64_t, int) { return 0; }
 int no_end(uint64_t) { return -1; }
 int no_state(uint64_t) { return static_cast<int>(LeaseState::Unknown); }
 void no_alloc(const leaseguard_alloc_event *) {}
+void no_alloc_from(const leaseguard_alloc_event *, uint64_t, uint64_t, uint64_t) {}
 int no_free(uint16_t, uint64_t) { return static_cast<int>(FreeOutcome::Unknown); }
 void no_exclude(uint64_t, uint64_t) {}
 
 const leaseguard_core_link kSilent = {1, sizeof(leaseguard_core_link), plain_function, no_lease, no_end,
-                                      no_state, no_alloc, no_free, no_exclude, no_free};
+                                      no_state, no_alloc, no_free, no_exclude, no_free, no_alloc_from};
 
 // --- The API library's own core, when no preload is loaded ---------------------------------------
 
@@ -46,6 +47,11 @@ uint64_t local_lease_begin(const char *name, uint64_t ttl_ms, int policy) {
 int local_lease_end(uint64_t lease) { return local()->lease_end(lease); }
 int local_lease_state(uint64_t lease) { return static_cast<int>(local()->lease_state(lease)); }
 void local_alloc(const leaseguard_alloc_event *event) { local()->on_alloc(allocation_event_of(*event)); }
+void local_alloc_from(const leaseguard_alloc_event *event, uint64_t caller_pc, uint64_t caller_sp, uint64_t caller_bp) {
+  AllocationEvent allocation = allocation_event_of(*event);
+  allocation.caller = WalkStart{caller_pc, caller_sp, caller_bp};
+  local()->on_alloc(allocation);
+}
 int local_free(uint16_t api, uint64_t value) { return static_cast<int>(local()->on_free(static_cast<Api>(api), value)); }
 void local_exclude(uint64_t begin, uint64_t end) { local()->exclude_code(CodeRange{begin, end}); }
 int local_owner_drop(uint16_t api, uint64_t value) {
@@ -54,7 +60,7 @@ int local_owner_drop(uint16_t api, uint64_t value) {
 
 const leaseguard_core_link kLocal = {1, sizeof(leaseguard_core_link), plain_function, local_lease_begin,
                                      local_lease_end, local_lease_state, local_alloc, local_free, local_exclude,
-                                     local_owner_drop};
+                                     local_owner_drop, local_alloc_from};
 
 void finish_local() {
   if (Tracker *tracker = local()) tracker->finish_process();
@@ -83,7 +89,7 @@ void find_core() {
   auto preload = reinterpret_cast<leaseguard_core_link_fn>(dlsym(RTLD_DEFAULT, "leaseguard_core_link_v1"));
   if (preload != nullptr) {
     const leaseguard_core_link *link = preload();
-    g_core = link != nullptr && link->version >= 1 && link->size >= sizeof(leaseguard_core_link) ? link : &kSilent;
+    g_core = link != nullptr && link->version >= 1 && link->size >= LEASEGUARD_CORE_LINK_FIRST_SIZE ? link : &kSilent;
   } else {
     g_core = start_local();
     g_local = g_core == &kLocal;
@@ -103,6 +109,12 @@ const leaseguard_core_link &core() noexcept {
     return kSilent;
   }
   return g_core != nullptr ? *g_core : kSilent;
+}
+
+void record_alloc(const leaseguard_alloc_event &event, const WalkStart &caller) noexcept {
+  const leaseguard_core_link &link = core();
+  if (leaseguard_core_link_has(link, on_alloc_from)) link.on_alloc_from(&event, caller.pc, caller.sp, caller.bp);
+  else link.on_alloc(&event);  // a provider from before on_alloc_from: walked from here
 }
 
 bool core_is_local() noexcept {

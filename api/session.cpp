@@ -143,6 +143,8 @@ void check_range(const detail::Allocation &allocation, std::size_t offset, std::
 }  // namespace
 
 GpuMemHandle GpuSession::mem_alloc(std::size_t bytes) {
+  // Where the program's stack begins: the recorded stack starts at the program's call.
+  const WalkStart caller = walk_start_above(__builtin_frame_address(0));
   const detail::SessionState &session = usable(state_);
   // Drivers disagree on 0 bytes (CUDA refuses, HIP returns NULL); a handle is never empty.
   if (bytes == 0) detail::fail(ErrorKind::OutOfBounds, "mem_alloc of 0 bytes");
@@ -164,7 +166,7 @@ GpuMemHandle GpuSession::mem_alloc(std::size_t bytes) {
   event.bytes = bytes;
   event.context = session.backend->context_of(session.device);
   event.lease = session.lease;
-  api::core().on_alloc(&event);
+  api::record_alloc(event, caller);
   return GpuMemHandle(std::move(allocation));
 }
 

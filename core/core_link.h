@@ -39,7 +39,20 @@ struct leaseguard_core_link {
   // on_free for a handle's last drop: after its lease reclaimed the memory this is expected,
   // and not reported as a late free.
   int (*on_owner_drop)(uint16_t api, uint64_t value);
+  // on_alloc, told where the program's stack begins: the return address into the program
+  // and its stack and frame pointers there (the API's caller, read from the API's own
+  // frame). The walk then starts there instead of stepping through the API's frames, and a
+  // thread allocating from one place again checks its last walk instead of walking. Not in
+  // tables before it (see leaseguard_core_link_has).
+  void (*on_alloc_from)(const leaseguard_alloc_event *event, uint64_t caller_pc, uint64_t caller_sp,
+                        uint64_t caller_bp);
 };
+
+// The first tables had every member up to on_owner_drop: a provider's table is accepted from
+// that size on, and a later member used only where the provider's size covers it.
+#define LEASEGUARD_CORE_LINK_FIRST_SIZE (offsetof(leaseguard_core_link, on_owner_drop) + sizeof(void *))
+#define leaseguard_core_link_has(link, member)                                                     \
+  ((link).size >= offsetof(leaseguard_core_link, member) + sizeof((link).member) && (link).member != NULL)
 
 // Exported by libleaseguard_preload.so; NULL when it records nothing (disabled, setuid).
 typedef const leaseguard_core_link *(*leaseguard_core_link_fn)(void);

@@ -42,6 +42,14 @@ void on_alloc(const leaseguard_alloc_event *event) {
   tracker->on_alloc(allocation_event_of(*event));
 }
 
+void on_alloc_from(const leaseguard_alloc_event *event, uint64_t caller_pc, uint64_t caller_sp, uint64_t caller_bp) {
+  Tracker *tracker = recording_tracker();
+  if (tracker == nullptr || event == nullptr) return;
+  AllocationEvent allocation = allocation_event_of(*event);
+  allocation.caller = WalkStart{caller_pc, caller_sp, caller_bp};
+  tracker->on_alloc(allocation);
+}
+
 int on_free(uint16_t api, uint64_t value) {
   Tracker *tracker = recording_tracker();
   if (tracker == nullptr) return 1;
@@ -59,7 +67,7 @@ void exclude_code(uint64_t begin, uint64_t end) {
 }
 
 const leaseguard_core_link kLink = {1, sizeof(leaseguard_core_link), real_function_of, lease_begin, lease_end,
-                                    lease_state, on_alloc, on_free, exclude_code, on_owner_drop};
+                                    lease_state, on_alloc, on_free, exclude_code, on_owner_drop, on_alloc_from};
 
 }  // namespace
 }  // namespace leaseguard::interpose

@@ -57,6 +57,45 @@ TEST(ApiUnderThePreload, AnExpiredSessionIsReclaimedAndItsLateDropsAreQuiet) {
   EXPECT_EQ((*job)["late_frees"].size(), 0u);  // handles letting go after a reclaim are expected
 }
 
+// Each leak's stack names its own caller, from one call into the API reached through two
+// callers in turn (the same start each time), with the preload's core and with the API's own.
+void expect_two_callers_each_their_own(const JsonValue &json) {
+  const JsonValue *lease = lease_named(json, "two-callers");
+  ASSERT_NE(lease, nullptr);
+  ASSERT_EQ((*lease)["leaks"].size(), 100u);
+  std::map<std::string, int> by_caller;
+  for (const auto &leak : (*lease)["leaks"].items()) {
+    EXPECT_NE(leak["stack"][0]["function"].as_string().find("allocate_here"), std::string::npos);
+    const std::string caller = leak["stack"][1]["function"].as_string();
+    const uint64_t bytes = static_cast<uint64_t>(leak["bytes"].as_number());
+    EXPECT_EQ(bytes, caller.find("through_a") != std::string::npos ? 100u : 200u) << caller;
+    EXPECT_EQ(leak["stack"][2]["function"].as_string(), "main");
+    ++by_caller[caller];
+  }
+  ASSERT_EQ(by_caller.size(), 2u);
+  for (const auto &[caller, count] : by_caller) EXPECT_EQ(count, 50) << caller;
+}
+
+TEST(ApiUnderThePreload, EachLeaksStackBeginsAtItsOwnCallFromTwoPlacesInTurn) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("api_two_callers")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  expect_two_callers_each_their_own(run.json);
+}
+
+TEST(ApiWithoutThePreload, EachLeaksStackBeginsAtItsOwnCallFromTwoPlacesInTurn) {
+  TempDir dir;
+  auto direct = run_process({victim("api_two_callers")},
+                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}}, {"LD_PRELOAD"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  auto report = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "report.json"), dir.path()});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  JsonValue json;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << error;
+  expect_two_callers_each_their_own(json);
+}
+
 TEST(ApiWithoutThePreload, RecordsIntoItsOwnCore) {
   TempDir dir;
   auto direct = run_process({example("api_ttl_session")},
