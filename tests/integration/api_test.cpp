@@ -83,29 +83,29 @@ TEST(ApiUnderThePreload, EachLeaksStackBeginsAtItsOwnCallFromTwoPlacesInTurn) {
   expect_two_callers_each_their_own(run.json);
 }
 
-TEST(ApiWithoutThePreload, EachLeaksStackBeginsAtItsOwnCallFromTwoPlacesInTurn) {
-  TempDir dir;
-  auto direct = run_process({victim("api_two_callers")},
-                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}}, {"LD_PRELOAD"});
+// Runs `program` without the preload, so that the API records into its own core, then
+// reports the journals it left in `dir` as JSON.
+void run_without_the_preload(const TempDir &dir, const std::string &program, JsonValue &json) {
+  auto direct = run_process({program}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}},
+                            {"LD_PRELOAD"});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   auto report = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "report.json"), dir.path()});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  JsonValue json;
   std::string error;
   ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << error;
+}
+
+TEST(ApiWithoutThePreload, EachLeaksStackBeginsAtItsOwnCallFromTwoPlacesInTurn) {
+  TempDir dir;
+  JsonValue json;
+  ASSERT_NO_FATAL_FAILURE(run_without_the_preload(dir, victim("api_two_callers"), json));
   expect_two_callers_each_their_own(json);
 }
 
 TEST(ApiWithoutThePreload, RecordsIntoItsOwnCore) {
   TempDir dir;
-  auto direct = run_process({example("api_ttl_session")},
-                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}}, {"LD_PRELOAD"});
-  ASSERT_EQ(direct.exit_code, 0) << direct.err;
-  auto report = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "report.json"), dir.path()});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
   JsonValue json;
-  std::string error;
-  ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << error;
+  ASSERT_NO_FATAL_FAILURE(run_without_the_preload(dir, example("api_ttl_session"), json));
   const JsonValue *job = lease_named(json, "job-42");
   ASSERT_NE(job, nullptr);
   EXPECT_EQ((*job)["leaks"].size(), 4u);
