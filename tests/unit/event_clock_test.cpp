@@ -13,8 +13,8 @@ namespace {
 void expect_within_a_tick_and_monotonic() {
   const uint64_t tick = event_clock_resolution_ns();
   ASSERT_GT(tick, 0u);
-  // A thread preempted between two reads sees them further apart than a tick: the bound on
-  // lagging is generous, the bound on leading exact.
+  // The kernel moves the coarse clock at its tick, which a virtual machine's timer may
+  // deliver late: the bound on lagging is generous, the bound on leading exact.
   const uint64_t lag_allowed = tick + 50'000'000;
   uint64_t previous = 0;
   const uint64_t until = monotonic_ns() + 3 * tick;  // across a few ticks

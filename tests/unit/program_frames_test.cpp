@@ -170,5 +170,31 @@ TEST(Symbolizer, AFrameTwoStacksShareIsKeptOnceWithTheLinesEitherWants) {
   EXPECT_TRUE(symbolized.stack(3).empty());
 }
 
+// A frame that came symbolized (a report read back) stays as it came, even where one stack
+// wants its line and another did not.
+TEST(Symbolizer, AFrameThatCameSymbolizedIsNeverLookedUpAgain) {
+  Report report;
+  ProcessReport process;
+  const Frame main_frame = named("/opt/app/bin/app", "main");
+  Frame as_read = frame_at(reinterpret_cast<const void *>(&above_main));  // a real place
+  as_read.function = "as_the_report_said";
+  process.add_stack(1, {main_frame, as_read});  // below main: no line wanted
+  process.add_stack(2, {as_read, main_frame});  // above main: its line wanted
+  for (uint32_t id : {1u, 2u}) {
+    Leak leak;
+    leak.stack_id = id;
+    LeaseEnding ending;
+    ending.leaks.push_back(leak);
+    process.leases.push_back(ending);
+  }
+  report.processes.push_back(process);
+  Symbolizer symbolizer;
+  symbolizer.symbolize(report);
+  const Frame &frame = report.processes[0].stack(2)[0];
+  EXPECT_EQ(frame.function, std::optional<std::string>("as_the_report_said"));
+  EXPECT_FALSE(frame.file);
+  EXPECT_EQ(symbolizer.lookups(), 0u);
+}
+
 }  // namespace
 }  // namespace leaseguard::report

@@ -149,11 +149,12 @@ void Symbolizer::symbolize(Report &report) {
         const bool with_lines = !below_main && i < c_library_begin;
         Done &state = done[indices[i]];
         if (state == Done::No) {
+          // A frame that came symbolized (from a report file) is never looked up: as it came.
+          const bool came_symbolized = frame.function || frame.file;
           symbolize(frame, with_lines);
-          state = with_lines ? Done::WithLines : Done::WithoutLines;
+          state = with_lines || came_symbolized ? Done::WithLines : Done::WithoutLines;
         } else if (with_lines && state == Done::WithoutLines) {
-          // Looked up without its line for another stack: again, with it. (A frame that came
-          // symbolized from a report file is left as it came.)
+          // Looked up without its line for another stack: again, with it.
           Frame again = frame;
           again.function.reset();
           again.file.reset();
