@@ -140,8 +140,23 @@ TEST(Symbolizer, FramesBelowMainHaveTheirNamesButNoSourceLines) {
 // Stacks share their frames: each distinct frame is kept once, and looked up once. A frame
 // below main in one stack and above it in another has its source line (what the second
 // wants), in both.
-TEST(Symbolizer, AFrameTwoStacksShareIsKeptOnceWithTheLinesEitherWants) {
+// A report of `process` with one leak from each of `stack_ids`, symbolized.
+Report symbolized_with_leaks_from(ProcessReport process, std::initializer_list<uint32_t> stack_ids,
+                                  Symbolizer &symbolizer) {
+  for (uint32_t id : stack_ids) {
+    Leak leak;
+    leak.stack_id = id;
+    LeaseEnding ending;
+    ending.leaks.push_back(leak);
+    process.leases.push_back(ending);
+  }
   Report report;
+  report.processes.push_back(std::move(process));
+  symbolizer.symbolize(report);
+  return report;
+}
+
+TEST(Symbolizer, AFrameTwoStacksShareIsKeptOnceWithTheLinesEitherWants) {
   ProcessReport process;
   const Frame main_frame = named("/opt/app/bin/app", "main");
   const Frame shared = frame_at(reinterpret_cast<const void *>(&below_main));
@@ -149,16 +164,8 @@ TEST(Symbolizer, AFrameTwoStacksShareIsKeptOnceWithTheLinesEitherWants) {
   process.add_stack(2, {shared, main_frame});
   EXPECT_EQ(process.frames.size(), 3u);
   EXPECT_EQ(process.stack(1)[2].offset, process.stack(2)[0].offset);
-  for (uint32_t id : {1u, 2u}) {
-    Leak leak;
-    leak.stack_id = id;
-    LeaseEnding ending;
-    ending.leaks.push_back(leak);
-    process.leases.push_back(ending);
-  }
-  report.processes.push_back(process);
   Symbolizer symbolizer;
-  symbolizer.symbolize(report);
+  const Report report = symbolized_with_leaks_from(process, {1, 2}, symbolizer);
   const ProcessReport &symbolized = report.processes[0];
   for (const Frame *shared_frame : {&symbolized.stack(1)[2], &symbolized.stack(2)[0]}) {
     const Frame &frame = *shared_frame;
@@ -173,23 +180,14 @@ TEST(Symbolizer, AFrameTwoStacksShareIsKeptOnceWithTheLinesEitherWants) {
 // A frame that came symbolized (a report read back) stays as it came, even where one stack
 // wants its line and another did not.
 TEST(Symbolizer, AFrameThatCameSymbolizedIsNeverLookedUpAgain) {
-  Report report;
   ProcessReport process;
   const Frame main_frame = named("/opt/app/bin/app", "main");
   Frame as_read = frame_at(reinterpret_cast<const void *>(&above_main));  // a real place
   as_read.function = "as_the_report_said";
   process.add_stack(1, {main_frame, as_read});  // below main: no line wanted
   process.add_stack(2, {as_read, main_frame});  // above main: its line wanted
-  for (uint32_t id : {1u, 2u}) {
-    Leak leak;
-    leak.stack_id = id;
-    LeaseEnding ending;
-    ending.leaks.push_back(leak);
-    process.leases.push_back(ending);
-  }
-  report.processes.push_back(process);
   Symbolizer symbolizer;
-  symbolizer.symbolize(report);
+  const Report report = symbolized_with_leaks_from(process, {1, 2}, symbolizer);
   const Frame &frame = report.processes[0].stack(2)[0];
   EXPECT_EQ(frame.function, std::optional<std::string>("as_the_report_said"));
   EXPECT_FALSE(frame.file);
