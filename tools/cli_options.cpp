@@ -258,6 +258,20 @@ bool parse_report(const std::vector<std::string> &arguments, size_t index, Repor
   return true;
 }
 
+bool is_help(const std::string &argument) { return argument == "--help" || argument == "-h"; }
+
+// `leaseguard run --help` asks for the usage, as with every other tool; the same word after
+// `--` (or, for run, once the command has begun) belongs to the command or is a path.
+bool asks_for_help(const std::vector<std::string> &arguments, bool options_end_at_first_operand) {
+  for (size_t index = 1; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    if (argument == "--") return false;
+    if (is_help(argument)) return true;
+    if (options_end_at_first_operand && argument.rfind("--", 0) != 0) return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool parse_command_line(const std::vector<std::string> &arguments, Command &command, std::string &error) {
@@ -266,7 +280,9 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
     return false;
   }
   const std::string &first = arguments[0];
-  if (first == "--help" || first == "-h" || first == "help") {
+  const bool subcommand_help = (first == "run" && asks_for_help(arguments, true)) ||
+                               ((first == "report" || first == "diff") && asks_for_help(arguments, false));
+  if (is_help(first) || first == "help" || subcommand_help) {
     command.subcommand = Subcommand::Help;
     return true;
   }
@@ -305,7 +321,7 @@ Usage:
   leaseguard report [OPTIONS] PATH...     render journals (a directory is searched) and
                                           JSON reports, merged into one report
   leaseguard diff [OPTIONS] BASELINE CURRENT   the leak groups in CURRENT that BASELINE lacks
-  leaseguard --help | --version
+  leaseguard --help | --version          (also: leaseguard run|report|diff --help)
 
 Options of run:
   --sim                  run COMMAND against the bundled simulated GPU

@@ -34,6 +34,30 @@ TEST(CommandLine, RunWithEveryOption) {
   EXPECT_EQ(run.command, (std::vector<std::string>{"prog", "--flag"}));
 }
 
+TEST(CommandLine, HelpAmongASubcommandsOptionsAsksForTheUsage) {
+  for (const auto &arguments : std::vector<std::vector<std::string>>{
+           {"run", "--help"}, {"run", "-h"}, {"run", "--sim", "--help", "--", "prog"}, {"report", "-h"},
+           {"report", "dir", "--help"}, {"diff", "--help"}, {"diff", "a", "b", "-h"}}) {
+    Command command;
+    std::string error;
+    ASSERT_TRUE(parse(arguments, command, error)) << ::testing::PrintToString(arguments) << ": " << error;
+    EXPECT_EQ(command.subcommand, Subcommand::Help) << ::testing::PrintToString(arguments);
+  }
+}
+
+TEST(CommandLine, HelpThatBelongsToTheCommandOrIsAPathIsLeftAlone) {
+  Command command;
+  std::string error;
+  ASSERT_TRUE(parse({"run", "--sim", "--", "prog", "--help"}, command, error)) << error;
+  EXPECT_EQ(command.subcommand, Subcommand::Run);
+  EXPECT_EQ(command.run.command, (std::vector<std::string>{"prog", "--help"}));
+  ASSERT_TRUE(parse({"run", "prog", "-h"}, command, error)) << error;
+  EXPECT_EQ(command.run.command, (std::vector<std::string>{"prog", "-h"}));
+  ASSERT_TRUE(parse({"report", "--", "--help"}, command, error)) << error;
+  EXPECT_EQ(command.subcommand, Subcommand::Report);
+  EXPECT_EQ(command.report.paths, (std::vector<std::string>{"--help"}));
+}
+
 TEST(CommandLine, EveryPolicy) {
   for (const auto &[name, policy] : std::vector<std::pair<std::string, Policy>>{
            {"report", Policy::Report}, {"reclaim", Policy::Reclaim}, {"abort", Policy::Abort}}) {
