@@ -62,6 +62,9 @@ if ! cc -g -O1 -DVICTIM_USE_TOOLKIT -I"$root/tests/victims" -I"$cuda_home/includ
   exit 1
 fi
 say "built in $(($(date +%s) - start)) s"
+# GPU images often lack elfutils' libdw-dev: the build then names functions from symbol
+# tables (no source lines), which every check here allows.
+grep -q "libdw not found" "$out/build.log" && say "symbols: from ELF symbol tables (libdw-dev is not installed here)"
 [ "$build_only" = 1 ] && exit 0
 leaseguard=$build/bin/leaseguard
 failures=0

@@ -1,46 +1,14 @@
-// Symbolization with elfutils libdw (see symbolizer.h).
+// Symbolization of report frames (see symbolizer.h).
 #include "symbolizer.h"
 
 #include <cxxabi.h>
-#include <elfutils/libdwfl.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <set>
 
 #include "program_frames.h"
 
 namespace leaseguard::report {
-
-struct Symbolizer::Module {
-  Dwfl *session = nullptr;
-  Dwfl_Module *module = nullptr;
-  Dwarf_Addr bias = 0;
-  ~Module() {
-    if (session != nullptr) dwfl_end(session);
-  }
-};
-
-namespace {
-
-const Dwfl_Callbacks kOfflineCallbacks = {
-    dwfl_build_id_find_elf,
-    dwfl_standard_find_debuginfo,
-    dwfl_offline_section_address,
-    nullptr,
-};
-
-std::string hex(const unsigned char *bytes, int size) {
-  static const char digits[] = "0123456789abcdef";
-  std::string text;
-  for (int i = 0; i < size; ++i) {
-    text.push_back(digits[bytes[i] >> 4]);
-    text.push_back(digits[bytes[i] & 15]);
-  }
-  return text;
-}
-
-}  // namespace
 
 std::string demangle(const char *name) {
   int status = 0;
@@ -51,37 +19,23 @@ std::string demangle(const char *name) {
   return result;
 }
 
-Symbolizer::Symbolizer() = default;
+Symbolizer::Symbolizer(SymbolSource source) : source_(source) {}
 Symbolizer::~Symbolizer() = default;
 
-Symbolizer::Module *Symbolizer::module_for(const std::string &path, const std::string &build_id) {
+ModuleSymbols *Symbolizer::module_for(const std::string &path, const std::string &build_id) {
   auto key = std::make_pair(path, build_id);
   auto found = modules_.find(key);
   if (found != modules_.end()) return found->second.get();
   auto &slot = modules_[key];
-  auto module = std::make_unique<Module>();
-  module->session = dwfl_begin(&kOfflineCallbacks);
-  if (module->session == nullptr) return nullptr;
-  // Placed at address 0, so a module-relative offset plus the load bias libdwfl reports is
-  // the address to look up, for shared objects, PIE and fixed-address executables alike.
-  module->module = dwfl_report_elf(module->session, path.c_str(), path.c_str(), -1, 0, false);
-  dwfl_report_end(module->session, nullptr, nullptr);
-  if (module->module == nullptr) {
+  std::unique_ptr<ModuleSymbols> module = open_module_symbols(source_, path);
+  if (module == nullptr) {
     unusable_[path] = "cannot be read";
     return nullptr;
   }
-  const unsigned char *bits = nullptr;
-  GElf_Addr vaddr = 0;
-  int length = dwfl_module_build_id(module->module, &bits, &vaddr);
-  std::string actual = length > 0 ? hex(bits, length) : "";
+  const std::string actual = module->build_id();
   if (!build_id.empty() && actual != build_id) {
     unusable_[path] = "was rebuilt since the run (build-id " + (actual.empty() ? std::string("none") : actual) +
                       ", recorded " + build_id + ")";
-    return nullptr;
-  }
-  Elf *elf = dwfl_module_getelf(module->module, &module->bias);
-  if (elf == nullptr) {
-    unusable_[path] = "cannot be read";
     return nullptr;
   }
   slot = std::move(module);
@@ -101,22 +55,17 @@ void Symbolizer::symbolize(Frame &frame, bool with_lines) {
   }
   Frame result = frame;
   ++lookups_;
-  if (Module *module = module_for(frame.module, frame.build_id)) {
+  if (ModuleSymbols *module = module_for(frame.module, frame.build_id)) {
     // Frames hold return addresses; the call instruction is the byte before.
-    Dwarf_Addr address = module->bias + (frame.offset > 0 ? frame.offset - 1 : 0);
-    if (const char *name = dwfl_module_addrname(module->module, address)) {
+    FoundSymbol found = module->look_up(frame.offset > 0 ? frame.offset - 1 : 0, with_lines);
+    if (found.function) {
       // Drop the symbol version ("__libc_start_main@@GLIBC_2.34"): not part of the name.
-      std::string plain(name);
+      std::string plain = std::move(*found.function);
       if (size_t at = plain.find('@'); at != std::string::npos && at > 0) plain.resize(at);
       result.function = demangle(plain.c_str());
     }
-    if (Dwfl_Line *line = with_lines ? dwfl_module_getsrc(module->module, address) : nullptr) {
-      int number = 0;
-      if (const char *file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
-        result.file = file;
-        if (number > 0) result.line = number;
-      }
-    }
+    result.file = std::move(found.file);
+    result.line = found.line;
   }
   frame.function = result.function;
   frame.file = result.file;

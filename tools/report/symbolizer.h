@@ -1,6 +1,7 @@
 // Offline symbolization: function, file and line for (module, build-id, offset), from the
 // module's debug information (elfutils libdw), falling back to its symbol table, and to
-// module+offset when nothing is known. Results are cached per frame, and each module is
+// module+offset when nothing is known; in a build without libdw, the function from the
+// symbol tables alone (module_symbols.h). Results are cached per frame, and each module is
 // opened once. A module whose build-id no longer matches the one recorded is not used:
 // a name from a different build would be invented, not found.
 #pragma once
@@ -10,13 +11,14 @@
 #include <string>
 #include <tuple>
 
+#include "module_symbols.h"
 #include "report_model.h"
 
 namespace leaseguard::report {
 
 class Symbolizer {
  public:
-  Symbolizer();
+  explicit Symbolizer(SymbolSource source = best_symbol_source());
   ~Symbolizer();
   Symbolizer(const Symbolizer &) = delete;
   Symbolizer &operator=(const Symbolizer &) = delete;
@@ -35,10 +37,10 @@ class Symbolizer {
   const std::map<std::string, std::string> &unusable_modules() const { return unusable_; }
 
  private:
-  struct Module;
-  Module *module_for(const std::string &path, const std::string &build_id);
+  ModuleSymbols *module_for(const std::string &path, const std::string &build_id);
 
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<Module>> modules_;
+  SymbolSource source_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<ModuleSymbols>> modules_;
   std::map<std::tuple<std::string, std::string, uint64_t, bool>, Frame> cache_;  // ..., with_lines
   std::map<std::string, std::string> unusable_;
   uint64_t lookups_ = 0;

@@ -1,0 +1,47 @@
+// Where the symbolizer finds names for a module's code: its debug information through
+// elfutils libdw (function, file and line), or, in a build without libdw, its ELF symbol
+// tables (the function only). Both answer for module-relative offsets, which are link-time
+// virtual addresses (core/module_map.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace leaseguard::report {
+
+struct FoundSymbol {
+  std::optional<std::string> function;  // as the module spells it: mangled, maybe versioned
+  std::optional<std::string> file;
+  std::optional<int> line;
+};
+
+class ModuleSymbols {
+ public:
+  virtual ~ModuleSymbols() = default;
+  // The GNU build-id as lowercase hex; empty if the module has none.
+  virtual std::string build_id() const = 0;
+  // What is known of the code at `address`; the source line only if `with_line`.
+  virtual FoundSymbol look_up(uint64_t address, bool with_line) = 0;
+};
+
+enum class SymbolSource {
+  DebugInfo,    // elfutils libdw: DWARF lines, then symbol tables, debug files found by build-id
+  SymbolTable,  // the ELF symbol tables alone (elf_symbols.h)
+};
+
+// DebugInfo where this build has libdw, SymbolTable otherwise.
+SymbolSource best_symbol_source();
+bool symbol_source_available(SymbolSource source);
+
+// The module at `path` read by `source`; nullptr if it cannot be read (or `source` is not in
+// this build).
+std::unique_ptr<ModuleSymbols> open_module_symbols(SymbolSource source, const std::string &path);
+
+// The two sources' own openers (module_symbols_libdw.cpp, built only with libdw, and
+// module_symbols_elf.cpp).
+std::unique_ptr<ModuleSymbols> open_debug_info_module(const std::string &path);
+std::unique_ptr<ModuleSymbols> open_symbol_table_module(const std::string &path);
+
+}  // namespace leaseguard::report
