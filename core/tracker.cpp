@@ -110,7 +110,9 @@ Tracker::Tracker(Options options)
       start_realtime_ns_(realtime_ns()),
       serial_(g_tracker_serials.fetch_add(1, std::memory_order_relaxed) + 1),
       leases_(start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
-              deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {}
+              deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {
+  choose_event_clock();
+}
 
 Tracker::~Tracker() {
   if (g_instance.load() == this) g_instance.store(nullptr);

@@ -88,6 +88,21 @@ TEST(Victims, EveryHookedEntryPointBuiltAgainstTheToolkitHeader) {
 
 // A destroyed context's handle, handed out again for another device: what the hooks
 // remember of a handle's device must not outlive its context.
+// Where reading the coarse clock is a system call (gVisor; slow_coarse_clock.c stands in),
+// events take CLOCK_MONOTONIC: the report gives its grain (under a microsecond, 0.000 ms)
+// and is otherwise the same.
+TEST(Victims, WhereTheCoarseClockIsASystemCallEventsTakeTheFineOne) {
+  TempDir plain_out;
+  auto plain = run_under_leaseguard(plain_out.path(), {victim("direct_calls")}, {}, {{"LEASEGUARD_SIM_DEVICES", "2"}});
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  EXPECT_GE(plain.json["processes"][0]["event_time_resolution_ms"].as_number(), 0.001) << "the kernel's tick here";
+  TempDir slow_out;
+  auto slow = run_under_leaseguard(slow_out.path(), {victim("direct_calls")}, {},
+                                   {{"LEASEGUARD_SIM_DEVICES", "2"}, {"LD_PRELOAD", victim("libslow_coarse_clock.so")}});
+  expect_direct_calls_report(slow);
+  EXPECT_EQ(slow.json["processes"][0]["event_time_resolution_ms"].as_number(), 0.0);
+}
+
 TEST(Victims, AContextHandleReusedForAnotherDeviceIsAskedAgain) {
   TempDir out;
   auto run = run_under_leaseguard(out.path(), {victim("context_reuse")}, {},

@@ -1,5 +1,6 @@
 // The event clock is the monotonic clock as of its last tick: never later than
-// CLOCK_MONOTONIC, at most a tick behind it, and never going backwards.
+// CLOCK_MONOTONIC, at most a tick behind it, and never going backwards; the coarse clock
+// unless reading it is a system call.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -35,6 +36,22 @@ TEST(EventClock, OnSeveralThreadsAtOnce) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 3; ++i) threads.emplace_back(expect_within_a_tick_and_monotonic);
   for (std::thread &thread : threads) thread.join();
+}
+
+TEST(EventClock, TheCoarseClockIsKeptUnlessReadingItIsASystemCall) {
+  EXPECT_TRUE(coarse_clock_is_cheap_enough(7.8, 35.9));    // a virtual machine's vDSO
+  EXPECT_TRUE(coarse_clock_is_cheap_enough(55, 12));       // slow, but no system call
+  EXPECT_FALSE(coarse_clock_is_cheap_enough(1500, 40));    // gVisor: only the fine one in its vDSO
+  EXPECT_FALSE(coarse_clock_is_cheap_enough(150, 33));     // a system call on this virtual machine
+  EXPECT_TRUE(coarse_clock_is_cheap_enough(600, 550));     // no vDSO: both are system calls
+}
+
+TEST(EventClock, ChoosingTwiceKeepsTheFirstChoice) {
+  choose_event_clock();
+  const uint32_t tick = event_clock_resolution_ns();
+  choose_event_clock();
+  EXPECT_EQ(event_clock_resolution_ns(), tick);
+  expect_within_a_tick_and_monotonic();
 }
 
 TEST(EventClock, ItsResolutionIsATickOfAtMostASecond) {
