@@ -75,7 +75,7 @@ void JournalWriter::prefault_loop() noexcept {
 #ifdef __linux__
   pthread_setname_np(pthread_self(), "leaseguard-jrnl");
 #endif
-  bool populate = true;
+  bool populate = prefault_by_ == PrefaultBy::Madvise;
   uint64_t populated = 0;  // slots faulted in so far (or written by the writers themselves)
   std::unique_lock lock(prefault_mutex_);
   while (!prefault_stop_) {
@@ -89,17 +89,41 @@ void JournalWriter::prefault_loop() noexcept {
     const uint64_t wanted = written + std::min(written, kPrefaultAheadSlots);
     if (ensure_writable(wanted)) {
       // Faults pages in as a write would, without writing: a writer that got there first
-      // keeps what it wrote. Kernels before 5.14 lack it; then only the mapping is ahead.
+      // keeps what it wrote. Kernels before 5.14 (and gVisor) refuse it; then each page is
+      // touched for writing instead, within the blocks already allocated (a store past
+      // them would be answered by SIGBUS, where madvise returns an error).
       constexpr uint64_t kPage = 4096;  // madvise takes whole pages
       const uint64_t from = std::max(populated, written) * kSlotBytes / kPage * kPage;
       const uint64_t to = (wanted * kSlotBytes + kPage - 1) / kPage * kPage;
       if (populate && to > from &&
           madvise(base_ + from, to - from, kMadvisePopulateWrite) != 0 && errno == EINVAL)
         populate = false;
+      if (!populate) {
+        const uint64_t allocated = writable_slots_.load(std::memory_order_acquire) * kSlotBytes / kPage * kPage;
+        if (std::min(to, allocated) > from) touch_for_writing(base_ + from, base_ + std::min(to, allocated));
+      }
       populated = std::max(populated, wanted);
     }
     prefault_wanted_.store(false, std::memory_order_release);
     lock.lock();
+  }
+}
+
+// A locked add of zero writes each page's first word with the value it holds, whatever a
+// writer stores there meanwhile (a record's tag, stored atomically), so the page is faulted
+// in for writing as a writer's store would fault it. In assembly: a compiler may turn an
+// atomic add of zero into a load, which would fault the page in for reading only.
+void JournalWriter::touch_for_writing(unsigned char *from, unsigned char *to) noexcept {
+  constexpr uint64_t kPage = 4096;
+  for (unsigned char *page = from; page < to; page += kPage) {
+#if defined(__x86_64__)
+    asm volatile("lock addl $0, %0" : "+m"(*reinterpret_cast<uint32_t *>(page)) : : "memory");
+#else
+    uint32_t seen = __atomic_load_n(reinterpret_cast<uint32_t *>(page), __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(page), &seen, seen, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+#endif
   }
 }
 

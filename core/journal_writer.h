@@ -147,7 +147,7 @@ class JournalWriter {
   void abandon() noexcept;
 
   // Starts a thread that maps the file ahead of the writers and faults its pages in
-  // (MADV_POPULATE_WRITE), so that the kernel's zeroing of fresh pages, most of what an
+  // (prefault_by), so that the kernel's zeroing of fresh pages, most of what an
   // append costs on a cold machine, is not paid inside the program's allocation calls.
   // stop_prefaulting() joins it; the destructor too.
   // Started only once a megabyte has been written (wants_prefaulter): a program that records
@@ -155,6 +155,11 @@ class JournalWriter {
   // fewer locks in a single-threaded process). The owner starts it outside its own locks.
   void start_prefaulting() noexcept;
   void stop_prefaulting() noexcept;
+  // How that thread faults pages in: MADV_POPULATE_WRITE (Linux 5.14 and later), or, where
+  // the kernel refuses it (RHEL 8's 4.18, gVisor), by writing each page's first word with
+  // its own value. It falls back by itself; tests choose Touching to exercise that path.
+  enum class PrefaultBy { Madvise, Touching };
+  void prefault_by(PrefaultBy method) noexcept { prefault_by_ = method; }  // before start_prefaulting
   bool wants_prefaulter() const noexcept { return prefaulter_start_.load(std::memory_order_relaxed) == kStartWanted; }
 
  private:
@@ -204,6 +209,7 @@ class JournalWriter {
   }
   void wake_prefaulter() noexcept;
   void prefault_loop() noexcept;
+  static void touch_for_writing(unsigned char *from, unsigned char *to) noexcept;
   // How far ahead of the writers the prefaulting thread keeps the file mapped and faulted in:
   // as far as has been written, up to 16 MiB, and nothing until 1 MiB has been: faulted-in
   // pages are memory and, dirty, disk writes, which a program that records little must not
@@ -236,6 +242,7 @@ class JournalWriter {
   std::atomic<int> prefaulter_start_{kStartNotYet};
   std::atomic<bool> prefault_wanted_{false};
   bool prefault_stop_ = false;
+  PrefaultBy prefault_by_ = PrefaultBy::Madvise;
   std::mutex prefault_mutex_;
   std::condition_variable prefault_wake_;
   std::thread prefaulter_;
