@@ -48,9 +48,7 @@ int local_lease_end(uint64_t lease) { return local()->lease_end(lease); }
 int local_lease_state(uint64_t lease) { return static_cast<int>(local()->lease_state(lease)); }
 void local_alloc(const leaseguard_alloc_event *event) { local()->on_alloc(allocation_event_of(*event)); }
 void local_alloc_from(const leaseguard_alloc_event *event, uint64_t caller_pc, uint64_t caller_sp, uint64_t caller_bp) {
-  AllocationEvent allocation = allocation_event_of(*event);
-  allocation.caller = WalkStart{caller_pc, caller_sp, caller_bp};
-  local()->on_alloc(allocation);
+  local()->on_alloc(allocation_event_of(*event, caller_pc, caller_sp, caller_bp));
 }
 int local_free(uint16_t api, uint64_t value) { return static_cast<int>(local()->on_free(static_cast<Api>(api), value)); }
 void local_exclude(uint64_t begin, uint64_t end) { local()->exclude_code(CodeRange{begin, end}); }

@@ -18,4 +18,12 @@ inline AllocationEvent allocation_event_of(const leaseguard_alloc_event &event) 
   return allocation;
 }
 
+// The same, for on_alloc_from: its stack begins at the program's call (pc, sp and bp there).
+inline AllocationEvent allocation_event_of(const leaseguard_alloc_event &event, uint64_t caller_pc, uint64_t caller_sp,
+                                           uint64_t caller_bp) noexcept {
+  AllocationEvent allocation = allocation_event_of(event);
+  allocation.caller = WalkStart{caller_pc, caller_sp, caller_bp};
+  return allocation;
+}
+
 }  // namespace leaseguard

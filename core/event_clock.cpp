@@ -55,7 +55,7 @@ uint32_t event_clock_resolution_ns() noexcept {
 uint64_t monotonic_ns() noexcept {
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  return detail::nanoseconds_of(now);
 }
 
 }  // namespace leaseguard

@@ -29,13 +29,17 @@ namespace leaseguard {
 namespace detail {
 // The clock event_clock_ns reads (choose_event_clock).
 extern std::atomic<clockid_t> g_event_clock;
+
+inline uint64_t nanoseconds_of(const timespec &time) noexcept {
+  return static_cast<uint64_t>(time.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(time.tv_nsec);
+}
 }  // namespace detail
 
 // Inline: every allocation asks.
 inline uint64_t event_clock_ns() noexcept {
   timespec now;
   clock_gettime(detail::g_event_clock.load(std::memory_order_relaxed), &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  return detail::nanoseconds_of(now);
 }
 
 // Keeps the coarse clock unless reading it here is a system call (see above); measured once

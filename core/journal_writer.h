@@ -73,7 +73,8 @@ class JournalWriter {
     // zeroed its page elsewhere): ask for the one a few records on now, so that its miss is
     // taken while the program runs instead of in a later allocation's write. Measured on
     // bench/compare's loop: ~10 ns a pair (bench/README.md, "The journal's fresh memory").
-    // A plain prefetch: the write-intent form (PREFETCHW) is not on every x86-64.
+    // A plain prefetch: the write-intent form (PREFETCHW) is not on every x86-64, and where
+    // it is it read no better (bench/README.md).
     __builtin_prefetch(at + kPrefetchAheadSlots * kSlotBytes, 1, 3);
     std::memcpy(at + 4, &payload, sizeof payload);
     __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);

@@ -59,7 +59,7 @@ uint32_t thread_id() noexcept {
 uint64_t realtime_ns() noexcept {
   timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+  return detail::nanoseconds_of(now);
 }
 
 std::vector<unsigned char> process_payload() {

@@ -45,9 +45,7 @@ void on_alloc(const leaseguard_alloc_event *event) {
 void on_alloc_from(const leaseguard_alloc_event *event, uint64_t caller_pc, uint64_t caller_sp, uint64_t caller_bp) {
   Tracker *tracker = recording_tracker();
   if (tracker == nullptr || event == nullptr) return;
-  AllocationEvent allocation = allocation_event_of(*event);
-  allocation.caller = WalkStart{caller_pc, caller_sp, caller_bp};
-  tracker->on_alloc(allocation);
+  tracker->on_alloc(allocation_event_of(*event, caller_pc, caller_sp, caller_bp));
 }
 
 int on_free(uint16_t api, uint64_t value) {

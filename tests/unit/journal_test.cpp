@@ -153,17 +153,26 @@ TEST(Journal, TouchingTakesTheWritersPageFaults) {
     EXPECT_TRUE(writer.open(dir / "j.journal", make_header(), error)) << error;
     writer.prefault_by(JournalWriter::PrefaultBy::Touching);
     if (prefault) writer.start_prefaulting();
+    // Until the thread has taken faults (the next chunk's, at least one) and then been idle
+    // for a while: done with what the appends asked for. On a busy machine it may not have
+    // run at all yet, which an idle spell alone would not tell apart.
+    auto wait_for_the_thread = [&] {
+      for (long last = -2, idle = 0, waited = 0; prefault && !(last > 0 && idle >= 30) && waited < 1000; ++waited) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const long now = prefaulter_faults();
+        idle = now == last ? idle + 1 : 0;
+        last = now;
+      }
+    };
     uint64_t id = 1;
     for (; id <= kFirst; ++id) writer.append_one_slot(RecordType::Alloc, make_alloc(id));
-    // Until the thread has been idle for a while: done with what the appends asked for.
-    for (long last = -2, idle = 0, waited = 0; prefault && idle < 10 && waited < 500; ++waited) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      const long now = prefaulter_faults();
-      idle = now == last ? idle + 1 : 0;
-      last = now;
-    }
+    wait_for_the_thread();
+    // The thread may have last looked while the appends were still going, and the requests
+    // made while it worked are one: one more append asks it again, now that all are written.
+    writer.append_one_slot(RecordType::Alloc, make_alloc(id++));
+    wait_for_the_thread();
     const long before = this_threads_faults();
-    for (; id <= kFirst + kMeasured; ++id) writer.append_one_slot(RecordType::Alloc, make_alloc(id));
+    for (; id <= kFirst + 1 + kMeasured; ++id) writer.append_one_slot(RecordType::Alloc, make_alloc(id));
     const long faults = this_threads_faults() - before;
     writer.stop_prefaulting();
     EXPECT_EQ(writer.dropped(), 0u);

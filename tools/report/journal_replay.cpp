@@ -104,8 +104,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_module(const journal::ModuleInfo &module) override {
-    auto [known, added] = modules_.insert_or_assign(module.module_id, module);
-    (void)known;
+    const bool added = modules_.insert_or_assign(module.module_id, module).second;
     if (!added) frame_index_.clear();  // an id recorded again: its frames read differently from here on
   }
 
