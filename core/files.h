@@ -1,13 +1,38 @@
-// Creating leaseguard's output directory safely; shared by the preload and the CLI.
+// Opening leaseguard's files and directories safely; shared by the preload and the CLI.
+//
+// The rules (docs/reliability.md, "Files and privileges"):
+//   - a path is followed one component at a time, each opened relative to the directory
+//     before it without following a symbolic link; a link is followed only if root or this
+//     user owns it, so that no one else can have planted it to point somewhere else;
+//   - the output directory must be owned by this user and writable by no one else (as ssh
+//     requires of its files), since whoever can write there can plant files at the names
+//     leaseguard writes or reads;
+//   - inputs are opened without blocking and used only if they are regular files: a FIFO
+//     named as a journal, a report, a baseline or a suppressions file never hangs a reader.
 #pragma once
 
 #include <string>
 
 namespace leaseguard {
 
-// Creates `path` and missing parents; a directory it creates last gets mode 0700. Refuses a
-// symbolic link at `path` unless it points to a directory owned by this user, and refuses
-// anything that is not a directory. On failure sets `error` to one line.
+// Opens the directory `path` for leaseguard's output, creating it and missing parents (the
+// directory itself with mode 0700), and checks that it is safe to write into (see above).
+// Returns a descriptor (O_PATH, close-on-exec) to create files in with openat, or -1 and
+// one line in `error`.
+int open_output_directory(const std::string &path, std::string &error);
+
+// The same without creating anything or checking the owner: the directory that holds
+// `path`, whose last component is stored in `name`. For a file the user named.
+int open_parent_directory(const std::string &path, std::string &name, std::string &error);
+
+// Creates `path` and missing parents, and checks it as open_output_directory does.
 bool make_output_directory(const std::string &path, std::string &error);
+
+// Opens `path` for reading if it is a regular file, without blocking on a FIFO or a device.
+// Returns a descriptor (close-on-exec, blocking reads) or -1 and one line in `error`.
+int open_regular_file(const std::string &path, std::string &error);
+
+// `path` made absolute against the working directory.
+std::string absolute_path(const std::string &path);
 
 }  // namespace leaseguard

@@ -3,37 +3,50 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <pthread.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <string>
 
 #include "event_clock.h"
+#include "files.h"
 #include "log.h"
 
 namespace leaseguard::journal {
 namespace {
 
-// The first chunk is small (2 MiB, sparse, mapped in ordinary pages), so a process that
-// records little has a small file; later chunks are larger, because the page faults of fresh
-// memory are what an append costs (see journal_writer.h), and fewer, larger extensions let
-// the kernel map them in huge pages.
-constexpr size_t kHugePageBytes = size_t{2} << 20;
-constexpr size_t kFirstChunkBytes = kHugePageBytes;
-constexpr size_t kLaterChunkBytes = size_t{16} << 20;
-constexpr size_t kReservedBytes = size_t{16} << 30;  // address space only: 268M records
+constexpr size_t kChunkBytes = JournalWriter::kChunkBytes;
+constexpr uint64_t kMaxJournalBytes = uint64_t{JournalWriter::kMaxChunks} * kChunkBytes;
 constexpr int kMadvisePopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14), not in older headers
+constexpr size_t kPageBytes = 4096;
+// The prefaulting thread's stack: it only maps, advises and formats a warning.
+constexpr size_t kPrefaulterStackBytes = size_t{128} << 10;
 
-size_t chunk_bytes_at(size_t offset) { return offset == 0 ? kFirstChunkBytes : kLaterChunkBytes; }
+// The file grows in steps ahead of the writers (its disk blocks allocated: see
+// journal_writer.h): to 32 KiB at first, the header and the slots kept for endings with
+// room to spare, then doubling up to 2 MiB at a time. A program that records little leaves
+// a file of a few pages; one that records much grows it rarely.
+constexpr size_t kFirstFileBytes = size_t{32} << 10;
+size_t growth_step_at(size_t offset) {
+  return offset < kFirstFileBytes ? kFirstFileBytes - offset : std::min(offset, kChunkBytes);
+}
 
-// Disk blocks are allocated in steps ahead of the writers: small ones while the journal is
-// small, so that a program that records little takes little disk, then 2 MiB at a time.
-constexpr size_t kSmallJournalBytes = size_t{1} << 20;
-size_t allocation_step_at(size_t offset) { return offset < kSmallJournalBytes ? size_t{64} << 10 : kHugePageBytes; }
+// RLIMIT_FSIZE: growing a file past it raises SIGXFSZ, which kills the program.
+uint64_t file_size_limit() noexcept {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return limit.rlim_cur;
+}
+
+bool same_file(int fd, dev_t device, ino_t inode) noexcept {
+  struct stat status {};
+  return fd >= 0 && fstat(fd, &status) == 0 && status.st_dev == device && status.st_ino == inode;
+}
 
 }  // namespace
 
@@ -42,122 +55,79 @@ JournalWriter::~JournalWriter() {
   abandon();
 }
 
-void JournalWriter::start_prefaulting() noexcept {
-  prefaulter_start_.store(kStartTried, std::memory_order_relaxed);  // asked once, whatever comes of it
-  std::lock_guard lock(prefault_mutex_);
-  if (base_ == nullptr || prefaulter_.joinable() || prefault_stop_) return;
-  try {
-    prefaulter_ = std::thread([this] { prefault_loop(); });
-    prefaulting_.store(true, std::memory_order_release);
-  } catch (...) {
-    // No thread: the writers fault pages in themselves, as without one.
-  }
-}
-
-void JournalWriter::stop_prefaulting() noexcept {
-  std::thread prefaulter;
-  {
-    std::lock_guard lock(prefault_mutex_);
-    prefault_stop_ = true;
-    prefaulting_.store(false, std::memory_order_release);
-    prefault_wake_.notify_all();
-    prefaulter = std::move(prefaulter_);
-  }
-  if (prefaulter.joinable()) prefaulter.join();
-}
-
-// Without the mutex: an allocation may come from a signal handler that interrupted a thread
-// holding it. A wake-up that slips between the thread's check and its wait is caught by the
-// wait's time limit.
-void JournalWriter::wake_prefaulter() noexcept { prefault_wake_.notify_all(); }
-
-void JournalWriter::prefault_loop() noexcept {
-#ifdef __linux__
-  pthread_setname_np(pthread_self(), "leaseguard-jrnl");
-#endif
-  bool populate = prefault_by_ == PrefaultBy::Madvise;
-  uint64_t populated = 0;  // slots faulted in so far (or written by the writers themselves)
-  std::unique_lock lock(prefault_mutex_);
-  while (!prefault_stop_) {
-    prefault_wake_.wait_for(lock, std::chrono::milliseconds(20), [this] {
-      return prefault_stop_ || prefault_wanted_.load(std::memory_order_acquire);
-    });
-    if (prefault_stop_) break;
-    if (!prefault_wanted_.load(std::memory_order_acquire)) continue;
-    lock.unlock();
-    const uint64_t written = next_slot_.load(std::memory_order_relaxed);
-    const uint64_t wanted = written + std::min(written, kPrefaultAheadSlots);
-    if (ensure_writable(wanted)) {
-      // Faults pages in as a write would, without writing: a writer that got there first
-      // keeps what it wrote. Kernels before 5.14 (and gVisor) refuse it; then each page is
-      // touched for writing instead, within the blocks already allocated (a store past
-      // them would be answered by SIGBUS, where madvise returns an error).
-      constexpr uint64_t kPage = 4096;  // madvise takes whole pages
-      const uint64_t from = std::max(populated, written) * kSlotBytes / kPage * kPage;
-      const uint64_t to = (wanted * kSlotBytes + kPage - 1) / kPage * kPage;
-      if (populate && to > from &&
-          madvise(base_ + from, to - from, kMadvisePopulateWrite) != 0 && errno == EINVAL)
-        populate = false;
-      if (!populate) {
-        const uint64_t allocated = writable_slots_.load(std::memory_order_acquire) * kSlotBytes / kPage * kPage;
-        if (std::min(to, allocated) > from) touch_for_writing(base_ + from, base_ + std::min(to, allocated));
-      }
-      populated = std::max(populated, wanted);
-    }
-    prefault_wanted_.store(false, std::memory_order_release);
-    lock.lock();
-  }
-}
-
-// A locked add of zero writes each page's first word with the value it holds, whatever a
-// writer stores there meanwhile (a record's tag, stored atomically), so the page is faulted
-// in for writing as a writer's store would fault it. In assembly: a compiler may turn an
-// atomic add of zero into a load, which would fault the page in for reading only.
-void JournalWriter::touch_for_writing(unsigned char *from, unsigned char *to) noexcept {
-  constexpr uint64_t kPage = 4096;
-  for (unsigned char *page = from; page < to; page += kPage) {
-#if defined(__x86_64__)
-    asm volatile("lock addl $0, %0" : "+m"(*reinterpret_cast<uint32_t *>(page)) : : "memory");
-#else
-    uint32_t seen = __atomic_load_n(reinterpret_cast<uint32_t *>(page), __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(page), &seen, seen, true, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED)) {
-    }
-#endif
-  }
-}
+// --- Opening ------------------------------------------------------------------------------------
 
 bool JournalWriter::open(const std::string &path, const HeaderPayload &header, std::string &error) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd_ < 0) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
     error = "cannot create journal " + path + ": " + std::strerror(errno);
     return false;
   }
-  // One huge page more than needed, so the journal can start on a huge-page boundary: only
-  // aligned file ranges can be mapped by huge pages.
-  void *reserved = mmap(nullptr, kReservedBytes + kHugePageBytes, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (reserved == MAP_FAILED) {
-    error = std::string("cannot reserve address space for the journal: ") + std::strerror(errno);
-    ::close(fd_);
-    fd_ = -1;
-    unlink(path.c_str());
+  if (start(fd, absolute_path(path), header, error)) return true;
+  const int saved = errno;
+  unlink(path.c_str());
+  errno = saved;
+  return false;
+}
+
+bool JournalWriter::open_in(int directory_fd, const std::string &name, const std::string &path,
+                            const HeaderPayload &header, std::string &error) {
+  const int fd = ::openat(directory_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error = "cannot create journal " + path + ": " + std::strerror(errno);
     return false;
   }
-  reservation_ = static_cast<unsigned char *>(reserved);
-  reservation_bytes_ = kReservedBytes + kHugePageBytes;
-  auto aligned = (reinterpret_cast<uintptr_t>(reserved) + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-  base_ = reinterpret_cast<unsigned char *>(aligned);
-  reserved_bytes_ = kReservedBytes;
+  if (start(fd, path, header, error)) return true;
+  const int saved = errno;
+  unlinkat(directory_fd, name.c_str(), 0);
+  errno = saved;
+  return false;
+}
+
+bool JournalWriter::start(int fd, const std::string &path, const HeaderPayload &header, std::string &error) {
+  struct stat status {};
+  if (fstat(fd, &status) != 0) {
+    error = "cannot use journal " + path + ": " + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  fd_ = fd;
+  device_ = status.st_dev;
+  inode_ = status.st_ino;
   path_ = path;
+  open_ = true;
   if (!ensure_writable(1)) {
-    error = "cannot grow journal " + path + ": " + std::strerror(errno);
+    const int saved = errno;
+    error = "cannot grow journal " + path + ": " + std::strerror(grow_error_ != 0 ? grow_error_ : saved);
     abandon();
-    unlink(path.c_str());
+    errno = saved;
     return false;
   }
   append(RecordType::Header, &header, sizeof header);
   return true;
+}
+
+// --- Growing ------------------------------------------------------------------------------------
+
+int JournalWriter::checked_descriptor(bool may_block) noexcept {
+  if (same_file(fd_, device_, inode_)) return fd_;
+  // Not the journal any more: the program closed it (and perhaps opened a file of its own
+  // that got its number) or put another file there with dup2. That descriptor is the
+  // program's now and is never touched again; the journal is opened anew by its path, and
+  // used only if it is still the same file.
+  const int lost = fd_;
+  const int fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (same_file(fd, device_, inode_)) {
+    fd_ = fd;
+    if (may_block)
+      log_warning("the program closed or replaced descriptor %d, the journal %s; leaseguard opened it again", lost,
+                  path_.c_str());
+    return fd_;
+  }
+  if (fd >= 0) ::close(fd);
+  fd_ = -1;
+  errno = EBADF;
+  return -1;
 }
 
 bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept {
@@ -165,39 +135,49 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
   std::unique_lock lock(grow_mutex_, std::defer_lock);
   if (may_block) lock.lock();
   else if (!lock.try_lock()) return false;
-  uint64_t writable = writable_slots_.load(std::memory_order_relaxed);
-  while (writable < slot_end) {
+  while (writable_slots_.load(std::memory_order_relaxed) < slot_end) {
     if (grow_error_ != 0) return false;
-    const size_t offset = writable * kSlotBytes;
-    const size_t step = allocation_step_at(offset);
-    if (!ensure_mapped(writable + step / kSlotBytes) || !allocate_blocks(offset, step)) {
-      grow_error_ = errno != 0 ? errno : ENOSPC;
-      full_error_.store(grow_error_, std::memory_order_relaxed);
-      full_.store(true, std::memory_order_release);
-      // Not from a signal handler (may_block false): formatting is not safe there.
-      if (may_block)
-        log_warning(
-            "cannot grow the journal %s (%s): allocations from now on are tracked, and their leaks counted, but not "
-            "listed in its report",
-            path_.c_str(), std::strerror(grow_error_));
-      return false;
-    }
-    writable += step / kSlotBytes;
-    writable_slots_.store(writable, std::memory_order_release);
+    errno = 0;
+    if (grow_once(writable_slots_.load(std::memory_order_relaxed), may_block)) continue;
+    grow_error_ = errno != 0 ? errno : ENOSPC;
+    full_error_.store(grow_error_, std::memory_order_relaxed);
+    full_.store(true, std::memory_order_release);
+    // Not from a signal handler (may_block false): formatting is not safe there.
+    if (!may_block) return false;
+    const char *consequence = "allocations from now on are tracked, and their leaks counted, but not listed in its report";
+    if (grow_error_ == EBADF)
+      log_warning("the journal %s was taken away from leaseguard (the program closed or replaced its descriptor, and "
+                  "the file cannot be opened again): %s", path_.c_str(), consequence);
+    else if (grow_error_ == EFBIG && file_size_limit() != UINT64_MAX)
+      log_warning("the journal %s reached the file size limit (ulimit -f: %llu bytes): %s", path_.c_str(),
+                  static_cast<unsigned long long>(file_size_limit()), consequence);
+    else
+      log_warning("cannot grow the journal %s (%s): %s", path_.c_str(), std::strerror(grow_error_), consequence);
+    return false;
   }
   return true;
 }
 
-void JournalWriter::write_journal_full_once() noexcept {
-  if (full_written_.exchange(true, std::memory_order_acq_rel)) return;
-  JournalFullPayload full{};
-  full.time_ns = monotonic_ns();  // clock_gettime: safe in a signal handler too
-  full.error = full_error_.load(std::memory_order_relaxed);
-  append_impl(RecordType::JournalFull, &full, sizeof full, false);
+// One step of growth: the file's next blocks, mapped. Called with grow_mutex_ held.
+bool JournalWriter::grow_once(uint64_t writable, bool may_block) noexcept {
+  const size_t offset = writable * kSlotBytes;
+  size_t step = growth_step_at(offset);
+  const uint64_t limit = std::min<uint64_t>(file_size_limit(), kMaxJournalBytes);
+  if (offset + step > limit) step = limit > offset ? (limit - offset) / kSlotBytes * kSlotBytes : 0;
+  if (step == 0) {
+    errno = EFBIG;  // the file size limit, or the most records a journal holds
+    return false;
+  }
+  const int fd = checked_descriptor(may_block);
+  if (fd < 0) return false;
+  const uint64_t end = (offset + step) / kSlotBytes;
+  if (!ensure_mapped(end) || !allocate_blocks(fd, offset, step)) return false;
+  writable_slots_.store(end, std::memory_order_release);
+  return true;
 }
 
-bool JournalWriter::allocate_blocks(size_t offset, size_t bytes) noexcept {
-  if (fallocate(fd_, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0) return true;
+bool JournalWriter::allocate_blocks(int fd, size_t offset, size_t bytes) noexcept {
+  if (fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0) return true;
   if (errno != EOPNOTSUPP && errno != ENOSYS) return false;
   // A file system without fallocate: zeros written allocate the blocks, or fail as a
   // store into the mapping would not (with an error instead of SIGBUS). The range is past
@@ -205,7 +185,7 @@ bool JournalWriter::allocate_blocks(size_t offset, size_t bytes) noexcept {
   static const unsigned char zeros[64 << 10] = {};
   for (size_t done = 0; done < bytes;) {
     const size_t piece = std::min(bytes - done, sizeof zeros);
-    const ssize_t wrote = pwrite(fd_, zeros, piece, static_cast<off_t>(offset + done));
+    const ssize_t wrote = pwrite(fd, zeros, piece, static_cast<off_t>(offset + done));
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) return false;
     done += static_cast<size_t>(wrote);
@@ -217,26 +197,59 @@ bool JournalWriter::allocate_blocks(size_t offset, size_t bytes) noexcept {
 bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
   uint64_t mapped = mapped_slots_.load(std::memory_order_relaxed);
   while (mapped < slot_end) {
-    size_t offset = mapped * kSlotBytes;
-    size_t chunk_bytes = chunk_bytes_at(offset);
-    if (offset + chunk_bytes > reserved_bytes_) {
-      errno = EFBIG;  // the most records a journal holds (kReservedBytes)
+    const size_t index = mapped / kChunkSlots;
+    if (index >= kMaxChunks) {
+      errno = EFBIG;
       return false;
     }
-    if (ftruncate(fd_, static_cast<off_t>(offset + chunk_bytes)) != 0) return false;
-    void *chunk = mmap(base_ + offset, chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                       fd_, static_cast<off_t>(offset));
-    if (chunk == MAP_FAILED) return false;
-    // A hint: where the file system supports large folios (ext4, xfs on recent kernels), a
-    // first touch then maps 2 MiB at once instead of one 4 KiB page per fault. Not for the
-    // first chunk: a huge folio is written back whole, and a program that records a few
-    // allocations should leave a journal of a few pages on disk, not 2 MiB.
-    if (offset != 0) madvise(chunk, chunk_bytes, MADV_HUGEPAGE);
-    mapped += chunk_bytes / kSlotBytes;
+    unsigned char *chunk = map_chunk(index, fd_);
+    if (chunk == nullptr) return false;
+    chunks_[index].store(chunk, std::memory_order_release);
+    mapped += kChunkSlots;
     mapped_slots_.store(mapped, std::memory_order_release);
   }
   return true;
 }
+
+// Maps chunk `index` of the file, huge-page aligned if the address space has room to
+// align it (a program under `ulimit -v` may not: then wherever it fits).
+unsigned char *JournalWriter::map_chunk(size_t index, int fd) noexcept {
+  const auto offset = static_cast<off_t>(index * kChunkBytes);
+  void *chunk = MAP_FAILED;
+  void *area = mmap(nullptr, 2 * kChunkBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (area != MAP_FAILED) {
+    const auto begin = reinterpret_cast<uintptr_t>(area);
+    const uintptr_t aligned = (begin + kChunkBytes - 1) & ~(uintptr_t{kChunkBytes} - 1);
+    chunk = mmap(reinterpret_cast<void *>(aligned), kChunkBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                 offset);
+    if (chunk == MAP_FAILED) {
+      munmap(area, 2 * kChunkBytes);
+    } else {
+      if (aligned > begin) munmap(area, aligned - begin);
+      const uintptr_t end = aligned + kChunkBytes;
+      if (begin + 2 * kChunkBytes > end) munmap(reinterpret_cast<void *>(end), begin + 2 * kChunkBytes - end);
+    }
+  } else {
+    chunk = mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+  }
+  if (chunk == MAP_FAILED) return nullptr;
+  // A hint: where the file system supports large folios (ext4, xfs on recent kernels), a
+  // first touch then maps 2 MiB at once instead of one 4 KiB page per fault. Not for the
+  // first chunk: a huge folio is written back whole, and a program that records a few
+  // allocations should leave a journal of a few pages on disk, not 2 MiB.
+  if (index != 0) madvise(chunk, kChunkBytes, MADV_HUGEPAGE);
+  return static_cast<unsigned char *>(chunk);
+}
+
+void JournalWriter::write_journal_full_once() noexcept {
+  if (full_written_.exchange(true, std::memory_order_acq_rel)) return;
+  JournalFullPayload full{};
+  full.time_ns = monotonic_ns();  // clock_gettime: safe in a signal handler too
+  full.error = full_error_.load(std::memory_order_relaxed);
+  append_impl(RecordType::JournalFull, &full, sizeof full, false);
+}
+
+// --- Appending ----------------------------------------------------------------------------------
 
 bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) noexcept {
   return append_impl(type, payload, bytes, true) != kNoSlot;
@@ -247,7 +260,7 @@ bool JournalWriter::append_from_signal_handler(RecordType type, const void *payl
 }
 
 uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept {
-  if (base_ == nullptr || bytes > kMaxPayloadBytes || (full_.load(std::memory_order_relaxed) && !ends_something(type))) {
+  if (!open_ || bytes > kMaxPayloadBytes || (full_.load(std::memory_order_relaxed) && !ends_something(type))) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return kNoSlot;
   }
@@ -260,7 +273,7 @@ uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t
   const auto *source = static_cast<const unsigned char *>(payload);
   size_t remaining = bytes;
   for (size_t i = 0; i < slots; ++i) {
-    unsigned char *slot = base_ + (first + i) * kSlotBytes;
+    unsigned char *slot = slot_address(first + i);  // a record may span two chunks
     size_t piece = remaining < kSlotPayloadBytes ? remaining : kSlotPayloadBytes;
     std::memcpy(slot + 4, source, piece);
     source += piece;
@@ -271,19 +284,116 @@ uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t
       __atomic_store_n(reinterpret_cast<uint32_t *>(slot), kContinuationTag, __ATOMIC_RELAXED);
     }
   }
-  __atomic_store_n(reinterpret_cast<uint32_t *>(base_ + first * kSlotBytes), make_tag(type, slots),
-                   __ATOMIC_RELEASE);
+  __atomic_store_n(reinterpret_cast<uint32_t *>(slot_address(first)), make_tag(type, slots), __ATOMIC_RELEASE);
   return first;
 }
 
-void JournalWriter::abandon() noexcept {
-  if (reservation_ != nullptr) munmap(reservation_, reservation_bytes_);
-  reservation_ = nullptr;
-  reservation_bytes_ = 0;
-  if (fd_ >= 0) ::close(fd_);
-  base_ = nullptr;
+// --- The prefaulting thread ---------------------------------------------------------------------
+
+void JournalWriter::start_prefaulting() noexcept {
+  prefaulter_start_.store(kStartTried, std::memory_order_relaxed);  // asked once, whatever comes of it
+  std::lock_guard lock(prefault_mutex_);
+  if (!open_ || prefaulter_.joinable() || prefault_stop_) return;
+  // Without a thread, the writers fault pages in themselves, as before one is started.
+  if (prefaulter_.start("leaseguard-jrnl", kPrefaulterStackBytes, [this] { prefault_loop(); }))
+    prefaulting_.store(true, std::memory_order_release);
+}
+
+void JournalWriter::stop_prefaulting() noexcept { join_prefaulter(true); }
+
+void JournalWriter::suspend_prefaulting() noexcept { join_prefaulter(false); }
+
+void JournalWriter::join_prefaulter(bool for_good) noexcept {
+  {
+    std::lock_guard lock(prefault_mutex_);
+    prefault_stop_ = true;
+    prefaulting_.store(false, std::memory_order_release);
+    prefault_wake_.notify_all();
+  }
+  prefaulter_.join();
+  std::lock_guard lock(prefault_mutex_);
+  prefault_stopped_for_good_ = prefault_stopped_for_good_ || for_good;
+  if (prefault_stopped_for_good_) return;
+  prefault_stop_ = false;
+  // The next writer that wants it starts it again (Tracker::on_alloc).
+  if (prefaulter_start_.load(std::memory_order_relaxed) == kStartTried)
+    prefaulter_start_.store(kStartNotYet, std::memory_order_relaxed);
+}
+
+// Without the mutex: an allocation may come from a signal handler that interrupted a thread
+// holding it. A wake-up that slips between the thread's check and its wait is caught by the
+// wait's time limit.
+void JournalWriter::wake_prefaulter() noexcept { prefault_wake_.notify_all(); }
+
+void JournalWriter::prefault_loop() noexcept {
+  bool populate = prefault_by_ == PrefaultBy::Madvise;
+  uint64_t populated = 0;  // slots faulted in so far (or written by the writers themselves)
+  std::unique_lock lock(prefault_mutex_);
+  while (!prefault_stop_) {
+    prefault_wake_.wait_for(lock, std::chrono::milliseconds(20), [this] {
+      return prefault_stop_ || prefault_wanted_.load(std::memory_order_acquire);
+    });
+    if (prefault_stop_) break;
+    if (!prefault_wanted_.load(std::memory_order_acquire)) continue;
+    lock.unlock();
+    prefault_pages(populate, populated);
+    prefault_wanted_.store(false, std::memory_order_release);
+    lock.lock();
+  }
+}
+
+// Faults pages in as a write would, without writing: a writer that got there first keeps
+// what it wrote. Kernels before 5.14 (and gVisor) refuse MADV_POPULATE_WRITE; then each page
+// is touched for writing instead, within the blocks already allocated (a store past them
+// would be answered by SIGBUS, where madvise returns an error). Chunk by chunk: chunks are
+// not next to each other in memory.
+void JournalWriter::prefault_pages(bool &populate, uint64_t &populated) noexcept {
+  const uint64_t written = next_slot_.load(std::memory_order_relaxed);
+  const uint64_t wanted = written + std::min(written, kPrefaultAheadSlots);
+  if (!ensure_writable(wanted)) return;
+  constexpr uint64_t kSlotsPerPage = kPageBytes / kSlotBytes;
+  uint64_t from = std::max(populated, written) / kSlotsPerPage * kSlotsPerPage;
+  const uint64_t to = std::min((wanted + kSlotsPerPage - 1) / kSlotsPerPage * kSlotsPerPage,
+                               writable_slots_.load(std::memory_order_acquire) / kSlotsPerPage * kSlotsPerPage);
+  while (from < to) {
+    const uint64_t piece_end = std::min(to, (from / kChunkSlots + 1) * kChunkSlots);
+    unsigned char *begin = slot_address(from);
+    const size_t bytes = (piece_end - from) * kSlotBytes;
+    if (populate && madvise(begin, bytes, kMadvisePopulateWrite) != 0 && errno == EINVAL) populate = false;
+    if (!populate) touch_for_writing(begin, begin + bytes);
+    from = piece_end;
+  }
+  populated = std::max(populated, wanted);
+}
+
+// A locked add of zero writes each page's first word with the value it holds, whatever a
+// writer stores there meanwhile (a record's tag, stored atomically), so the page is faulted
+// in for writing as a writer's store would fault it. In assembly: a compiler may turn an
+// atomic add of zero into a load, which would fault the page in for reading only.
+void JournalWriter::touch_for_writing(unsigned char *from, unsigned char *to) noexcept {
+  for (unsigned char *page = from; page < to; page += kPageBytes) {
+#if defined(__x86_64__)
+    asm volatile("lock addl $0, %0" : "+m"(*reinterpret_cast<uint32_t *>(page)) : : "memory");
+#else
+    uint32_t seen = __atomic_load_n(reinterpret_cast<uint32_t *>(page), __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(page), &seen, seen, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+#endif
+  }
+}
+
+// --- Letting go ---------------------------------------------------------------------------------
+
+void JournalWriter::abandon(bool close_descriptor) noexcept {
+  const uint64_t mapped = mapped_slots_.load(std::memory_order_acquire);
+  for (size_t index = 0; index < kMaxChunks && index * kChunkSlots < mapped; ++index) {
+    if (unsigned char *chunk = chunks_[index].exchange(nullptr)) munmap(chunk, kChunkBytes);
+  }
+  // Only a descriptor that is still the journal's: any other is the program's.
+  if (close_descriptor && same_file(fd_, device_, inode_)) ::close(fd_);
   fd_ = -1;
-  reserved_bytes_ = 0;
+  open_ = false;
   next_slot_.store(0);
   mapped_slots_.store(0);
   writable_slots_.store(0);

@@ -3,32 +3,46 @@
 // Why a shared mapping: a store into a MAP_SHARED page is in the kernel's page cache the
 // moment it is made, so a record survives SIGKILL of the process at any later instant,
 // and the hot path (an allocation) costs one atomic add and a 64-byte copy, no system call.
-// The file grows in chunks (2 MiB, then 16 MiB) inside one reserved address range, so a
-// record may span a chunk boundary. Durability against power loss is not promised (no msync).
+// Durability against power loss is not promised (no msync).
+//
+// The file is mapped in chunks of 2 MiB, each wherever the kernel places it (huge-page
+// aligned where the address space allows), found through a table by slot: no address
+// range is reserved ahead, so the program's address space holds only what the journal has
+// written (a program under `ulimit -v` keeps its own room). The file grows in steps from
+// 32 KiB, doubling up to 2 MiB, so a program that records little leaves a small file.
 //
 // A store into a page of a file mapping whose disk blocks cannot be allocated (the file
 // system is full, a tmpfs at its size limit) is answered by SIGBUS, which would kill the
-// program. So no record is written where the file's blocks are not already allocated
-// (fallocate, or zeros written where it is not supported): writers stay below
-// writable_slots_, and a journal whose blocks cannot be had drops its records (counted)
-// instead.
+// program, and growing a file past RLIMIT_FSIZE (`ulimit -f`) by SIGXFSZ. So no record is
+// written where the file's blocks are not already allocated (fallocate, or zeros written
+// where it is not supported), and the file never grows past the limit: writers stay below
+// writable_slots_, and a journal that cannot grow drops its records (counted) instead.
+//
+// The descriptor is the program's too: a daemon that closes every descriptor and opens its
+// own files may be given the journal's number, and dup2 may put another file there. So it
+// is used only to grow the file (the mapping needs none) and never before fstat says it is
+// still the journal (device and inode); if not, the journal is opened again by its path
+// and the same check made, and if that fails too the journal stops growing, with a warning
+// that says it was taken away.
 //
 // What an append really costs is the first touch of each fresh page of the file: a page
-// fault, several microseconds on virtual machines, for every 64 records. The mapping is
-// therefore huge-page aligned, and the chunks after the first are hinted (MADV_HUGEPAGE),
-// which on file systems with large folios turns 512 of those faults into one; and once a
-// megabyte has been written, a thread of the writer's faults pages in ahead of the writers.
+// fault, several microseconds on virtual machines, for every 64 records. Chunks after the
+// first are hinted (MADV_HUGEPAGE), which on file systems with large folios turns 512 of
+// those faults into one; and once a megabyte has been written, a thread of the writer's
+// faults pages in ahead of the writers.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <condition_variable>
 #include <mutex>
-#include <thread>
 #include <string>
 
+#include "background_thread.h"
 #include "journal_format.h"
 
 namespace leaseguard::journal {
@@ -40,8 +54,13 @@ class JournalWriter {
   JournalWriter &operator=(const JournalWriter &) = delete;
   ~JournalWriter();
 
-  // Creates `path` exclusively (never follows a symbolic link, never reuses a file) with
-  // mode 0600 and writes the header record. On failure returns false and sets `error`.
+  // Creates `name` in the directory `directory_fd` exclusively (never follows a symbolic
+  // link, never reuses a file) with mode 0600 and writes the header record. `path` is where
+  // that is (absolute): the name warnings give, and where it is opened again if its
+  // descriptor is taken away. On failure returns false and sets `error` (errno is kept).
+  bool open_in(int directory_fd, const std::string &name, const std::string &path, const HeaderPayload &header,
+               std::string &error);
+  // The same at `path`, relative to the working directory (tests).
   bool open(const std::string &path, const HeaderPayload &header, std::string &error);
 
   // Appends one record; payloads larger than one slot are split across continuation slots.
@@ -55,7 +74,7 @@ class JournalWriter {
   template <typename Payload>
   uint64_t append_one_slot(RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (base_ == nullptr || full_.load(std::memory_order_relaxed)) {
+    if (!open_ || full_.load(std::memory_order_relaxed)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return kNoSlot;
     }
@@ -68,13 +87,14 @@ class JournalWriter {
         return kNoSlot;
       }
     }
-    unsigned char *at = base_ + slot * kSlotBytes;
+    unsigned char *at = slot_address(slot);
     // A slot is a fresh cache line, most likely not in this core's cache (the prefaulter
     // zeroed its page elsewhere): ask for the one a few records on now, so that its miss is
     // taken while the program runs instead of in a later allocation's write. Measured on
     // bench/compare's loop: ~10 ns a pair (bench/README.md, "The journal's fresh memory").
     // A plain prefetch: the write-intent form (PREFETCHW) is not on every x86-64, and where
-    // it is it read no better (bench/README.md).
+    // it is it read no better (bench/README.md). Past a chunk's end it names another
+    // mapping or none: a prefetch never faults.
     __builtin_prefetch(at + kPrefetchAheadSlots * kSlotBytes, 1, 3);
     std::memcpy(at + 4, &payload, sizeof payload);
     __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
@@ -90,8 +110,8 @@ class JournalWriter {
   template <typename Payload>
   bool replace_last_one_slot(uint64_t slot, RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (base_ == nullptr || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
-    unsigned char *at = base_ + slot * kSlotBytes;
+    if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    unsigned char *at = slot_address(slot);
     __atomic_store_n(reinterpret_cast<uint32_t *>(at), 0u, __ATOMIC_RELAXED);
     // The cleared tag must reach memory before the payload does. x86-64 (the only target:
     // see CMakeLists.txt) makes stores visible in program order; the compiler must keep it.
@@ -137,25 +157,30 @@ class JournalWriter {
     return field;
   }
 
-  bool is_open() const noexcept { return base_ != nullptr; }
+  bool is_open() const noexcept { return open_; }
   // The slot the next record will take: every record appended so far lies before it.
   uint64_t next_slot() const noexcept { return next_slot_.load(std::memory_order_acquire); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   const std::string &path() const noexcept { return path_; }
 
-  // Unmaps and closes without writing anything: for a forked child, whose journal is not
-  // its parent's. (A forked child has no prefaulting thread: it is its parent's.)
-  void abandon() noexcept;
+  // Unmaps without writing anything: for a forked child, whose journal is not its parent's.
+  // (A forked child has no prefaulting thread: it is its parent's.) The descriptor is
+  // closed only if `close_descriptor` and it is still the journal's: a child made by a raw
+  // clone() may share the descriptor table with its parent, whose journal it still is.
+  void abandon(bool close_descriptor = true) noexcept;
 
   // Starts a thread that maps the file ahead of the writers and faults its pages in
   // (prefault_by), so that the kernel's zeroing of fresh pages, most of what an
   // append costs on a cold machine, is not paid inside the program's allocation calls.
-  // stop_prefaulting() joins it; the destructor too.
+  // stop_prefaulting() joins it for good; the destructor too. suspend_prefaulting() joins it
+  // and lets the next writer that wants it start it again (around a system call that a
+  // multithreaded process may not make: see interpose/namespace_hooks.cpp).
   // Started only once a megabyte has been written (wants_prefaulter): a program that records
   // less never gets the thread, and stays single-threaded if it was (glibc's allocator takes
   // fewer locks in a single-threaded process). The owner starts it outside its own locks.
   void start_prefaulting() noexcept;
   void stop_prefaulting() noexcept;
+  void suspend_prefaulting() noexcept;
   // How that thread faults pages in: MADV_POPULATE_WRITE (Linux 5.14 and later), or, where
   // the kernel refuses it (RHEL 8's 4.18, gVisor), by writing each page's first word with
   // its own value. It falls back by itself; tests choose Touching to exercise that path.
@@ -163,14 +188,32 @@ class JournalWriter {
   void prefault_by(PrefaultBy method) noexcept { prefault_by_ = method; }  // before start_prefaulting
   bool wants_prefaulter() const noexcept { return prefaulter_start_.load(std::memory_order_relaxed) == kStartWanted; }
 
+  // The mapping: chunks of kChunkBytes, found by slot.
+  static constexpr size_t kChunkBytes = size_t{2} << 20;
+  static constexpr uint64_t kChunkSlots = kChunkBytes / kSlotBytes;
+  static constexpr size_t kMaxChunks = 8192;  // 16 GiB: 268M records
+
  private:
-  // Maps the file up to `slot_end` (its size grows; its new blocks are not allocated).
+  // Where slot `slot` is in memory; only for slots below mapped_slots_ (acquired).
+  unsigned char *slot_address(uint64_t slot) const noexcept {
+    return chunks_[slot / kChunkSlots].load(std::memory_order_relaxed) + (slot % kChunkSlots) * kSlotBytes;
+  }
+  // Takes ownership of the new journal's descriptor and writes the header.
+  bool start(int fd, const std::string &path, const HeaderPayload &header, std::string &error);
+  // Maps chunks until every slot below `slot_end` has memory (the file may still be
+  // shorter: only slots below writable_slots_ may be touched).
   bool ensure_mapped(uint64_t slot_end) noexcept;
-  // Maps it and allocates its disk blocks up to at least `slot_end`, so that writing there
-  // cannot raise SIGBUS. False if the file system cannot give them (or, with may_block
-  // false, another thread is growing the file).
+  unsigned char *map_chunk(size_t index, int fd) noexcept;
+  // Maps the file and allocates its disk blocks up to at least `slot_end`, so that writing
+  // there cannot raise SIGBUS. False if the file system, the file size limit or the
+  // journal's descriptor cannot give them (or, with may_block false, another thread is
+  // growing the file).
   bool ensure_writable(uint64_t slot_end, bool may_block = true) noexcept;
-  bool allocate_blocks(size_t offset, size_t bytes) noexcept;
+  bool grow_once(uint64_t writable, bool may_block) noexcept;
+  bool allocate_blocks(int fd, size_t offset, size_t bytes) noexcept;
+  // The journal's descriptor, checked to be the journal still (see the file comment), or -1
+  // with errno set. Called with grow_mutex_ held.
+  int checked_descriptor(bool may_block) noexcept;
   // Whether `slots` slots from `first` may be written, growing the file if needed. Records
   // that end something (a lease, a context, a pool, the process; Recycled counts) may use
   // the last kEndingReserveSlots of what is writable; other records leave them, and once the
@@ -192,11 +235,11 @@ class JournalWriter {
   // A JournalFull record, by the first writer to find the file full (outside the lock).
   void write_journal_full_once() noexcept;
   // Where `bytes` bytes at `payload_offset` into the payload of the written slot `slot` are,
-  // or nullptr if that is outside the slot's payload or the mapping.
+  // or nullptr if that is outside the slot's payload or what the file holds.
   unsigned char *payload_at(uint64_t slot, size_t payload_offset, size_t bytes) const noexcept {
-    if (base_ == nullptr || payload_offset + bytes > kSlotPayloadBytes) return nullptr;
-    if (slot >= mapped_slots_.load(std::memory_order_acquire)) return nullptr;
-    return base_ + slot * kSlotBytes + 4 + payload_offset;
+    if (!open_ || payload_offset + bytes > kSlotPayloadBytes) return nullptr;
+    if (slot >= writable_slots_.load(std::memory_order_acquire)) return nullptr;
+    return slot_address(slot) + 4 + payload_offset;
   }
   void ask_prefaulter() noexcept {
     if (!prefaulting_.load(std::memory_order_relaxed)) {
@@ -210,6 +253,8 @@ class JournalWriter {
   }
   void wake_prefaulter() noexcept;
   void prefault_loop() noexcept;
+  void prefault_pages(bool &populate, uint64_t &populated) noexcept;
+  void join_prefaulter(bool for_good) noexcept;
   static void touch_for_writing(unsigned char *from, unsigned char *to) noexcept;
   // How far ahead of the writers the prefaulting thread keeps the file mapped and faulted in:
   // as far as has been written, up to 16 MiB, and nothing until 1 MiB has been: faulted-in
@@ -223,15 +268,15 @@ class JournalWriter {
   static constexpr uint64_t kPrefetchAheadSlots = 4;
   uint64_t append_impl(RecordType type, const void *payload, size_t bytes, bool may_block) noexcept;
 
+  bool open_ = false;
   int fd_ = -1;
-  unsigned char *reservation_ = nullptr;  // the address range reserved, base_ within it
-  size_t reservation_bytes_ = 0;
-  unsigned char *base_ = nullptr;
-  size_t reserved_bytes_ = 0;
+  dev_t device_ = 0;  // the journal file's identity, to know its descriptor is still its own
+  ino_t inode_ = 0;
   std::string path_;
+  std::atomic<unsigned char *> chunks_[kMaxChunks] = {};
   std::atomic<uint64_t> next_slot_{0};
   std::atomic<uint64_t> mapped_slots_{0};
-  std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: their blocks are allocated
+  std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: in the file, blocks allocated
   int grow_error_ = 0;  // the errno that stopped the file from growing; then it never grows again
   std::atomic<bool> full_{false};  // the file cannot grow: only endings are still written (room_for)
   std::atomic<bool> full_written_{false};
@@ -243,10 +288,11 @@ class JournalWriter {
   std::atomic<int> prefaulter_start_{kStartNotYet};
   std::atomic<bool> prefault_wanted_{false};
   bool prefault_stop_ = false;
+  bool prefault_stopped_for_good_ = false;
   PrefaultBy prefault_by_ = PrefaultBy::Madvise;
   std::mutex prefault_mutex_;
   std::condition_variable prefault_wake_;
-  std::thread prefaulter_;
+  BackgroundThread prefaulter_;
 };
 
 }  // namespace leaseguard::journal

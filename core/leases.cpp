@@ -37,10 +37,7 @@ LeaseRegistry::LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms,
   if (process_->deadline_ns != 0) arm(*process_);
 }
 
-LeaseRegistry::~LeaseRegistry() {
-  stop_watchdog();
-  if (watchdog_.joinable()) watchdog_.join();
-}
+LeaseRegistry::~LeaseRegistry() { stop_watchdog(); }
 
 Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns) {
   auto lease = std::make_unique<Lease>();
@@ -78,15 +75,25 @@ std::vector<Lease *> LeaseRegistry::open_leases() {
   return open;
 }
 
+// The watchdog's stack: it ends leases, which reclaims through the driver (whose calls may
+// go deep) and formats log lines.
+constexpr size_t kWatchdogStackBytes = size_t{512} << 10;
+
 void LeaseRegistry::arm(Lease &) {
   std::lock_guard lock(mutex_);
-  if (stopping_) return;
-  if (!watchdog_running_) {
-    watchdog_running_ = true;
-    watchdog_ = std::thread([this] { watch(); });
-    log_debug("expiry watchdog started");
-  }
+  if (stopping_ || stopped_for_good_) return;
+  start_watchdog_locked();
   wake_.notify_all();
+}
+
+void LeaseRegistry::start_watchdog_locked() {
+  if (watchdog_running_) return;
+  if (!watchdog_.start("leaseguard-ttl", kWatchdogStackBytes, [this] { watch(); })) {
+    log_warning("cannot start the lease watchdog thread; time-to-live and deadlines are not enforced");
+    return;
+  }
+  watchdog_running_ = true;
+  log_debug("expiry watchdog started");
 }
 
 void LeaseRegistry::watch() {
@@ -118,16 +125,39 @@ void LeaseRegistry::watch() {
 }
 
 void LeaseRegistry::stop_watchdog() {
-  std::thread watchdog;
   {
     std::lock_guard lock(mutex_);
-    stopping_ = true;  // arm() starts no thread from now on
+    stopping_ = true;
+    stopped_for_good_ = true;  // arm() starts no thread from now on
     wake_.notify_all();
-    if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog = std::move(watchdog_);
   }
   // Joined, so that no thread of ours outlives the end of recording (and a sanitizer sees
   // none leaked); never from the watchdog itself, which is left to finish on its own.
-  if (watchdog.joinable()) watchdog.join();
+  watchdog_.join();
+}
+
+void LeaseRegistry::suspend_watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!watchdog_running_ || watchdog_.is_current()) return;
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  watchdog_.join();
+  std::lock_guard lock(mutex_);
+  watchdog_running_ = false;
+  stopping_ = stopped_for_good_;
+}
+
+void LeaseRegistry::resume_watchdog() {
+  std::lock_guard lock(mutex_);
+  if (stopping_ || stopped_for_good_) return;
+  for (auto &[id, lease] : leases_) {
+    if (lease->deadline_ns != 0 && !lease->ended.load()) {
+      start_watchdog_locked();
+      return;
+    }
+  }
 }
 
 }  // namespace leaseguard

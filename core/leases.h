@@ -14,11 +14,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "api_ids.h"
+#include "background_thread.h"
 
 namespace leaseguard {
 
@@ -73,12 +73,18 @@ class LeaseRegistry {
   // Marks `lease` ended; true only for the one caller that ended it.
   static bool try_end(Lease &lease) { return !lease.ended.exchange(true); }
 
-  // Tells the watchdog to stop without waiting for it (at exit, a thread that is asleep
-  // must not hold the process up).
+  // Stops the watchdog for good and joins it (never from the watchdog itself, which is
+  // left to finish on its own): at exit, no thread of ours outlives recording.
   void stop_watchdog();
+  // Joins the watchdog, and starts it again in resume_watchdog if a lease still has a
+  // deadline: around a system call that a multithreaded process may not make
+  // (interpose/namespace_hooks.cpp). A deadline that passes meanwhile fires on resuming.
+  void suspend_watchdog();
+  void resume_watchdog();
 
  private:
   void arm(Lease &lease);
+  void start_watchdog_locked();
   void watch();
 
   std::mutex mutex_;
@@ -88,8 +94,9 @@ class LeaseRegistry {
   uint32_t next_id_ = kProcessLeaseId + 1;
   ExpiryCallback on_expiry_;
   bool watchdog_running_ = false;
-  bool stopping_ = false;
-  std::thread watchdog_;  // joined by the destructor; never destroyed in the preload
+  bool stopping_ = false;         // the watchdog leaves its loop
+  bool stopped_for_good_ = false;  // and is never started again
+  BackgroundThread watchdog_;  // joined by the destructor; never destroyed in the preload
 };
 
 }  // namespace leaseguard

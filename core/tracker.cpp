@@ -2,6 +2,7 @@
 #include "tracker.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -124,26 +125,47 @@ Tracker *Tracker::install(const Options &options) {
   if (Tracker *existing = g_instance.load()) return existing;
   auto *tracker = new Tracker(options);  // lives until the process ends
   g_instance.store(tracker, std::memory_order_release);
+  ProcessGuard::arm();
   return tracker;
 }
 
-void Tracker::reinstall_after_fork() noexcept {
+void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   Tracker *parent = g_instance.load();
   t_entered_depth = 0;
   t_thread_id = 0;
   if (parent == nullptr) return;
   // The parent's instance is abandoned, not destroyed: its locks may be held by threads that
   // do not exist in this process. Its journal mapping is the parent's file; drop it.
-  parent->journal_.abandon();
+  parent->journal_.abandon(close_descriptor);
   Options options = parent->options_;
   auto *child = new Tracker(options);
   child->excluded_ = parent->excluded_;
   child->backend_ = parent->backend_;
   g_instance.store(child, std::memory_order_release);
+  ProcessGuard::arm();
 }
 
+void Tracker::on_new_process() noexcept {
+  // No fork handler ran: the descriptor table may still be the parent's (CLONE_FILES).
+  if (ProcessGuard::claim()) reinstall_after_fork(false);
+}
+
+void Tracker::suspend_threads() noexcept {
+  journal_.suspend_prefaulting();
+  leases_.suspend_watchdog();
+}
+
+void Tracker::resume_threads() noexcept { leases_.resume_watchdog(); }
+
 bool Tracker::open_journal(std::string &error) {
-  if (!make_output_directory(options_.out_dir, error)) return false;
+  const int directory = open_output_directory(options_.out_dir, error);
+  if (directory < 0) return false;
+  const bool opened = open_journal_in(directory, absolute_path(options_.out_dir), error);
+  close(directory);
+  return opened;
+}
+
+bool Tracker::open_journal_in(int directory, const std::string &directory_path, std::string &error) {
   journal::HeaderPayload header{};
   std::memcpy(header.magic, journal::kFileMagic, sizeof header.magic);
   const bool compact = options_.journal_mode == JournalMode::Compact;
@@ -155,13 +177,13 @@ bool Tracker::open_journal(std::string &error) {
   header.start_monotonic_ns = start_monotonic_ns_;
   header.flags = compact ? journal::kHeaderCompact : 0;
   header.event_time_resolution_ns = event_clock_resolution_ns();
-  std::string stem = options_.out_dir + "/" + (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." +
-                     std::to_string(getpid());
+  const std::string stem = (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." + std::to_string(getpid());
   // Never overwrite: an exec'd image of the same pid, or a recycled pid, gets the next name.
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    std::string path = stem + (attempt == 0 ? "" : "." + std::to_string(attempt)) + ".journal";
+    const std::string name = stem + (attempt == 0 ? "" : "." + std::to_string(attempt)) + ".journal";
+    const std::string path = directory_path + "/" + name;
     std::string attempt_error;
-    if (journal_.open(path, header, attempt_error)) {
+    if (journal_.open_in(directory, name, path, header, attempt_error)) {
       std::vector<unsigned char> process = process_payload();
       journal_.append(journal::RecordType::Process, process.data(), process.size());
       write_lease_begin(leases_.process_lease());
@@ -173,13 +195,13 @@ bool Tracker::open_journal(std::string &error) {
       return false;
     }
     struct stat existing;
-    if (lstat(path.c_str(), &existing) == 0 && S_ISLNK(existing.st_mode)) {
+    if (fstatat(directory, name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(existing.st_mode)) {
       // Someone planted a link where our journal goes: refuse rather than pick another name.
       error = path + " is a symbolic link; refusing to write a journal there";
       return false;
     }
   }
-  error = "too many journals named " + stem + ".*.journal";
+  error = "too many journals named " + directory_path + "/" + stem + ".*.journal";
   return false;
 }
 
@@ -637,6 +659,11 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   if (lease.policy == Policy::Abort && leaked > 0 && ended_by != EndedBy::Exit) {
     log_warning("lease %u \"%s\" %s with leaks and policy abort", lease.id, lease.name.c_str(),
                 ended_by == EndedBy::Expiry ? "expired" : "ended");
+    // Also on leaseguard's watchdog thread, which blocks every signal (background_thread.h).
+    sigset_t abort_signal;
+    sigemptyset(&abort_signal);
+    sigaddset(&abort_signal, SIGABRT);
+    pthread_sigmask(SIG_UNBLOCK, &abort_signal, nullptr);
     std::raise(SIGABRT);
   }
   return leaked;

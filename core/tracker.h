@@ -20,6 +20,7 @@
 #include "journal_writer.h"
 #include "leases.h"
 #include "options.h"
+#include "process_guard.h"
 #include "resource_rules.h"
 #include "reclaim_backend.h"
 #include "stack_capture.h"
@@ -66,13 +67,26 @@ class Tracker {
   Tracker &operator=(const Tracker &) = delete;
   ~Tracker();
 
-  // The process-wide instance, or nullptr if none was installed (disabled, or not yet).
-  static Tracker *instance() noexcept { return g_instance.load(std::memory_order_acquire); }
+  // The process-wide instance, or nullptr if none was installed (disabled, or not yet). In
+  // a process made by a raw clone() of one that had an instance, first gives it its own
+  // (process_guard.h): every hooked call asks here.
+  static Tracker *instance() noexcept {
+    if (__builtin_expect(ProcessGuard::wiped(), false)) on_new_process();
+    return g_instance.load(std::memory_order_acquire);
+  }
   // Creates the process-wide instance once; later calls return the existing one.
   static Tracker *install(const Options &options);
   // In a forked child: forgets the parent's instance (without touching its locks, which
-  // another parent thread may have held at the fork) and installs a fresh one.
-  static void reinstall_after_fork() noexcept;
+  // another parent thread may have held at the fork) and installs a fresh one. The parent's
+  // journal descriptor is closed if `close_descriptor` (a fork() child's descriptors are its
+  // own; a raw clone()'s may be its parent's).
+  static void reinstall_after_fork(bool close_descriptor = true) noexcept;
+
+  // Joins leaseguard's threads (the journal's, the lease watchdog) around a system call that
+  // fails in a multithreaded process (unshare(CLONE_NEWUSER), setns), and lets them start
+  // again after it: the program's system calls behave as without leaseguard.
+  void suspend_threads() noexcept;
+  void resume_threads() noexcept;
 
   // Called after the driver returned success for an allocation.
   void on_alloc(const AllocationEvent &event) noexcept;
@@ -135,6 +149,7 @@ class Tracker {
   }
   bool open_journal_once() noexcept;
   bool open_journal(std::string &error);
+  bool open_journal_in(int directory, const std::string &directory_path, std::string &error);
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
   // Leaks the journal holds no record of (side-store records: the journal was full).
@@ -192,6 +207,8 @@ class Tracker {
   uint64_t write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t epoch) noexcept;
   void write_recycled(LastAllocRecord &last) noexcept;
   static uint32_t this_thread_id() noexcept;  // the kernel's id of the calling thread, cached
+  // Gives a process made by a raw clone() its own instance and journal (instance()).
+  __attribute__((noinline, cold)) static void on_new_process() noexcept;
 
   static std::atomic<Tracker *> g_instance;
 

@@ -48,11 +48,15 @@ int index_of(int signal_number) {
 
 void on_termination_signal(int signal_number, siginfo_t *info, void *context);
 
-struct sigaction our_action() {
+// leaseguard's handler, with the program's flags and mask: whether a system call the signal
+// interrupts is restarted (SA_RESTART) or fails with EINTR, the alternate stack, and what
+// is blocked while the handler runs are the program's choices, and the kernel applies them
+// to the handler it has.
+struct sigaction our_action(const struct sigaction &program) {
   struct sigaction action {};
   action.sa_sigaction = on_termination_signal;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_SIGINFO | (program.sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
+  action.sa_mask = program.sa_mask;
   return action;
 }
 
@@ -67,7 +71,7 @@ int apply(int index) {
     disposition.ours_installed = false;
     return real_sigaction()(kSignals[index], &disposition.program, nullptr);
   }
-  struct sigaction ours = our_action();
+  struct sigaction ours = our_action(disposition.program);
   disposition.ours_installed = true;
   return real_sigaction()(kSignals[index], &ours, nullptr);
 }
@@ -90,19 +94,15 @@ void on_termination_signal(int signal_number, siginfo_t *info, void *context) {
     errno = saved_errno;
     return;
   }
-  // The program's handler, with the mask it asked for.
-  sigset_t previous;
-  pthread_sigmask(SIG_BLOCK, &program.sa_mask, &previous);
+  // The program's handler (the kernel blocked the mask it asked for: our_action).
   if (program.sa_flags & SA_RESETHAND) {
     g_dispositions[index].program = {};
     g_dispositions[index].program.sa_handler = SIG_DFL;
+    apply(index);
   }
   errno = saved_errno;
   if (program.sa_flags & SA_SIGINFO) program.sa_sigaction(signal_number, info, context);
   else program.sa_handler(signal_number);
-  const int handler_errno = errno;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  errno = handler_errno;
 }
 
 }  // namespace

@@ -109,9 +109,14 @@ TEST(Files, SetuidProgramsRecordAndWriteNothing) {
   ASSERT_EQ(chmod(system_copy.c_str(), 04755), 0);
   const std::string program = dir / "threads-setuid";
   fs::copy_file(victim("threads"), program);
+  // The output directory is nobody's own: leaseguard writes only into one of its user's.
   const std::string out = dir / "out";
-  fs::create_directories(out);
-  ASSERT_EQ(chmod(out.c_str(), 0777), 0);
+  auto make_out = [&] {
+    fs::create_directories(out);
+    EXPECT_EQ(chown(out.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+    EXPECT_EQ(chmod(out.c_str(), 0700), 0);
+  };
+  make_out();
 
   auto run_as_nobody = [&](unsigned mode) {
     EXPECT_EQ(chmod(program.c_str(), mode), 0);
@@ -128,8 +133,7 @@ TEST(Files, SetuidProgramsRecordAndWriteNothing) {
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_FALSE(fs::is_empty(out)) << "the control run wrote no journal: the test cannot tell anything";
   fs::remove_all(out);
-  fs::create_directories(out);
-  chmod(out.c_str(), 0777);
+  make_out();
   // setuid root, run by nobody: secure execution.
   auto secure = run_as_nobody(04755);
   EXPECT_EQ(secure.exit_code, 0) << secure.err;

@@ -32,7 +32,7 @@ bool has(const std::vector<std::string> &names, const std::string &name) {
 // In a child about to run a program: makes `out` a tmpfs of `size` (64 KiB by default) in a
 // mount namespace of the child's own, or exits 77 where mounting is not allowed.
 void mount_a_small_file_system_at(const std::string &out, const std::string &size = "64k") {
-  const std::string options = "size=" + size;
+  const std::string options = "size=" + size + ",mode=0700";  // a private output directory
   if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
       mkdir(out.c_str(), 0700) != 0 || mount("tmpfs", out.c_str(), "tmpfs", 0, options.c_str()) != 0)
     _exit(77);

@@ -28,7 +28,7 @@ void record_past_a_full_journal(const testing::TempDir &dir, const std::string &
   const std::string out = dir / "out";
   if (mkdir(out.c_str(), 0700) != 0 || unshare(CLONE_NEWNS) != 0 ||
       mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-      mount("tmpfs", out.c_str(), "tmpfs", 0, "size=256k") != 0)
+      mount("tmpfs", out.c_str(), "tmpfs", 0, "size=256k,mode=0700") != 0)
     _exit(77);
   Options options = options_for(dir, 0);
   options.out_dir = out;

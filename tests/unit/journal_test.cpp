@@ -113,75 +113,66 @@ TEST(Journal, RecordsWrittenWhileAThreadTouchesPagesAheadAreAllThere) {
   expect_every_record_written_while_a_thread_maps_ahead(JournalWriter::PrefaultBy::Touching);
 }
 
-// Minor page faults the journal's prefaulting thread ("leaseguard-jrnl") has taken; -1 if
-// there is no such thread.
-long prefaulter_faults() {
-  for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name != "leaseguard-jrnl") continue;
-    std::ifstream stat_file(task.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
-    std::string field;
-    for (int i = 3; i <= 10; ++i) fields >> field;  // state, ppid, ..., minflt (the 10th)
-    return std::stol(field);
-  }
-  return -1;
+// How many of the pages holding slots [first, end) of the journal at `path` are in the page
+// cache: faulted in for writing by someone (a writer, or the prefaulting thread ahead of
+// it). Read through a mapping of the test's own: residency is the file's, not a mapping's.
+// (Counting the writer's page faults instead does not work where a fault maps a whole
+// large folio, as here: such faults are not counted in getrusage at all.)
+size_t resident_pages(const std::string &path, uint64_t first, uint64_t end) {
+  const size_t page = 4096;
+  const size_t from = first * kSlotBytes / page * page, to = (end * kSlotBytes + page - 1) / page * page;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  void *view = mmap(nullptr, to - from, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
+  ::close(fd);
+  if (view == MAP_FAILED) return 0;
+  std::vector<unsigned char> resident((to - from) / page);
+  const bool known = mincore(view, to - from, resident.data()) == 0;
+  munmap(view, to - from);
+  return known ? static_cast<size_t>(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }))
+               : 0;
 }
 
-long this_threads_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return usage.ru_minflt;
-}
-
-// Where the kernel refuses MADV_POPULATE_WRITE, the thread still takes the write faults of
-// the pages ahead of the writers, which a writer would otherwise take inside the program's
-// allocation calls.
-TEST(Journal, TouchingTakesTheWritersPageFaults) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "a sanitizer's shadow memory takes faults of its own in the writer's thread";
-#endif
-  // Past the megabyte before which nothing is faulted in ahead; then as much again is.
-  constexpr uint64_t kFirst = 42000, kMeasured = 30000;
-  auto faults_appending = [](bool prefault) -> long {
+// Where the kernel refuses MADV_POPULATE_WRITE, the thread still faults in the pages ahead
+// of the writers, which a writer would otherwise fault in inside the program's allocation
+// calls: they are in the page cache before any writer reaches them. Waits for the thread
+// by what it did, not by time.
+TEST(Journal, TouchingFaultsInThePagesAheadOfTheWriters) {
+  // Past the megabyte before which nothing is faulted in ahead; then as much again is. The
+  // pages looked at are in a chunk of the file the writer has not touched: where a write
+  // fault brings in a large folio (ext4, as here), pages near the writer's are resident
+  // because of its own faults.
+  constexpr uint64_t kFirst = 42000, kAhead = 12000;
+  auto pages_ahead_resident = [](bool prefault) -> std::pair<size_t, size_t> {
     testing::TempDir dir;
     JournalWriter writer;
     std::string error;
     EXPECT_TRUE(writer.open(dir / "j.journal", make_header(), error)) << error;
     writer.prefault_by(JournalWriter::PrefaultBy::Touching);
     if (prefault) writer.start_prefaulting();
-    // Until the thread has taken faults (the next chunk's, at least one) and then been idle
-    // for a while: done with what the appends asked for. On a busy machine it may not have
-    // run at all yet, which an idle spell alone would not tell apart.
-    auto wait_for_the_thread = [&] {
-      for (long last = -2, idle = 0, waited = 0; prefault && !(last > 0 && idle >= 30) && waited < 1000; ++waited) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        const long now = prefaulter_faults();
-        idle = now == last ? idle + 1 : 0;
-        last = now;
-      }
-    };
     uint64_t id = 1;
     for (; id <= kFirst; ++id) writer.append_one_slot(RecordType::Alloc, make_alloc(id));
-    wait_for_the_thread();
-    // The thread may have last looked while the appends were still going, and the requests
-    // made while it worked are one: one more append asks it again, now that all are written.
-    writer.append_one_slot(RecordType::Alloc, make_alloc(id++));
-    wait_for_the_thread();
-    const long before = this_threads_faults();
-    for (; id <= kFirst + 1 + kMeasured; ++id) writer.append_one_slot(RecordType::Alloc, make_alloc(id));
-    const long faults = this_threads_faults() - before;
+    // Pages the writer has not reached (it stays a chunk's worth behind them).
+    constexpr uint64_t kFrom = 2 * JournalWriter::kChunkSlots, kTo = kFrom + kAhead;
+    static_assert(kFrom > kFirst + 60 && kTo < 2 * kFirst, "ahead of the writer, within what the thread faults in");
+    const size_t pages = (kTo * kSlotBytes + 4095) / 4096 - kFrom * kSlotBytes / 4096;
+    size_t resident = resident_pages(writer.path(), kFrom, kTo);
+    // A request made while the thread works on an earlier one is folded into it, so it may
+    // have last served one made before the last appends: one more append asks again, then
+    // the test waits for the pages, a few times at most (the writer stays behind kFrom).
+    for (int asks = 0; prefault && resident < pages && asks < 60; ++asks) {
+      writer.append_one_slot(RecordType::Alloc, make_alloc(id++));
+      for (int polls = 0; polls < 500 && (resident = resident_pages(writer.path(), kFrom, kTo)) < pages; ++polls)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     writer.stop_prefaulting();
     EXPECT_EQ(writer.dropped(), 0u);
-    return faults;
+    return {resident, pages};
   };
-  // One fault a page on kernels that map a file's page cache a page at a time; one a chunk
-  // where a fault maps a whole large folio (ext4 on recent kernels, as here).
-  EXPECT_GE(faults_appending(false), 1) << "the writer faults the fresh pages in itself";
-  EXPECT_EQ(faults_appending(true), 0) << "the thread faulted them in first";
+  const auto [without, pages] = pages_ahead_resident(false);
+  EXPECT_EQ(without, 0u) << "nothing ahead of the writer is in the page cache before it writes there";
+  const auto [with, also_pages] = pages_ahead_resident(true);
+  EXPECT_EQ(with, also_pages) << "the thread faulted them in first";
 }
 
 TEST(Journal, RoundTripsEveryRecordShape) {
@@ -544,7 +535,7 @@ TEST(Journal, AFullFileSystemDropsRecordsInsteadOfKillingTheProgram) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=128k") != 0)
+        mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=128k,mode=0700") != 0)
       _exit(77);
     JournalWriter writer;
     std::string error;

@@ -1,0 +1,43 @@
+// leaseguard's own threads (the journal's page-fault thread, the lease watchdog): small
+// stacks, and every signal blocked.
+//
+// Why not std::thread: its stack is the process default (RLIMIT_STACK, usually 8 MiB of
+// address space), which counts against a program's `ulimit -v` for work that needs a few
+// pages; and a thread of ours must never be the one a process-directed signal (SIGTERM,
+// SIGCHLD, SIGALRM, the program's timers) is delivered to, which would run the program's
+// handler on a thread the program does not know. Tests: HostSafety.* (docs/reliability.md).
+#pragma once
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <functional>
+
+namespace leaseguard {
+
+class BackgroundThread {
+ public:
+  BackgroundThread() = default;
+  ~BackgroundThread();  // joins, if still running
+  BackgroundThread(const BackgroundThread &) = delete;
+  BackgroundThread &operator=(const BackgroundThread &) = delete;
+
+  // Starts `body` on a new thread named `name` (at most 15 characters) with a stack of
+  // `stack_bytes` (more under sanitizers, which need it). False if no thread could be made.
+  bool start(const char *name, size_t stack_bytes, std::function<void()> body) noexcept;
+  bool joinable() const noexcept { return started_; }
+  // True on the thread itself.
+  bool is_current() const noexcept;
+  void join() noexcept;
+  // Forgets the thread without joining it: for a forked child, where it does not exist.
+  void forget() noexcept { started_ = false; }
+
+ private:
+  static void *run(void *self) noexcept;
+
+  pthread_t thread_{};
+  bool started_ = false;
+  std::function<void()> body_;
+};
+
+}  // namespace leaseguard
