@@ -111,6 +111,9 @@ enum class EndedBy : uint8_t { Exit = 0, End, Expiry, ContextDestroy, Crash, Cou
 
 enum class Policy : uint8_t { Report = 0, Reclaim = 1, Abort = 2, Count };
 
+// The lease every process has: it begins with the process and ends at its exit.
+inline constexpr uint32_t kProcessLeaseId = 1;
+
 std::string_view api_name(Api api) noexcept;
 std::optional<Api> api_from_name(std::string_view name) noexcept;
 std::string_view kind_name(Kind kind) noexcept;

@@ -22,8 +22,6 @@
 
 namespace leaseguard {
 
-inline constexpr uint32_t kProcessLeaseId = 1;
-
 struct Lease {
   uint32_t id = 0;
   std::string name;

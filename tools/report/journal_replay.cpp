@@ -29,7 +29,10 @@
 //   ProcessEnd       the process ended its leases itself: the report is complete.
 // At the end of a journal without ProcessEnd (the process was killed, or called _exit),
 // whatever is live and unreported is reported per lease with ended_by crash, and the
-// process is marked incomplete.
+// process is marked incomplete. Records after ProcessEnd are read too: other threads go on
+// allocating while a process exits, and what they allocated after its leases ended (or
+// whose records landed after the lease ending that did not count them) is a leak of the
+// process lease's ending at exit.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -232,6 +235,7 @@ class Replay : public journal::JournalVisitor {
       report(allocation, index, ending, end.time_ns);
     }
     leases_[end.lease_id].open = false;
+    if (ended_by == EndedBy::Exit) exit_endings_[end.lease_id] = index;
     process_.leases.push_back(std::move(ending));
   }
 
@@ -304,14 +308,17 @@ class Replay : public journal::JournalVisitor {
   // Called after the last record.
   void finish(bool replaced_by_exec) {
     apply_every_free(last_ns_);
-    if (!process_.complete) end_remaining(replaced_by_exec ? EndedBy::Exit : EndedBy::Crash, last_ns_);
+    // Without ProcessEnd the process died (or its image was replaced); with it, what is
+    // still unreported was allocated while it exited (see the file comment).
+    const bool died = !process_.complete && !replaced_by_exec;
+    end_remaining(died ? EndedBy::Crash : EndedBy::Exit, last_ns_);
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
       add_point(bytes, since_start_ms(last_ns_));  // hold the last level to the end
       Timeline timeline;
       timeline.lease_id = lease_id;
       auto lease = leases_.find(lease_id);
-      timeline.lease_name = lease != leases_.end() ? lease->second.name : (lease_id == 1 ? "process" : "lease");
+      timeline.lease_name = lease != leases_.end() ? lease->second.name : (lease_id == kProcessLeaseId ? "process" : "lease");
       timeline.points = std::move(bytes.points);
       process_.timelines.push_back(std::move(timeline));
     }
@@ -374,7 +381,7 @@ class Replay : public journal::JournalVisitor {
       ending.ttl_ms = it->second.ttl_ms;
       ending.begin_ms = since_start_ms(it->second.begin_ns);
     } else {
-      ending.name = lease_id == 1 ? "process" : "lease";
+      ending.name = lease_id == kProcessLeaseId ? "process" : "lease";
     }
     ending.end_ms = since_start_ms(time_ns);
     ending.peak_bytes = lease_bytes_[lease_id].peak;
@@ -463,7 +470,8 @@ class Replay : public journal::JournalVisitor {
   }
 
   // Ends what the journal left open: each open lease, and live allocations of leases that
-  // ended earlier but were allocated after their end (attributed to the process lease).
+  // ended earlier but were allocated after their end (attributed to the process lease, to
+  // its ending at exit if it had one).
   void end_remaining(EndedBy ended_by, uint64_t time_ns) {
     std::map<uint32_t, LeaseEnding> by_lease;
     for (auto &[id, lease] : leases_) {
@@ -472,17 +480,21 @@ class Replay : public journal::JournalVisitor {
       lease.open = false;
     }
     auto lease_of = [&](const LiveAllocation &allocation) {
-      return by_lease.count(allocation.record.lease_id) ? allocation.record.lease_id : 1u;
+      return by_lease.count(allocation.record.lease_id) ? allocation.record.lease_id : kProcessLeaseId;
+    };
+    auto ended_at_exit = [&](uint32_t lease) {
+      return ended_by == EndedBy::Exit && !by_lease.count(lease) && exit_endings_.count(lease) != 0;
     };
     for (auto &[id, allocation] : live_) {
-      if (allocation.reported) continue;
+      if (allocation.reported || ended_at_exit(lease_of(allocation))) continue;
       auto [entry, inserted] = by_lease.try_emplace(lease_of(allocation));
       if (inserted) entry->second = make_ending(entry->first, ended_by, time_ns);
     }
     // Newest lease first, as leases end innermost first; the process lease last.
-    std::map<uint32_t, size_t> index_of;
+    std::map<uint32_t, size_t> index_of(exit_endings_.begin(), exit_endings_.end());
     for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) {
       index_of[it->first] = process_.leases.size();
+      if (ended_by == EndedBy::Exit) exit_endings_[it->first] = process_.leases.size();
       process_.leases.push_back(std::move(it->second));
     }
     // Reported like any lease's leaks, with their place kept: a damaged journal may still
@@ -516,6 +528,7 @@ class Replay : public journal::JournalVisitor {
   std::map<std::pair<uint64_t, uint32_t>, size_t> destroy_endings_;
   std::priority_queue<PendingFree, std::vector<PendingFree>, std::greater<PendingFree>> pending_frees_;
   std::map<uint64_t, size_t> reclaimed_;  // reclaimed allocation id -> its lease ending
+  std::map<uint32_t, size_t> exit_endings_;  // lease id -> its ending at exit (index in process_.leases)
 };
 
 }  // namespace

@@ -1,0 +1,203 @@
+// Ordinary things a program does that leaseguard must survive without harm to the program
+// and without losing a record (tests/victims/host_safety.c; docs/reliability.md, "Nothing
+// the program does may make leaseguard hurt it").
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+
+std::multiset<uint64_t> leaked_sizes(const JsonValue &json) {
+  std::multiset<uint64_t> sizes;
+  for (const JsonValue *leak : all_leaks(json)) sizes.insert(static_cast<uint64_t>((*leak)["bytes"].as_number()));
+  return sizes;
+}
+
+bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+// A daemon-style program closes every descriptor and opens its own file, which gets the
+// journal's number. leaseguard must not grow, map or write that file, and must not lose a
+// record: it opens the journal again by its path and says so.
+TEST(HostSafety, AProgramThatClosesEveryDescriptorKeepsItsFileAndEveryRecord) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "close_fds", dir / "data"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "data file 100 bytes\n");
+  EXPECT_TRUE(contains(run.result.err, "the program closed or replaced descriptor")) << run.result.err;
+  EXPECT_EQ(leaked_sizes(run.json), (std::multiset<uint64_t>{1001, 1002}));
+  EXPECT_EQ(run.json["processes"][0]["allocations"].as_number(), 60002);
+  EXPECT_FALSE(contains(run.result.err, "damaged")) << run.result.err;
+}
+
+// The same with the program's file put over the journal's descriptor by dup2.
+TEST(HostSafety, AFileDup2dOverTheJournalsDescriptorIsNeverWritten) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "dup2", dir / "data"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "data file 100 bytes\n");
+  EXPECT_TRUE(contains(run.result.err, "the program closed or replaced descriptor")) << run.result.err;
+  EXPECT_EQ(leaked_sizes(run.json), (std::multiset<uint64_t>{2001, 2002}));
+  EXPECT_EQ(run.json["processes"][0]["allocations"].as_number(), 60002);
+}
+
+// `ulimit -f`: growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills. The journal
+// stops growing at the limit instead, says so once, and what it could not list it counts.
+TEST(HostSafety, AFileSizeLimitNeverKillsTheProgram) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "fsize"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "fsize done\n");
+  EXPECT_TRUE(contains(run.result.err, "reached the file size limit (ulimit -f: 65536 bytes)")) << run.result.err;
+  EXPECT_EQ(leaked_sizes(run.json), (std::multiset<uint64_t>{3001}));  // listed; the other counted
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 2);
+  struct stat journal {};
+  for (const auto &entry : std::filesystem::directory_iterator(dir / "out"))
+    if (entry.path().extension() == ".journal") {
+      ASSERT_EQ(stat(entry.path().c_str(), &journal), 0);
+    }
+  EXPECT_LE(journal.st_size, 65536);
+}
+
+// A SIGTERM handler installed without SA_RESTART: the program's blocking read() must fail
+// with EINTR when SIGTERM comes, as without leaseguard (forced SA_RESTART would block it
+// forever). The victim's alarm(60) turns a hang into a failure.
+TEST(HostSafety, ASigtermHandlerWithoutSaRestartInterruptsSystemCalls) {
+  TempDir dir;
+  int output[2];
+  ASSERT_EQ(pipe(output), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    dup2(output[1], STDOUT_FILENO);
+    close(output[0]);
+    setenv("LD_PRELOAD", LEASEGUARD_PRELOAD_PATH, 1);
+    setenv("LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR, 1);
+    setenv("LEASEGUARD_OUT", (dir / "out").c_str(), 1);
+    execl(victim("host_safety").c_str(), "host_safety", "sigterm", static_cast<char *>(nullptr));
+    _exit(126);
+  }
+  close(output[1]);
+  FILE *from_child = fdopen(output[0], "r");
+  std::string text;
+  char line[256];
+  // Waits for the program to say it is about to block.
+  while (fgets(line, sizeof line, from_child) != nullptr) {
+    text += line;
+    if (text.find("ready\n") != std::string::npos) break;
+  }
+  ASSERT_EQ(text, "ready\n");
+  // ...and until it is blocked in read() (system call 0), so that SIGTERM interrupts it.
+  const std::string syscall_file = "/proc/" + std::to_string(child) + "/syscall";
+  while (read_text(syscall_file).rfind("0 ", 0) != 0) sched_yield();
+  kill(child, SIGTERM);
+  while (fgets(line, sizeof line, from_child) != nullptr) text += line;
+  fclose(from_child);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(text, "ready\nread returned -1 (Interrupted system call)\n");
+}
+
+// A child made by a raw clone() (no fork(), so no fork handlers) gets its own journal: it
+// neither writes over its parent's records nor loses its own, also when it shares the
+// parent's descriptor table (CLONE_FILES), where the journal's descriptor stays the parent's.
+TEST(HostSafety, ChildrenOfARawCloneGetJournalsOfTheirOwn) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "clone"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "clone done\n");
+  const JsonValue &processes = run.json["processes"];
+  ASSERT_EQ(processes.size(), 3u) << read_text(dir / "out/report.json");
+  std::map<double, std::multiset<uint64_t>> leaks_of;  // pid -> sizes
+  std::map<double, double> allocations_of;
+  for (const JsonValue &process : processes.items()) {
+    for (const JsonValue &lease : process["leases"].items())
+      for (const JsonValue &leak : lease["leaks"].items())
+        leaks_of[process["pid"].as_number()].insert(static_cast<uint64_t>(leak["bytes"].as_number()));
+    allocations_of[process["pid"].as_number()] = process["allocations"].as_number();
+    EXPECT_TRUE(process["complete"].as_bool());
+  }
+  const double parent = processes[0]["pid"].as_number();
+  EXPECT_EQ(leaks_of[parent], (std::multiset<uint64_t>{5001, 5002}));
+  EXPECT_EQ(allocations_of[parent], 2 + 2 * 100);
+  std::multiset<uint64_t> children;
+  for (const auto &[pid, sizes] : leaks_of)
+    if (pid != parent) {
+      children.insert(sizes.begin(), sizes.end());
+      EXPECT_EQ(allocations_of[pid], 1 + 100);
+    }
+  EXPECT_EQ(children, (std::multiset<uint64_t>{6001, 6002}));
+  EXPECT_FALSE(contains(run.result.err, "damaged")) << run.result.err;
+}
+
+// `ulimit -v`: leaseguard reserves no address space ahead, so a program near its limit
+// keeps its room for its own allocations, and is still recorded.
+TEST(HostSafety, AnAddressSpaceLimitLeavesTheProgramItsRoom) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "as_limit"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_TRUE(contains(run.result.out, "malloc of 240 MiB succeeded")) << run.result.out;
+  EXPECT_EQ(leaked_sizes(run.json), (std::multiset<uint64_t>{7001}));
+  // What docs/reliability.md promises: a few MiB (the journal's first chunk, its data).
+  unsigned long kib = 0;
+  ASSERT_EQ(sscanf(run.result.out.c_str(), "leaseguard took %lu KiB", &kib), 1) << run.result.out;
+  EXPECT_LE(kib, 8u * 1024) << run.result.out;
+}
+
+// unshare(CLONE_NEWUSER) fails with EINVAL in a multithreaded process; leaseguard's threads
+// (the lease watchdog, the journal's) step aside for it, and come back after.
+TEST(HostSafety, UnshareOfAUserNamespaceWorksWhileLeaseguardsThreadsRun) {
+  auto control = run_process({victim("host_safety"), "unshare"}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+  if (!contains(control.out, "unshare: ok")) GTEST_SKIP() << "no user namespaces here: " << control.out;
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "unshare"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "threads before: several\nunshare: ok\nunshare done\n");
+  bool expired = false;
+  for (const JsonValue &lease : run.json["processes"][0]["leases"].items())
+    if (lease["name"].as_string() == "short") {
+      expired = lease["ended_by"].as_string() == "expiry" && lease["leaks"].size() == 1 &&
+                lease["leaks"][0]["reclaimed"].as_bool();
+    }
+  EXPECT_TRUE(expired) << read_text(dir / "out/report.json");
+}
+
+// Threads allocating while main returns: every allocation that completed is reported, none
+// that was not begun is invented, whichever side of the process lease's end its record
+// landed. 50 runs, each a different interleaving.
+TEST(HostSafety, AllocationsOfThreadsRacingTheProcessEndAreAllReported) {
+  for (int round = 0; round < 50; ++round) {
+    TempDir dir;
+    auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "exit_race", dir / "counts"});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    std::ifstream counts(dir / "counts", std::ios::binary);
+    uint64_t numbers[8] = {};
+    counts.read(reinterpret_cast<char *>(numbers), sizeof numbers);
+    uint64_t begun = 0, completed = 0;
+    for (int thread = 0; thread < 4; ++thread) {
+      begun += numbers[2 * thread];
+      completed += numbers[2 * thread + 1];
+    }
+    const auto reported = static_cast<uint64_t>(run.json["summary"]["leaked_allocations"].as_number());
+    ASSERT_GE(reported, completed) << "round " << round << ": completed allocations are missing";
+    ASSERT_LE(reported, begun) << "round " << round;
+    ASSERT_TRUE(run.json["processes"][0]["complete"].as_bool());
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

@@ -1,0 +1,254 @@
+/* Ordinary things programs do that leaseguard must survive without harm
+ * (tests/integration/host_safety_test.cpp; docs/reliability.md lists each):
+ *   close_fds FILE   a daemon closes every descriptor from 3 up, opens its data file FILE
+ *                    (which takes the journal's old number), then allocates a lot
+ *   dup2 FILE        the program dup2()s its data file FILE over the journal's descriptor
+ *   fsize            RLIMIT_FSIZE (ulimit -f) of 64 KiB, then many allocations
+ *   sigterm          a SIGTERM handler installed without SA_RESTART; blocks in read()
+ *                    and expects EINTR when SIGTERM comes
+ *   clone            children made by a raw clone() (no fork(), so no fork handlers), one
+ *                    sharing the descriptor table, allocate while the parent does
+ *   as_limit         RLIMIT_AS (ulimit -v) 256 MiB above what the program uses, then a
+ *                    malloc of 240 MiB
+ *   unshare          leaseguard's threads running, then unshare(CLONE_NEWUSER)
+ *   exit_race FILE   threads allocate while main returns; FILE counts the allocations
+ *                    each thread began and completed */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <leaseguard/annotate.h>
+
+#include "victim.h"
+
+static VICTIM_NOINLINE void leak(size_t bytes) {
+  CUdeviceptr pointer;
+  CHECK(cuMemAlloc_v2(&pointer, bytes));
+}
+
+static void churn(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    CUdeviceptr pointer;
+    CHECK(cuMemAlloc_v2(&pointer, 64));
+    CHECK(cuMemFree_v2(pointer));
+  }
+}
+
+static int open_data_file(const char *path) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  char data[100];
+  memset(data, 'd', sizeof data);
+  if (fd < 0 || write(fd, data, sizeof data) != (ssize_t)sizeof data) exit(5);
+  return fd;
+}
+
+static long file_size(int fd) {
+  struct stat status;
+  return fstat(fd, &status) == 0 ? (long)status.st_size : -1;
+}
+
+/* The descriptor of leaseguard's journal, found as a program looking at /proc would. */
+static int journal_descriptor(void) {
+  DIR *fds = opendir("/proc/self/fd");
+  struct dirent *entry;
+  int found = -1;
+  while (fds != NULL && (entry = readdir(fds)) != NULL) {
+    char link[300], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%s", entry->d_name);
+    ssize_t length = readlink(link, target, sizeof target - 1);
+    if (length <= 8) continue;
+    target[length] = '\0';
+    if (strcmp(target + length - 8, ".journal") == 0) found = atoi(entry->d_name);
+  }
+  if (fds != NULL) closedir(fds);
+  return found;
+}
+
+static void close_fds(const char *data_path) {
+  leak(1001);
+  for (int fd = 3; fd < 1024; ++fd) close(fd);
+  int data = open_data_file(data_path);
+  churn(60000);  /* several times what the journal had room for */
+  leak(1002);
+  printf("data file %ld bytes\n", file_size(data));
+}
+
+static void dup2_over_journal(const char *data_path) {
+  leak(2001);
+  int journal = journal_descriptor();
+  int data = open_data_file(data_path);
+  if (journal < 0 || dup2(data, journal) != journal) exit(6);
+  churn(60000);
+  leak(2002);
+  printf("data file %ld bytes\n", file_size(data));
+}
+
+static void fsize_limit(void) {
+  struct rlimit limit = {64 << 10, 64 << 10};
+  if (setrlimit(RLIMIT_FSIZE, &limit) != 0) exit(7);
+  leak(3001);
+  churn(20000);
+  leak(3002);
+  printf("fsize done\n");
+}
+
+static void on_sigterm(int signal_number) { (void)signal_number; }
+
+static void sigterm_interrupts(void) {
+  leak(4001);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_sigterm;  /* no SA_RESTART: the read below must fail with EINTR */
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGTERM, &action, NULL) != 0) exit(8);
+  int pipe_ends[2];
+  if (pipe(pipe_ends) != 0) exit(9);
+  alarm(60);  /* a guard against hanging forever if the read is restarted: fails the test */
+  printf("ready\n");
+  fflush(stdout);
+  char byte;
+  ssize_t got = read(pipe_ends[0], &byte, 1);
+  printf("read returned %zd (%s)\n", got, got < 0 ? strerror(errno) : "data");
+}
+
+static VICTIM_NOINLINE void leak_in_clone_child(size_t bytes) { leak(bytes); }
+
+static int clone_child(void *bytes) {
+  leak_in_clone_child((size_t)(uintptr_t)bytes);
+  churn(100);
+  exit(0);  /* as a process ends: its exit handlers, leaseguard's among them, run */
+}
+
+static void raw_clone(void) {
+  leak(5001);
+  const int flags[2] = {SIGCHLD, SIGCHLD | CLONE_FILES};
+  for (int i = 0; i < 2; ++i) {
+    char *stack = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    pid_t child = clone(clone_child, stack + (1 << 20), flags[i], (void *)(uintptr_t)(6001 + i));
+    if (child < 0) exit(10);
+    churn(100);  /* the parent goes on writing where the child would */
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) exit(11);
+  }
+  leak(5002);
+  printf("clone done\n");
+}
+
+static long address_space_bytes(void) {
+  FILE *status = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (status != NULL && fgets(line, sizeof line, status) != NULL)
+    if (sscanf(line, "VmSize: %ld kB", &kib) == 1) break;
+  if (status != NULL) fclose(status);
+  return kib * 1024;
+}
+
+static void as_limit(void) {
+  const long before = address_space_bytes();
+  struct rlimit limit;
+  limit.rlim_cur = limit.rlim_max = (rlim_t)(before + (256l << 20));
+  if (setrlimit(RLIMIT_AS, &limit) != 0) exit(12);
+  leak(7001);  /* the journal opens here */
+  churn(100);
+  printf("leaseguard took %ld KiB of address space\n", (address_space_bytes() - before) / 1024);
+  void *large = malloc(240l << 20);
+  printf("malloc of 240 MiB %s\n", large != NULL ? "succeeded" : "failed");
+}
+
+static int thread_count(void) {
+  DIR *tasks = opendir("/proc/self/task");
+  struct dirent *entry;
+  int count = 0;
+  while (tasks != NULL && (entry = readdir(tasks)) != NULL) count += entry->d_name[0] != '.';
+  if (tasks != NULL) closedir(tasks);
+  return count;
+}
+
+static void unshare_user(void) {
+  /* The lease watchdog (a lease with a time-to-live) and the journal's thread (a megabyte
+   * of journal) are running. */
+  leaseguard_lease_t long_lease = LEASEGUARD_LEASE_BEGIN("long", 3600 * 1000, LEASEGUARD_REPORT);
+  leak(8001);
+  churn(20000);
+  printf("threads before: %s\n", thread_count() > 1 ? "several" : "one");
+  int result = unshare(CLONE_NEWUSER);
+  printf("unshare: %s\n", result == 0 ? "ok" : strerror(errno));
+  /* The watchdog is back: a lease with a short time-to-live expires, and its leak is
+   * reclaimed (the device's free memory comes back). */
+  size_t free_before = 0, free_now = 0, total = 0;
+  CHECK(cuMemGetInfo_v2(&free_before, &total));
+  leaseguard_lease_t short_lease = LEASEGUARD_LEASE_BEGIN("short", 1, LEASEGUARD_RECLAIM);
+  LEASEGUARD_LEASE_ENTER(short_lease);
+  leak(1 << 20);
+  LEASEGUARD_LEASE_LEAVE();
+  do {
+    sched_yield();
+    CHECK(cuMemGetInfo_v2(&free_now, &total));
+  } while (short_lease != 0 && free_now < free_before);
+  leak(8002);
+  LEASEGUARD_LEASE_END(long_lease);
+  printf("unshare done\n");
+}
+
+/* Each thread's count of allocations begun and completed, in a file that outlives the
+ * process: the report must list at least every completed one and no more than were begun. */
+struct Counts {
+  uint64_t begun;
+  uint64_t completed;
+};
+enum { kRaceThreads = 4 };
+static struct Counts *g_counts;
+static CUcontext g_context;
+
+static void *allocate_until_exit(void *index) {
+  struct Counts *mine = &g_counts[(uintptr_t)index];
+  CHECK(cuCtxSetCurrent(g_context));
+  for (;;) {
+    CUdeviceptr pointer;
+    __atomic_add_fetch(&mine->begun, 1, __ATOMIC_SEQ_CST);
+    if (cuMemAlloc_v2(&pointer, 256) != CUDA_SUCCESS) _exit(13);
+    __atomic_add_fetch(&mine->completed, 1, __ATOMIC_SEQ_CST);
+  }
+  return NULL;
+}
+
+static int exit_race(const char *counts_path) {
+  int fd = open(counts_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || ftruncate(fd, sizeof(struct Counts) * kRaceThreads) != 0) exit(14);
+  g_counts = mmap(NULL, sizeof(struct Counts) * kRaceThreads, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (g_counts == MAP_FAILED) exit(15);
+  pthread_t threads[kRaceThreads];
+  for (uintptr_t i = 0; i < kRaceThreads; ++i) pthread_create(&threads[i], NULL, allocate_until_exit, (void *)i);
+  /* Every thread is allocating. */
+  for (int i = 0; i < kRaceThreads; ++i)
+    while (__atomic_load_n(&g_counts[i].completed, __ATOMIC_SEQ_CST) < 100) sched_yield();
+  return 0;  /* main returns while they go on */
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  const char *path = argc > 2 ? argv[2] : "";
+  g_context = victim_primary_context();
+  if (strcmp(mode, "close_fds") == 0) close_fds(path);
+  else if (strcmp(mode, "dup2") == 0) dup2_over_journal(path);
+  else if (strcmp(mode, "fsize") == 0) fsize_limit();
+  else if (strcmp(mode, "sigterm") == 0) sigterm_interrupts();
+  else if (strcmp(mode, "clone") == 0) raw_clone();
+  else if (strcmp(mode, "as_limit") == 0) as_limit();
+  else if (strcmp(mode, "unshare") == 0) unshare_user();
+  else if (strcmp(mode, "exit_race") == 0) return exit_race(path);
+  else return 2;
+  return 0;
+}
