@@ -26,6 +26,7 @@
 #include "report/report_model.h"
 #include "report/suppressions.h"
 #include "report_output.h"
+#include "sanitizer_runtime.h"
 
 extern char **environ;
 
@@ -47,11 +48,12 @@ std::string absolute(const std::string &path) {
   return std::string(cwd) + "/" + path;
 }
 
-// What execvp would run, so that a missing command is leaseguard's usage error (exit 2)
-// rather than a child that exits 127.
-bool find_executable(const std::string &command, std::string &error) {
-  auto runnable = [](const std::string &path) {
+// What execvp would run (stored in `found`), so that a missing command is leaseguard's
+// usage error (exit 2) rather than a child that exits 127.
+bool find_executable(const std::string &command, std::string &found, std::string &error) {
+  auto runnable = [&](const std::string &path) {
     struct stat status;
+    found = path;
     return stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode) && access(path.c_str(), X_OK) == 0;
   };
   if (command.find('/') != std::string::npos) {
@@ -84,11 +86,23 @@ std::string make_run_id() {
   return buffer;
 }
 
+// LD_PRELOAD for the command: leaseguard's preload, after the sanitizer runtime the
+// program needs first (sanitizer_runtime.h) unless the user's LD_PRELOAD has it already,
+// then the user's.
+std::string preload_list(const InstallPaths &paths, const std::string &executable) {
+  const char *user = std::getenv("LD_PRELOAD");
+  const std::string users = user != nullptr ? user : "";
+  std::string list = paths.preload + (users.empty() ? "" : ":" + users);
+  const std::optional<std::string> runtime = sanitizer_runtime(needed_libraries(executable));
+  if (runtime && users.find(*runtime) == std::string::npos) list = *runtime + ":" + list;
+  return list;
+}
+
 std::vector<std::string> child_environment(const RunOptions &options, const InstallPaths &paths,
-                                           const std::string &out_dir, const std::string &run_id) {
+                                           const std::string &executable, const std::string &out_dir,
+                                           const std::string &run_id) {
   std::map<std::string, std::string> overrides;
-  const char *preload = std::getenv("LD_PRELOAD");
-  overrides["LD_PRELOAD"] = paths.preload + (preload != nullptr && *preload != '\0' ? ":" + std::string(preload) : "");
+  overrides["LD_PRELOAD"] = preload_list(paths, executable);
   if (options.sim) {
     const char *library_path = std::getenv("LD_LIBRARY_PATH");
     overrides["LD_LIBRARY_PATH"] =
@@ -128,7 +142,8 @@ int run_command(const RunOptions &options) {
     fail(error);
     return kUsageError;
   }
-  if (!find_executable(options.command[0], error)) {
+  std::string executable;
+  if (!find_executable(options.command[0], executable, error)) {
     fail(error);
     return kUsageError;
   }
@@ -144,7 +159,7 @@ int run_command(const RunOptions &options) {
     return kUsageError;
   }
   const std::string run_id = make_run_id();
-  std::vector<std::string> environment = child_environment(options, paths, out_dir, run_id);
+  std::vector<std::string> environment = child_environment(options, paths, executable, out_dir, run_id);
 
   // Orphaned grandchildren come back to us, so every process of the tree is waited for.
   prctl(PR_SET_CHILD_SUBREAPER, 1);

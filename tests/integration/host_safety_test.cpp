@@ -176,6 +176,27 @@ TEST(HostSafety, UnshareOfAUserNamespaceWorksWhileLeaseguardsThreadsRun) {
   EXPECT_TRUE(expired) << read_text(dir / "out/report.json");
 }
 
+// A program built with AddressSanitizer refuses to start unless ASan's runtime is loaded
+// first; `leaseguard run` puts the runtime the program needs before its preload. The same
+// for LeakSanitizer alone. Both tools then do their work side by side.
+TEST(HostSafety, RunStartsSanitizedProgramsWithTheirRuntimeFirst) {
+#if !LEASEGUARD_HAVE_SANITIZED_VICTIMS
+  GTEST_SKIP() << "the sanitized victims are built with gcc only";
+#endif
+  TempDir plain_dir;
+  const std::map<std::string, std::string> two_devices = {{"LEASEGUARD_SIM_DEVICES", "2"}};
+  auto plain = run_under_leaseguard(plain_dir / "out", {victim("direct_calls")}, {}, two_devices);
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  for (const char *name : {"direct_calls_address", "direct_calls_leak"}) {
+    TempDir dir;
+    auto run = run_under_leaseguard(dir / "out", {victim(name)}, {}, two_devices);
+    EXPECT_EQ(run.result.exit_code, 0) << name << ": " << run.result.err;
+    EXPECT_FALSE(contains(run.result.err, "does not come first")) << run.result.err;
+    EXPECT_EQ(run.result.out, plain.result.out);
+    EXPECT_EQ(leaked_sizes(run.json), leaked_sizes(plain.json)) << name;
+  }
+}
+
 // Threads allocating while main returns: every allocation that completed is reported, none
 // that was not begun is invented, whichever side of the process lease's end its record
 // landed. 50 runs, each a different interleaving.
