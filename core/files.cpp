@@ -60,9 +60,11 @@ int walk_directories(const std::string &path, bool create, std::string &error) {
       struct stat link {};
       if (fstatat(current, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(link.st_mode))
         return fail(here + " is not a directory");
-      if (link.st_uid != 0 && link.st_uid != geteuid())
+      if (link.st_uid != 0 && link.st_uid != geteuid()) {
+        errno = 0;  // refused, not failed: the message says why
         return fail(here + " is a symbolic link owned by uid " + std::to_string(link.st_uid) +
                     "; refusing to follow it");
+      }
       if (++links > kMaxLinks) return fail("cannot use " + path + ": " + std::strerror(ELOOP));
       char target[4096];
       const ssize_t length = readlinkat(current, name.c_str(), target, sizeof target - 1);
@@ -159,6 +161,26 @@ int open_regular_file(const std::string &path, std::string &error) {
   // Reads of a regular file never block anyway; clear the flag so they are ordinary ones.
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+bool read_regular_file(const std::string &path, std::string &text, std::string &error) {
+  const int fd = open_regular_file(path, error);
+  if (fd < 0) return false;
+  text.clear();
+  char buffer[64 << 10];
+  while (true) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      error = "cannot read " + path + ": " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return true;
 }
 
 std::string absolute_path(const std::string &path) {

@@ -22,7 +22,8 @@ namespace leaseguard {
 int open_output_directory(const std::string &path, std::string &error);
 
 // The same without creating anything or checking the owner: the directory that holds
-// `path`, whose last component is stored in `name`. For a file the user named.
+// `path`, whose last component is stored in `name`. For a file the user named. On failure
+// errno is the system call's, or 0 where leaseguard refused (a link someone else owns).
 int open_parent_directory(const std::string &path, std::string &name, std::string &error);
 
 // Creates `path` and missing parents, and checks it as open_output_directory does.
@@ -31,6 +32,9 @@ bool make_output_directory(const std::string &path, std::string &error);
 // Opens `path` for reading if it is a regular file, without blocking on a FIFO or a device.
 // Returns a descriptor (close-on-exec, blocking reads) or -1 and one line in `error`.
 int open_regular_file(const std::string &path, std::string &error);
+
+// The whole of `path`, read as open_regular_file opens it; false and one line in `error`.
+bool read_regular_file(const std::string &path, std::string &text, std::string &error);
 
 // `path` made absolute against the working directory.
 std::string absolute_path(const std::string &path);

@@ -10,6 +10,9 @@
 #include <cstring>
 #include <vector>
 
+#include "files.h"
+#include "options.h"
+
 namespace leaseguard::journal {
 namespace {
 
@@ -67,6 +70,9 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       size_t available = payload.size() - sizeof module;
       if (module.build_id_bytes > available || module.path_bytes > available - module.build_id_bytes)
         return false;
+      // Longer than a path can be (PATH_MAX) or than a build-id is: made by hand, and a path is
+      // copied into every report frame in the module.
+      if (module.path_bytes > 4096 || module.build_id_bytes > 64) return false;
       ModuleInfo info;
       info.module_id = module.module_id;
       info.base = module.base;
@@ -80,6 +86,9 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       StackPayload stack;
       if (!load(payload, stack)) return false;
       if (stack.depth > (payload.size() - sizeof stack) / sizeof(StackFrame)) return false;
+      // Deeper than a stack is ever recorded: made by hand, and each frame would be rendered
+      // with its module's path in every leak that names the stack.
+      if (stack.depth > static_cast<uint32_t>(kMaxStackDepth)) return false;
       std::vector<StackFrame> frames(stack.depth);
       if (stack.depth > 0)
         std::memcpy(frames.data(), payload.data() + sizeof stack, stack.depth * sizeof(StackFrame));
@@ -255,13 +264,23 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
     error = "cannot read: " + source.error();
     return false;
   }
-  if (slot_count == 0 || tag_in(first) != make_tag(RecordType::Header, 1)) {
+  if (slot_count == 0) {
     error = "not a leaseguard journal (no header)";
     return false;
   }
   HeaderPayload header;
   std::memcpy(&header, first + 4, sizeof header);
-  if (std::memcmp(header.magic, kFileMagic, sizeof kFileMagic) != 0) {
+  const bool header_committed = tag_in(first) == make_tag(RecordType::Header, 1);
+  const bool magic = std::memcmp(header.magic, kFileMagic, sizeof kFileMagic) == 0;
+  // A header whose tag is gone but whose payload is whole: a damaged journal, read for what
+  // it holds and reported as damaged, never as an empty one (report_loader.cpp tells an
+  // empty journal, which has no committed record at all, apart).
+  if (!header_committed && magic && tag_in(first) == 0) {
+    stats.damaged_header = true;
+  } else if (!header_committed) {
+    error = "not a leaseguard journal (no header)";
+    return false;
+  } else if (!magic) {
     error = "not a leaseguard journal (bad magic)";
     return false;
   }
@@ -347,14 +366,12 @@ static size_t end_of_data(int fd, size_t size) {
 
 bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats, std::string &error,
                   size_t window_slots) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = "cannot open " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat status;
-  if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-    error = path + " is not a regular file";
+  // Never a FIFO or a device: opening one could block forever (files.h).
+  const int fd = open_regular_file(path, error);
+  if (fd < 0) return false;
+  struct stat status {};
+  if (fstat(fd, &status) != 0) {
+    error = "cannot read " + path + ": " + std::strerror(errno);
     ::close(fd);
     return false;
   }

@@ -63,7 +63,8 @@ struct ReadStats {
   uint64_t malformed_records = 0;  // committed records whose payload does not parse
   uint64_t unknown_records = 0;    // types from a newer leaseguard
   uint64_t truncated_bytes = 0;    // a partial slot at the end of the file
-  bool damaged() const { return corrupt_slots || malformed_records || truncated_bytes; }
+  bool damaged_header = false;     // the header's tag was gone (its payload read all the same)
+  bool damaged() const { return corrupt_slots || malformed_records || truncated_bytes || damaged_header; }
 };
 
 // Returns false and sets `error` if the file cannot be read or does not start with a

@@ -1,5 +1,6 @@
 // leaseguard's command-line entry point: dispatch to run and report.
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,7 @@ int report_command(const ReportOptions &options, bool diff) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
+int dispatch(int argc, char **argv) {
   std::vector<std::string> arguments(argv + 1, argv + argc);
   Command command;
   std::string error;
@@ -69,4 +68,17 @@ int main(int argc, char **argv) {
       return report_command(command.report, true);
   }
   return kUsageError;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  // Memory runs out (a journal too large for the memory the tool was given): one line and
+  // the documented status for leaseguard's own failures, never an abort.
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::bad_alloc &) {
+    std::fputs("leaseguard: error: out of memory\n", stderr);
+    return kUsageError;
+  }
 }

@@ -13,6 +13,7 @@
 #include <set>
 #include <string_view>
 
+#include "report/output_file.h"
 #include "report/renderers.h"
 #include "report/suppressions.h"
 #include "report/symbolizer.h"
@@ -30,64 +31,6 @@ void consider(const std::filesystem::path &path, const std::string &run_id, Inpu
   if (ends_with(name, ".journal")) inputs.journals.push_back(path.string());
   else if (ends_with(name, ".exits")) inputs.exit_files.push_back(path.string());
 }
-
-// A report file being written. Reports may hold paths and names from the program: private
-// by default, like journals. The first error is kept and what comes after it is dropped, so
-// a renderer handing over its text a piece at a time need not check each piece. A file that
-// could not be written whole is removed, so that no tool reads half a report as a report.
-class OutputFile {
- public:
-  explicit OutputFile(const std::string &path) : path_(path) {
-    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd_ < 0) fail();
-    struct stat file {};
-    removable_ = fd_ >= 0 && fstat(fd_, &file) == 0 && S_ISREG(file.st_mode);  // never a device (/dev/full)
-  }
-  ~OutputFile() {  // not closed: the renderer failed part of the way
-    if (fd_ >= 0) ::close(fd_);
-    if (removable_ && !closed_) unlink(path_.c_str());
-  }
-  OutputFile(const OutputFile &) = delete;
-  OutputFile &operator=(const OutputFile &) = delete;
-
-  void write(std::string_view text) {
-    size_t written = 0;
-    while (fd_ >= 0 && written < text.size()) {
-      ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (n == 0) errno = EIO;
-        fail();
-        ::close(fd_);
-        fd_ = -1;
-        return;
-      }
-      written += static_cast<size_t>(n);
-    }
-  }
-
-  // Closes the file; false with the first error if anything failed (then the file is gone).
-  bool close(std::string &error) {
-    if (fd_ >= 0 && ::close(fd_) != 0) fail();
-    fd_ = -1;
-    closed_ = true;
-    if (error_.empty()) return true;
-    if (removable_) unlink(path_.c_str());
-    error = error_;
-    return false;
-  }
-
- private:
-  void fail() {
-    if (error_.empty()) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
-  }
-
-  std::string path_;
-  int fd_ = -1;
-  bool removable_ = false;  // a regular file we opened: removed if it is not written whole
-  bool closed_ = false;
-  std::string error_;
-};
 
 }  // namespace
 
@@ -172,7 +115,8 @@ bool apply_baseline(report::Report &report, const std::string &baseline_path, re
 }
 
 bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
-                    FILE *text_stream, report::Report &report, std::string &error) {
+                    FILE *text_stream, report::Report &report, std::string &error,
+                    std::vector<std::string> *unwritten) {
   report::Suppressions suppressions;
   if (!options.suppressions.empty() && !suppressions.load(options.suppressions, error)) return false;
   report::Symbolizer symbolizer;
@@ -215,7 +159,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
                                             : request.path;
     // Every format is handed to its file as it is made: with a line, an object or a stack
     // per leak or leak group, a report of many leaks is hundreds of megabytes.
-    OutputFile file(path);
+    report::OutputFile file(path);
     auto write = [&](std::string_view piece) { file.write(piece); };
     if (request.format == "json") report::render_json(report, write);
     else if (request.format == "sarif") report::render_sarif(report, source_root, write);
@@ -223,7 +167,13 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     else if (request.format == "junit") report::render_junit(report, write);
     else if (request.format == "html") report::render_html(report, write);
     else report::render_folded(report, write);
-    if (!file.close(error)) return false;
+    std::string write_error;
+    if (file.close(write_error)) continue;
+    if (unwritten == nullptr) {
+      error = write_error;
+      return false;
+    }
+    unwritten->push_back(write_error);
   }
   if (!options.quiet && text_stream != nullptr) {
     report::render_text(report, [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), text_stream); });

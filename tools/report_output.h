@@ -23,8 +23,11 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
                     std::string &error);
 
 // Loads, symbolizes, writes the requested formats and the text report (to `text_stream`
-// unless quiet). Returns false on an I/O error or unreadable input.
+// unless quiet). Returns false on an I/O error or unreadable input. A format file that
+// cannot be written is such an error, unless `unwritten` is given: then it is added there
+// and the others are still written (`run`, whose exit status is the program's).
 bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
-                    FILE *text_stream, report::Report &report, std::string &error);
+                    FILE *text_stream, report::Report &report, std::string &error,
+                    std::vector<std::string> *unwritten = nullptr);
 
 }  // namespace leaseguard::cli

@@ -231,10 +231,14 @@ int run_command(const RunOptions &options) {
   }
   inputs.exit_statuses = exits;
   report::Report report;
-  if (!produce_report(inputs, options.common, out_dir, stderr, report, error)) {
+  // A format file that cannot be written (a full disk) is said, but the exit status stays
+  // the program's: the text report has been printed, and the journals are there.
+  std::vector<std::string> unwritten;
+  if (!produce_report(inputs, options.common, out_dir, stderr, report, error, &unwritten)) {
     fail(error);
     return kUsageError;
   }
+  for (const std::string &problem : unwritten) std::fprintf(stderr, "leaseguard: warning: %s\n", problem.c_str());
   if (options.common.fail_on_leak && report.leaked_allocations() > 0) return *options.common.fail_on_leak;
   return exit_code;
 }

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "files.h"
+
 namespace leaseguard::report {
 
 struct ElfSymbols::Mapping {
@@ -213,14 +215,12 @@ std::string_view ElfSymbols::function_at(uint64_t address) const {
 }
 
 std::unique_ptr<ElfSymbols::Mapping> ElfSymbols::map_file(const std::string &path, std::string &error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = std::strerror(errno);
-    return nullptr;
-  }
+  // A module path comes from a journal: never a FIFO or a device (files.h).
+  const int fd = open_regular_file(path, error);
+  if (fd < 0) return nullptr;
   struct stat status {};
   auto mapping = std::make_unique<Mapping>();
-  if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode) || status.st_size <= 0) {
+  if (fstat(fd, &status) != 0 || status.st_size <= 0) {
     error = "not a regular file";
   } else {
     mapping->size = static_cast<size_t>(status.st_size);

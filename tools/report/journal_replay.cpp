@@ -107,7 +107,9 @@ class Replay : public journal::JournalVisitor {
   }
 
   void on_module(const journal::ModuleInfo &module) override {
-    const bool added = modules_.insert_or_assign(module.module_id, module).second;
+    // Interned: every frame in the module shares its path and build-id (text.h).
+    const ModuleTexts texts{texts_.intern(module.path), texts_.intern(module.build_id), module.base};
+    const bool added = modules_.insert_or_assign(module.module_id, texts).second;
     if (!added) frame_index_.clear();  // an id recorded again: its frames read differently from here on
   }
 
@@ -510,7 +512,13 @@ class Replay : public journal::JournalVisitor {
   uint64_t start_ns_ = 0;
   uint64_t last_ns_ = 0;
   bool frees_at_slots_ = true;  // where a free in place happened: a slot (version 5) or a time
-  std::map<uint32_t, journal::ModuleInfo> modules_;
+  struct ModuleTexts {
+    Text path;
+    Text build_id;
+    uint64_t base = 0;
+  };
+  TextPool texts_;
+  std::map<uint32_t, ModuleTexts> modules_;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> frame_index_;  // (module id, offset) -> index in process_.frames
   std::map<uint32_t, LeaseInfo> leases_;
   // Live allocations by their place among the journal's allocation records: allocation order.
@@ -554,10 +562,10 @@ void ProcessReport::add_stack(uint32_t stack_id, const std::vector<Frame> &stack
   std::vector<uint32_t> indices;
   indices.reserve(stack.size());
   for (const Frame &frame : stack) {
-    std::string key = frame.module + '\x1f' + frame.build_id + '\x1f' + std::to_string(frame.offset) + '\x1f' +
-                      std::to_string(frame.address) + '\x1f' + (frame.function ? '+' + *frame.function : "-") +
-                      '\x1f' + (frame.file ? '+' + *frame.file : "-") + '\x1f' +
-                      (frame.line ? std::to_string(*frame.line) : "-");
+    std::string key = frame.module.str() + '\x1f' + frame.build_id.str() + '\x1f' + std::to_string(frame.offset) +
+                      '\x1f' + std::to_string(frame.address) + '\x1f' +
+                      (frame.function ? "+" + *frame.function : "-") + '\x1f' +
+                      (frame.file ? "+" + *frame.file : "-") + '\x1f' + (frame.line ? std::to_string(*frame.line) : "-");
     auto [known, added] = frame_ids.try_emplace(std::move(key), static_cast<uint32_t>(frames.size()));
     if (added) frames.push_back(frame);
     indices.push_back(known->second);

@@ -3,6 +3,10 @@
 
 #include "module_symbols.h"
 
+#include <unistd.h>
+
+#include "files.h"
+
 namespace leaseguard::report {
 namespace {
 
@@ -34,7 +38,13 @@ class DebugInfoModule final : public ModuleSymbols {
     if (session_ == nullptr) return false;
     // Placed at address 0, so a module-relative offset plus the load bias libdwfl reports
     // is the address to look up, for shared objects, PIE and fixed-address executables.
-    module_ = dwfl_report_elf(session_, path.c_str(), path.c_str(), -1, 0, false);
+    // A module path comes from a journal: never a FIFO or a device (files.h). The
+    // library takes the descriptor if it succeeds.
+    std::string error;
+    const int fd = open_regular_file(path, error);
+    if (fd < 0) return false;
+    module_ = dwfl_report_elf(session_, path.c_str(), path.c_str(), fd, 0, false);
+    if (module_ == nullptr) ::close(fd);
     dwfl_report_end(session_, nullptr, nullptr);
     return module_ != nullptr && dwfl_module_getelf(module_, &bias_) != nullptr;
   }

@@ -13,13 +13,13 @@ void write_frame(JsonWriter &json, const Frame &frame) {
   json.begin_object();
   json.key("module");
   if (frame.module.empty()) json.null();
-  else json.value(frame.module);
+  else json.value(frame.module.str());
   json.key("offset").value(hex_address(frame.offset));
   json.key("function");
-  if (frame.function) json.value(*frame.function);
+  if (frame.function) json.value(frame.function->str());
   else json.null();
   json.key("file");
-  if (frame.file) json.value(*frame.file);
+  if (frame.file) json.value(frame.file->str());
   else json.null();
   json.key("line");
   if (frame.line) json.value(*frame.line);

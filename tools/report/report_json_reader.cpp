@@ -1,8 +1,17 @@
 // Reads a JSON report (schema leaseguard-report/1) back into the report model, so reports
 // from many machines can be merged, filtered and compared like journals.
+//
+// Lenient about what is missing (an older report lacks newer fields: they read as 0), strict
+// about what is there: a number out of its field's range, or not whole where a count is
+// meant, was not written by leaseguard, and converting it would be undefined; the report is
+// refused with one line naming the field.
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 
+#include "files.h"
 #include "json_value.h"
 #include "report_model.h"
 
@@ -14,9 +23,11 @@ uint64_t hex_value(const JsonValue &value) {
   return std::strtoull(value.as_string().c_str(), nullptr, 16);
 }
 
-uint64_t count(const JsonValue &value) {
-  return value.type() == JsonValue::Type::Number && value.as_number() > 0 ? static_cast<uint64_t>(value.as_number()) : 0;
+std::string text_of(const JsonValue &value) {
+  return value.type() == JsonValue::Type::String ? value.as_string() : std::string();
 }
+
+bool flag(const JsonValue &value) { return value.type() == JsonValue::Type::Bool && value.as_bool(); }
 
 template <typename Enum, typename Lookup>
 Enum enum_from(const JsonValue &value, Enum fallback, Lookup lookup) {
@@ -26,34 +37,162 @@ Enum enum_from(const JsonValue &value, Enum fallback, Lookup lookup) {
   return fallback;
 }
 
-// Interns a stack (already symbolized) in the process, by content.
-uint32_t stack_id_for(ProcessReport &process, std::map<std::string, uint32_t> &ids, const JsonValue &stack) {
-  std::vector<Frame> frames;
-  std::string key;
-  for (const JsonValue &item : stack.items()) {
-    Frame frame;
-    if (item["module"].type() == JsonValue::Type::String) frame.module = item["module"].as_string();
-    frame.offset = hex_value(item["offset"]);
-    if (item["function"].type() == JsonValue::Type::String) frame.function = item["function"].as_string();
-    if (item["file"].type() == JsonValue::Type::String) frame.file = item["file"].as_string();
-    if (item["line"].type() == JsonValue::Type::Number) frame.line = static_cast<int>(item["line"].as_number());
-    key += frame.module + "\x1f" + std::to_string(frame.offset) + "\x1f" + frame.function.value_or("") + "\x1e";
-    frames.push_back(std::move(frame));
+Api api_of(const JsonValue &value) { return api_from_name(text_of(value)).value_or(Api::Unknown); }
+
+class JsonReportReader {
+ public:
+  // False, with `error` set, at the first field out of range.
+  bool read(const JsonValue &json, Report &report, const std::string &path, std::string &error) {
+    report.suppressed_allocations += number<uint64_t>(json["summary"]["suppressed_allocations"], "suppressed_allocations");
+    for (const JsonValue &item : json["processes"].items()) report.processes.push_back(process_of(item, path));
+    for (const JsonValue &problem : json["problems"].items())
+      if (problem.type() == JsonValue::Type::String) report.problems.push_back(problem.as_string());
+    if (problem_.empty()) return true;
+    error = path + ": " + problem_;
+    return false;
   }
-  if (frames.empty()) return 0;
-  auto [it, inserted] = ids.try_emplace(key, static_cast<uint32_t>(ids.size() + 1));
-  if (inserted) process.add_stack(it->second, frames);
-  return it->second;
-}
+
+ private:
+  // An integer field: its value if whole and within T, else `fallback` (absent) or a problem.
+  template <typename T>
+  T number(const JsonValue &value, const char *field, T fallback = 0) {
+    if (value.type() != JsonValue::Type::Number) return fallback;
+    const double x = value.as_number();
+    const double low = static_cast<double>(std::numeric_limits<T>::min());
+    const double high = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exclusive, exact as a double
+    if (x >= low && x < high && x == std::trunc(x)) return static_cast<T>(x);
+    note(field, x);
+    return fallback;
+  }
+  // A time in milliseconds: any finite number.
+  double milliseconds(const JsonValue &value, const char *field) {
+    if (value.type() != JsonValue::Type::Number) return 0;
+    if (std::isfinite(value.as_number())) return value.as_number();
+    note(field, value.as_number());
+    return 0;
+  }
+  void note(const char *field, double value) {
+    if (!problem_.empty()) return;
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", value);
+    problem_ = std::string("the number ") + text + " is out of range for '" + field + "'";
+  }
+
+  ProcessReport process_of(const JsonValue &item, const std::string &path) {
+    ProcessReport process;
+    process.journal = path;
+    process.pid = number<int32_t>(item["pid"], "pid");
+    process.ppid = number<int32_t>(item["ppid"], "ppid");
+    for (const JsonValue &argument : item["command"].items())
+      if (argument.type() == JsonValue::Type::String) process.command.push_back(argument.as_string());
+    process.executable = text_of(item["executable"]);
+    if (item["exit"]["code"].type() == JsonValue::Type::Number) process.exit_code = number<int>(item["exit"]["code"], "code");
+    if (item["exit"]["signal"].type() == JsonValue::Type::Number)
+      process.exit_signal = number<int>(item["exit"]["signal"], "signal");
+    process.complete = flag(item["complete"]);
+    process.exec_replaced = flag(item["exec"]);
+    process.allocations = number<uint64_t>(item["allocations"], "allocations");
+    process.frees = number<uint64_t>(item["frees"], "frees");
+    process.unknown_frees = number<uint64_t>(item["unknown_frees"], "unknown_frees");
+    process.late_frees = number<uint64_t>(item["late_frees"], "late_frees");
+    process.compact_journal = text_of(item["journal_mode"]) == "compact";
+    process.recycled_allocations = number<uint64_t>(item["recycled_allocations"], "recycled_allocations");
+    process.recycled_bytes = number<uint64_t>(item["recycled_bytes"], "recycled_bytes");
+    process.event_time_resolution_ms = milliseconds(item["event_time_resolution_ms"], "event_time_resolution_ms");
+    for (const JsonValue &pool : item["pools_destroyed_in_use"].items())
+      process.pools_destroyed_in_use.push_back({hex_value(pool["pool"]), milliseconds(pool["time_ms"], "time_ms"),
+                                                number<uint64_t>(pool["outstanding_bytes"], "outstanding_bytes")});
+    stack_ids_.clear();
+    for (const JsonValue &twice : item["double_frees"].items()) process.double_frees.push_back(double_free_of(twice, process));
+    for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));
+    return process;
+  }
+
+  LeaseEnding lease_of(const JsonValue &item, ProcessReport &process) {
+    LeaseEnding lease;
+    lease.id = number<uint32_t>(item["id"], "id");
+    lease.name = text_of(item["name"]);
+    lease.ended_by = enum_from(item["ended_by"], EndedBy::Exit, ended_by_name);
+    lease.policy = enum_from(item["policy"], Policy::Report, policy_name);
+    lease.ttl_ms = number<uint64_t>(item["ttl_ms"], "ttl_ms");
+    lease.begin_ms = milliseconds(item["begin_ms"], "begin_ms");
+    lease.end_ms = milliseconds(item["end_ms"], "end_ms");
+    lease.peak_bytes = number<uint64_t>(item["peak_bytes"], "peak_bytes");
+    // Absent in older reports: 0.
+    lease.unjournaled_allocations = number<uint64_t>(item["unjournaled_allocations"], "unjournaled_allocations");
+    lease.unjournaled_bytes = number<uint64_t>(item["unjournaled_bytes"], "unjournaled_bytes");
+    lease.signal = number<int>(item["signal"], "signal");
+    for (const JsonValue &leak : item["leaks"].items()) lease.leaks.push_back(leak_of(leak, process));
+    for (const JsonValue &late : item["late_frees"].items()) lease.late_frees.push_back(late_free_of(late, process));
+    return lease;
+  }
+
+  Leak leak_of(const JsonValue &item, ProcessReport &process) {
+    Leak leak;
+    leak.api = api_of(item["api"]);
+    leak.kind = enum_from(item["kind"], Kind::Device, kind_name);
+    leak.bytes = number<uint64_t>(item["bytes"], "bytes");
+    leak.address = hex_value(item["address"]);
+    leak.device = number<int32_t>(item["device"], "device", -1);
+    leak.thread = number<uint32_t>(item["thread"], "thread");
+    leak.age_ms = number<uint64_t>(item["age_ms"], "age_ms");
+    leak.reclaimed = flag(item["reclaimed"]);
+    leak.stack_id = stack_id_for(process, item["stack"]);
+    return leak;
+  }
+
+  LateFree late_free_of(const JsonValue &item, ProcessReport &process) {
+    LateFree late;
+    late.api = api_of(item["api"]);
+    late.address = hex_value(item["address"]);
+    late.thread = number<uint32_t>(item["thread"], "thread");
+    late.time_ms = milliseconds(item["time_ms"], "time_ms");
+    late.forwarded = !(item["forwarded"].type() == JsonValue::Type::Bool && !item["forwarded"].as_bool());
+    late.stack_id = stack_id_for(process, item["stack"]);
+    return late;
+  }
+
+  DoubleFree double_free_of(const JsonValue &item, ProcessReport &process) {
+    DoubleFree twice;
+    twice.api = api_of(item["api"]);
+    twice.address = hex_value(item["address"]);
+    twice.thread = number<uint32_t>(item["thread"], "thread");
+    twice.time_ms = milliseconds(item["time_ms"], "time_ms");
+    twice.first_freed_ms = milliseconds(item["first_freed_ms"], "first_freed_ms");
+    twice.stack_id = stack_id_for(process, item["stack"]);
+    return twice;
+  }
+
+  // Interns a stack (already symbolized) in the process, by content.
+  uint32_t stack_id_for(ProcessReport &process, const JsonValue &stack) {
+    std::vector<Frame> frames;
+    std::string key;
+    for (const JsonValue &item : stack.items()) {
+      Frame frame;
+      if (item["module"].type() == JsonValue::Type::String) frame.module = texts_.intern(item["module"].as_string());
+      frame.offset = hex_value(item["offset"]);
+      if (item["function"].type() == JsonValue::Type::String) frame.function = texts_.intern(item["function"].as_string());
+      if (item["file"].type() == JsonValue::Type::String) frame.file = texts_.intern(item["file"].as_string());
+      if (item["line"].type() == JsonValue::Type::Number) frame.line = number<int>(item["line"], "line");
+      key += frame.module + "\x1f" + std::to_string(frame.offset) + "\x1f" + frame.function.value_or("") + "\x1e";
+      frames.push_back(std::move(frame));
+    }
+    if (frames.empty()) return 0;
+    auto [it, inserted] = stack_ids_.try_emplace(key, static_cast<uint32_t>(stack_ids_.size() + 1));
+    if (inserted) process.add_stack(it->second, frames);
+    return it->second;
+  }
+
+  std::string problem_;
+  std::map<std::string, uint32_t> stack_ids_;  // the current process's stacks, by content
+  TextPool texts_;
+};
 
 }  // namespace
 
 bool load_report_json(const std::string &path, Report &report, std::string &error) {
   std::string text;
-  if (!read_text_file(path, text)) {
-    error = "cannot read " + path;
-    return false;
-  }
+  if (!read_regular_file(path, text, error)) return false;
   JsonValue json;
   if (!JsonValue::parse(text, json, error)) {
     error = path + ": not JSON: " + error;
@@ -63,95 +202,8 @@ bool load_report_json(const std::string &path, Report &report, std::string &erro
     error = path + ": not a leaseguard report (schema leaseguard-report/1)";
     return false;
   }
-  report.suppressed_allocations += count(json["summary"]["suppressed_allocations"]);
-  for (const JsonValue &item : json["processes"].items()) {
-    ProcessReport process;
-    process.journal = path;
-    process.pid = static_cast<int32_t>(count(item["pid"]));
-    process.ppid = static_cast<int32_t>(count(item["ppid"]));
-    for (const JsonValue &argument : item["command"].items())
-      if (argument.type() == JsonValue::Type::String) process.command.push_back(argument.as_string());
-    if (item["executable"].type() == JsonValue::Type::String) process.executable = item["executable"].as_string();
-    if (item["exit"]["code"].type() == JsonValue::Type::Number) process.exit_code = static_cast<int>(item["exit"]["code"].as_number());
-    if (item["exit"]["signal"].type() == JsonValue::Type::Number)
-      process.exit_signal = static_cast<int>(item["exit"]["signal"].as_number());
-    process.complete = item["complete"].type() == JsonValue::Type::Bool && item["complete"].as_bool();
-    process.exec_replaced = item["exec"].type() == JsonValue::Type::Bool && item["exec"].as_bool();
-    process.allocations = count(item["allocations"]);
-    process.frees = count(item["frees"]);
-    process.unknown_frees = count(item["unknown_frees"]);
-    process.late_frees = count(item["late_frees"]);
-    process.compact_journal = item["journal_mode"].type() == JsonValue::Type::String &&
-                              item["journal_mode"].as_string() == "compact";
-    process.recycled_allocations = count(item["recycled_allocations"]);
-    process.recycled_bytes = count(item["recycled_bytes"]);
-    if (item["event_time_resolution_ms"].type() == JsonValue::Type::Number)
-      process.event_time_resolution_ms = item["event_time_resolution_ms"].as_number();
-    for (const JsonValue &pool_item : item["pools_destroyed_in_use"].items()) {
-      PoolDestroyedInUse pool;
-      pool.pool = hex_value(pool_item["pool"]);
-      if (pool_item["time_ms"].type() == JsonValue::Type::Number) pool.time_ms = pool_item["time_ms"].as_number();
-      pool.outstanding_bytes = count(pool_item["outstanding_bytes"]);
-      process.pools_destroyed_in_use.push_back(pool);
-    }
-    std::map<std::string, uint32_t> stack_ids;
-    for (const JsonValue &twice_item : item["double_frees"].items()) {
-      DoubleFree twice;
-      twice.api = api_from_name(twice_item["api"].type() == JsonValue::Type::String ? twice_item["api"].as_string() : "")
-                      .value_or(Api::Unknown);
-      twice.address = hex_value(twice_item["address"]);
-      twice.thread = static_cast<uint32_t>(count(twice_item["thread"]));
-      if (twice_item["time_ms"].type() == JsonValue::Type::Number) twice.time_ms = twice_item["time_ms"].as_number();
-      if (twice_item["first_freed_ms"].type() == JsonValue::Type::Number)
-        twice.first_freed_ms = twice_item["first_freed_ms"].as_number();
-      twice.stack_id = stack_id_for(process, stack_ids, twice_item["stack"]);
-      process.double_frees.push_back(twice);
-    }
-    for (const JsonValue &lease_item : item["leases"].items()) {
-      LeaseEnding lease;
-      lease.id = static_cast<uint32_t>(count(lease_item["id"]));
-      if (lease_item["name"].type() == JsonValue::Type::String) lease.name = lease_item["name"].as_string();
-      lease.ended_by = enum_from(lease_item["ended_by"], EndedBy::Exit, ended_by_name);
-      lease.policy = enum_from(lease_item["policy"], Policy::Report, policy_name);
-      lease.ttl_ms = count(lease_item["ttl_ms"]);
-      lease.begin_ms = lease_item["begin_ms"].as_number();
-      lease.end_ms = lease_item["end_ms"].as_number();
-      lease.peak_bytes = count(lease_item["peak_bytes"]);
-      lease.unjournaled_allocations = count(lease_item["unjournaled_allocations"]);  // absent in older reports: 0
-      lease.unjournaled_bytes = count(lease_item["unjournaled_bytes"]);
-      if (lease_item["signal"].type() == JsonValue::Type::Number) lease.signal = static_cast<int>(lease_item["signal"].as_number());
-      for (const JsonValue &leak_item : lease_item["leaks"].items()) {
-        Leak leak;
-        leak.api = api_from_name(leak_item["api"].type() == JsonValue::Type::String ? leak_item["api"].as_string() : "")
-                       .value_or(Api::Unknown);
-        leak.kind = enum_from(leak_item["kind"], Kind::Device, kind_name);
-        leak.bytes = count(leak_item["bytes"]);
-        leak.address = hex_value(leak_item["address"]);
-        leak.device = leak_item["device"].type() == JsonValue::Type::Number ? static_cast<int32_t>(leak_item["device"].as_number()) : -1;
-        leak.thread = static_cast<uint32_t>(count(leak_item["thread"]));
-        leak.age_ms = count(leak_item["age_ms"]);
-        leak.reclaimed = leak_item["reclaimed"].type() == JsonValue::Type::Bool && leak_item["reclaimed"].as_bool();
-        leak.stack_id = stack_id_for(process, stack_ids, leak_item["stack"]);
-        lease.leaks.push_back(leak);
-      }
-      for (const JsonValue &late_item : lease_item["late_frees"].items()) {
-        LateFree late;
-        late.api = api_from_name(late_item["api"].type() == JsonValue::Type::String ? late_item["api"].as_string() : "")
-                       .value_or(Api::Unknown);
-        late.address = hex_value(late_item["address"]);
-        late.thread = static_cast<uint32_t>(count(late_item["thread"]));
-        late.time_ms = late_item["time_ms"].as_number();
-        late.forwarded = !(late_item["forwarded"].type() == JsonValue::Type::Bool && !late_item["forwarded"].as_bool());
-        late.stack_id = stack_id_for(process, stack_ids, late_item["stack"]);
-        lease.late_frees.push_back(late);
-      }
-      process.leases.push_back(std::move(lease));
-    }
-    report.processes.push_back(std::move(process));
-  }
-  for (const JsonValue &problem : json["problems"].items())
-    if (problem.type() == JsonValue::Type::String) report.problems.push_back(problem.as_string());
-  return true;
+  JsonReportReader reader;
+  return reader.read(json, report, path, error);
 }
 
 }  // namespace leaseguard::report

@@ -8,7 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
+#include "files.h"
+#include "output_file.h"
 #include "report_model.h"
 
 namespace leaseguard::report {
@@ -24,19 +27,36 @@ struct JournalHeader {
   bool empty = false;
 };
 
+// True if a slot after the first holds a committed record's tag: something was recorded.
+bool holds_a_record_after_the_header(int fd) {
+  std::vector<unsigned char> window(journal::kSlotBytes * 4096);
+  for (off_t at = journal::kSlotBytes;;) {
+    const ssize_t got = pread(fd, window.data(), window.size(), at);
+    if (got <= 0) return false;
+    for (ssize_t slot = 0; slot + 4 <= got; slot += journal::kSlotBytes) {
+      uint32_t tag = 0;
+      std::memcpy(&tag, window.data() + slot, sizeof tag);
+      if ((tag & journal::kTagMagicMask) == journal::kTagMagic) return true;
+    }
+    at += got;
+  }
+}
+
 JournalHeader read_header(const std::string &path) {
   JournalHeader result;
   result.path = path;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string error;
+  const int fd = open_regular_file(path, error);
   if (fd < 0) return result;
   unsigned char slot[journal::kSlotBytes] = {};
   ssize_t got = read(fd, slot, sizeof slot);
-  close(fd);
   // A process killed between creating its journal and committing the header leaves an
-  // empty (or zero-filled) file: nothing was recorded, which is not damage.
+  // empty (or zero-filled) file: nothing was recorded, which is not damage. A header
+  // destroyed in a journal that holds records is damage (the reader says so).
   uint32_t tag = 0;
   std::memcpy(&tag, slot, sizeof tag);
-  result.empty = got >= 0 && (got < 4 || tag == 0);
+  result.empty = got >= 0 && (got < 4 || tag == 0) && !holds_a_record_after_the_header(fd);
+  close(fd);
   if (got != static_cast<ssize_t>(sizeof slot)) return result;
   std::memcpy(&result.header, slot + 4, sizeof result.header);
   result.ok = std::memcmp(result.header.magic, journal::kFileMagic, sizeof journal::kFileMagic) == 0;
@@ -76,9 +96,9 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
     const journal::ReadStats &stats = process.read_stats;
     if (stats.damaged()) {
       std::ostringstream problem;
-      problem << headers[i].path << ": damaged journal, report is partial (" << stats.corrupt_slots
-              << " corrupt slot(s), " << stats.malformed_records << " malformed record(s), " << stats.truncated_bytes
-              << " trailing byte(s))";
+      problem << headers[i].path << ": damaged journal, report is partial (" << (stats.damaged_header ? "its header's tag is gone, " : "")
+              << stats.corrupt_slots << " corrupt slot(s), " << stats.malformed_records << " malformed record(s), "
+              << stats.truncated_bytes << " trailing byte(s))";
       report.problems.push_back(problem.str());
     }
     if (process.journal_full_ms) {
@@ -119,12 +139,8 @@ bool parse_exit_statuses(const std::string &text, const std::string &name, ExitS
 }
 
 bool read_text_file(const std::string &path, std::string &text) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  text = buffer.str();
-  return !in.bad();
+  std::string error;
+  return read_regular_file(path, text, error);
 }
 
 bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::string &error) {
@@ -137,23 +153,15 @@ bool read_exit_statuses(const std::string &path, ExitStatuses &exits, std::strin
 }
 
 bool write_exit_statuses(const std::string &path, const ExitStatuses &exits, std::string &error) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
   std::string text;
   for (const auto &[pid, status] : exits) {
     if (status.signal) text += std::to_string(pid) + " signal " + std::to_string(*status.signal) + "\n";
     else if (status.code) text += std::to_string(pid) + " code " + std::to_string(*status.code) + "\n";
   }
-  const ssize_t written = write(fd, text.data(), text.size());
-  const int write_errno = written < 0 ? errno : ENOSPC;  // a short write: the file system is full
-  close(fd);
-  if (written == static_cast<ssize_t>(text.size())) return true;
-  unlink(path.c_str());  // a partial file would make every later report of the directory fail
-  error = "cannot write " + path + ": " + std::strerror(write_errno);
-  return false;
+  // Whole or not at all: a partial file would make every later report of the directory fail.
+  OutputFile file(path);
+  file.write(text);
+  return file.close(error);
 }
 
 }  // namespace leaseguard::report

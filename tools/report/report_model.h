@@ -16,16 +16,18 @@
 
 #include "api_ids.h"
 #include "journal_reader.h"
+#include "text.h"
 
 namespace leaseguard::report {
 
+// Its strings are shared with every other frame that names the same (text.h).
 struct Frame {
-  std::string module;       // path of the object the frame is in; empty if none
-  std::string build_id;
+  Text module;              // path of the object the frame is in; empty if none
+  Text build_id;
   uint64_t offset = 0;      // relative to the module's load base (the address if no module)
   uint64_t address = 0;     // absolute address in the process, as recorded
-  std::optional<std::string> function;
-  std::optional<std::string> file;
+  std::optional<Text> function;
+  std::optional<Text> file;
   std::optional<int> line;
 };
 

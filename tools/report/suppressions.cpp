@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "files.h"
 #include "options.h"
 
 namespace leaseguard::report {
@@ -108,14 +109,12 @@ bool Suppressions::parse(std::string_view text, const std::string &name, std::st
 }
 
 bool Suppressions::load(const std::string &path, std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read suppressions " + path;
+  std::string text, why;
+  if (!read_regular_file(path, text, why)) {
+    error = "cannot read suppressions " + path + why.substr(why.rfind(':'));
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path, error);
+  return parse(text, path, error);
 }
 
 bool Suppressions::matches(const Suppression &suppression, const ProcessReport &process, const Leak &leak) const {

@@ -62,9 +62,9 @@ void Symbolizer::symbolize(Frame &frame, bool with_lines) {
       // Drop the symbol version ("__libc_start_main@@GLIBC_2.34"): not part of the name.
       std::string plain = std::move(*found.function);
       if (size_t at = plain.find('@'); at != std::string::npos && at > 0) plain.resize(at);
-      result.function = demangle(plain.c_str());
+      result.function = names_.intern(demangle(plain.c_str()));
     }
-    result.file = std::move(found.file);
+    if (found.file) result.file = names_.intern(*found.file);
     result.line = found.line;
   }
   frame.function = result.function;
