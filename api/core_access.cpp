@@ -68,9 +68,10 @@ void child_after_fork() { Tracker::reinstall_after_fork(); }
 
 const leaseguard_core_link *start_local() {
   std::vector<std::string> warnings;
-  Options options = parse_options([](const char *name) { return std::getenv(name); }, warnings);
+  Options options = parse_options([](const char *name) { return std::getenv(name); }, warnings, wall_clock_ns());
   set_log_level(options.log_level);
-  for (const std::string &warning : warnings) log_warning("%s", warning.c_str());
+  if (!settings_checked_by_run(options))
+    for (const std::string &warning : warnings) log_warning("%s", warning.c_str());
   if (options.disabled || getauxval(AT_SECURE) != 0) return &kSilent;
   Tracker *tracker = Tracker::install(options);
   tracker->set_reclaim_backend(new ApiReclaimBackend);  // never destroyed: leases end at exit

@@ -1,6 +1,8 @@
 // Parsing of LEASEGUARD_* environment variables and of durations.
 #include "options.h"
 
+#include <time.h>
+
 #include <charconv>
 #include <limits>
 
@@ -57,6 +59,12 @@ int64_t days_from_civil(int64_t year, unsigned month, unsigned day) {
   return era * 146097 + static_cast<int64_t>(day_of_era) - 719468;
 }
 
+int days_in_month(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 }  // namespace
 
 std::optional<uint64_t> parse_deadline_ns(std::string_view text) {
@@ -83,7 +91,8 @@ std::optional<uint64_t> parse_deadline_ns(std::string_view text) {
       !digits(text, 11, 2, hour) || text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' ||
       !digits(text, 17, 2, second))
     return std::nullopt;
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
+      minute > 59 || second > 60)
     return std::nullopt;
   size_t at = 19;
   uint64_t nanoseconds = 0;
@@ -117,7 +126,7 @@ std::optional<JournalMode> journal_mode_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings) {
+Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings, uint64_t now_unix_ns) {
   Options options;
   auto get = [&](const char *name) -> std::optional<std::string_view> {
     const char *value = lookup(name);
@@ -151,6 +160,9 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
   if (auto value = get("LEASEGUARD_DEADLINE")) {
     if (auto ns = parse_deadline_ns(*value)) options.deadline_unix_ns = *ns;
     else warn("LEASEGUARD_DEADLINE", *value, "no deadline (want @SECONDS or 2026-11-29T18:00:00Z)");
+    if (options.deadline_unix_ns && now_unix_ns != 0 && *options.deadline_unix_ns <= now_unix_ns)
+      warnings.push_back("LEASEGUARD_DEADLINE='" + std::string(*value) +
+                         "' is already past: the process lease ends as the process starts");
   }
   if (auto value = get("LEASEGUARD_ON_EXPIRY")) {
     if (auto policy = policy_from_name(*value)) options.on_expiry = *policy;
@@ -176,6 +188,14 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
     else warn("LEASEGUARD_RUN_ID", *value, "none");
   }
   return options;
+}
+
+bool settings_checked_by_run(const Options &options) { return !options.run_id.empty(); }
+
+uint64_t wall_clock_ns() noexcept {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
 }
 
 }  // namespace leaseguard

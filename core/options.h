@@ -29,7 +29,7 @@ struct Options {
   bool disabled = false;            // LEASEGUARD_DISABLE=1: pure pass-through
   std::string out_dir = "leaseguard-out";
   uint64_t ttl_ms = 0;              // process lease time-to-live; 0: none
-  uint64_t deadline_unix_ns = 0;    // LEASEGUARD_DEADLINE: the process lease ends then; 0: none
+  std::optional<uint64_t> deadline_unix_ns;  // LEASEGUARD_DEADLINE: the process lease ends then
   Policy on_expiry = Policy::Report;
   int stack_depth = kDefaultStackDepth;
   JournalMode journal_mode = JournalMode::Full;  // LEASEGUARD_JOURNAL: full | compact
@@ -38,17 +38,27 @@ struct Options {
 };
 
 // Reads LEASEGUARD_* through `lookup` (getenv in production). Each problem found is
-// appended to `warnings` as one line.
+// appended to `warnings` as one line: a bad value (naming the variable and the value used
+// instead), or a deadline already past at `now_unix_ns`.
 using EnvLookup = std::function<const char *(const char *)>;
-Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings);
+Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings, uint64_t now_unix_ns = 0);
+
+// CLOCK_REALTIME now, in nanoseconds since the epoch: what a deadline is compared with.
+uint64_t wall_clock_ns() noexcept;
+
+// True where `leaseguard run` started the process (LEASEGUARD_RUN_ID is set): run has read
+// the same variables and said once what is wrong with them, so the processes of the run
+// do not say it again, each of them.
+bool settings_checked_by_run(const Options &options);
 
 // "250ms", "30s", "5m", "2h", or "0". Returns milliseconds, or nullopt if malformed or
 // too large to represent.
 std::optional<uint64_t> parse_duration_ms(std::string_view text);
 
-// An absolute time: "@SECONDS" since the Unix epoch (fraction allowed), or RFC 3339
-// "2026-11-29T18:00:00Z" / "2026-11-29T18:00:00.5+01:00". Returns nanoseconds since the
-// epoch, or nullopt if malformed or out of range.
+// An absolute time: "@SECONDS" since the Unix epoch (fraction allowed; @0 is the epoch
+// itself), or RFC 3339 "2026-11-29T18:00:00Z" / "2026-11-29T18:00:00.5+01:00". Returns
+// nanoseconds since the epoch, or nullopt if malformed, out of range, or not a date of the
+// calendar (2025-02-31).
 std::optional<uint64_t> parse_deadline_ns(std::string_view text);
 
 // "full" or "compact"; nullopt otherwise.

@@ -98,10 +98,11 @@ uint32_t Tracker::this_thread_id() noexcept { return thread_id(); }
 
 // A wall-clock deadline on the monotonic clock the watchdog sleeps on; one already past
 // fires at once.
-static uint64_t deadline_as_monotonic(uint64_t deadline_unix_ns, uint64_t now_monotonic_ns, uint64_t now_realtime_ns) {
-  if (deadline_unix_ns == 0) return 0;
-  if (deadline_unix_ns <= now_realtime_ns) return now_monotonic_ns;
-  uint64_t remaining = deadline_unix_ns - now_realtime_ns;
+static uint64_t deadline_as_monotonic(std::optional<uint64_t> deadline_unix_ns, uint64_t now_monotonic_ns,
+                                      uint64_t now_realtime_ns) {
+  if (!deadline_unix_ns) return 0;
+  if (*deadline_unix_ns <= now_realtime_ns) return std::max<uint64_t>(now_monotonic_ns, 1);
+  uint64_t remaining = *deadline_unix_ns - now_realtime_ns;
   return remaining > UINT64_MAX - now_monotonic_ns ? UINT64_MAX : now_monotonic_ns + remaining;
 }
 

@@ -29,9 +29,10 @@ void child_after_fork() {
 __attribute__((constructor(101))) void preload_start() {
   leaseguard_resolve_real_dlsym();
   std::vector<std::string> warnings;
-  Options options = parse_options([](const char *name) { return std::getenv(name); }, warnings);
+  Options options = parse_options([](const char *name) { return std::getenv(name); }, warnings, wall_clock_ns());
   set_log_level(options.log_level);
-  for (const std::string &warning : warnings) log_warning("%s", warning.c_str());
+  if (!settings_checked_by_run(options))
+    for (const std::string &warning : warnings) log_warning("%s", warning.c_str());
 
   if (getauxval(AT_SECURE) != 0) {
     // A setuid or setgid program: its environment is the caller's, so writing files where it

@@ -23,6 +23,7 @@
 
 #include "files.h"
 #include "install_paths.h"
+#include "options.h"
 #include "report/report_model.h"
 #include "report/suppressions.h"
 #include "report_output.h"
@@ -116,6 +117,18 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   if (options.journal_mode)
     overrides["LEASEGUARD_JOURNAL"] = *options.journal_mode == JournalMode::Compact ? "compact" : "full";
   if (options.common.quiet) overrides["LEASEGUARD_LOG"] = "quiet";
+
+  // The preload of each process would say what is wrong with these; run says it once
+  // (options.h, settings_checked_by_run).
+  std::vector<std::string> warnings;
+  parse_options(
+      [&](const char *name) -> const char * {
+        auto found = overrides.find(name);
+        return found != overrides.end() ? found->second.c_str() : std::getenv(name);
+      },
+      warnings, wall_clock_ns());
+  if (!options.common.quiet)
+    for (const std::string &warning : warnings) std::fprintf(stderr, "leaseguard: %s\n", warning.c_str());
 
   std::vector<std::string> environment;
   for (char **entry = environ; *entry != nullptr; ++entry) {

@@ -115,8 +115,34 @@ TEST(Deadline, AcceptsEpochSecondsAndRfc3339) {
 TEST(Deadline, RejectsMalformedTimes) {
   for (const char *bad : {"", "@", "@-5", "@1.", "@1.1234567890", "@abc", "2025-11-29", "2025-11-29T18:00:00",
                           "2025-13-29T18:00:00Z", "2025-11-29T24:00:00Z", "2025-11-29T18:00:00+1:00",
-                          "1969-12-31T23:59:59Z", "2025-11-29 18:00:00Z", "@99999999999999999999"})
+                          "1969-12-31T23:59:59Z", "2025-11-29 18:00:00Z", "@99999999999999999999",
+                          // Not days of the calendar:
+                          "2025-02-31T00:00:00Z", "2025-02-29T00:00:00Z", "1900-02-29T00:00:00Z",
+                          "2025-04-31T12:00:00Z", "2025-06-31T12:00:00Z", "2025-09-31T12:00:00Z", "2025-11-31T12:00:00Z"})
     EXPECT_FALSE(parse_deadline_ns(bad).has_value()) << bad;
+  EXPECT_TRUE(parse_deadline_ns("2024-02-29T00:00:00Z").has_value());  // a leap day
+  EXPECT_TRUE(parse_deadline_ns("2025-01-31T00:00:00Z").has_value());
+}
+
+// @0 is a time (the epoch), not "no deadline": it is past, and ends the process lease at
+// once, with a warning that says so; so does any deadline already past.
+TEST(Deadline, ADeadlineAlreadyPastIsKeptAndSaidSo) {
+  const uint64_t now = 1'764'439'200ull * 1'000'000'000ull;
+  for (const char *past : {"@0", "@1764439199", "2025-11-29T17:59:59Z"}) {
+    std::vector<std::string> warnings;
+    Options options = parse_options(
+        [&](const char *name) { return std::string(name) == "LEASEGUARD_DEADLINE" ? past : nullptr; }, warnings, now);
+    ASSERT_TRUE(options.deadline_unix_ns.has_value()) << past;
+    EXPECT_LT(*options.deadline_unix_ns, now);
+    ASSERT_EQ(warnings.size(), 1u) << past;
+    EXPECT_EQ(warnings[0], "LEASEGUARD_DEADLINE='" + std::string(past) +
+                               "' is already past: the process lease ends as the process starts");
+  }
+  std::vector<std::string> warnings;
+  Options future = parse_options([](const char *name) { return std::string(name) == "LEASEGUARD_DEADLINE" ? "@1764439201" : nullptr; },
+                                 warnings, now);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(future.deadline_unix_ns, 1764439201ull * 1'000'000'000ull);
 }
 
 TEST(Environment, BadDeadlineWarns) {
@@ -124,7 +150,7 @@ TEST(Environment, BadDeadlineWarns) {
   Options options = parse({{"LEASEGUARD_DEADLINE", "tomorrow"}}, warnings);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("LEASEGUARD_DEADLINE='tomorrow' is not valid"), std::string::npos);
-  EXPECT_EQ(options.deadline_unix_ns, 0u);
+  EXPECT_FALSE(options.deadline_unix_ns.has_value());
 }
 
 }  // namespace
