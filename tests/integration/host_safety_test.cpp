@@ -72,6 +72,35 @@ TEST(HostSafety, AFileSizeLimitNeverKillsTheProgram) {
   EXPECT_LE(journal.st_size, 65536);
 }
 
+// A program that records a few allocations leaves a journal of 32 KiB on disk, all of it
+// data (once 64 KiB of blocks and a 2 MiB sparse file).
+TEST(HostSafety, AProgramThatRecordsLittleLeavesASmallJournal) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {std::string(LEASEGUARD_EXAMPLES) + "/leaky_pipeline"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  int journals = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(dir / "out")) {
+    if (entry.path().extension() != ".journal") continue;
+    struct stat journal {};
+    ASSERT_EQ(stat(entry.path().c_str(), &journal), 0);
+    EXPECT_EQ(journal.st_size, 32 << 10);
+    EXPECT_LE(journal.st_blocks * 512, (32 << 10) + 4096);
+    ++journals;
+  }
+  EXPECT_EQ(journals, 1);
+}
+
+// A report file that cannot be written (the disk is full) is said, and `run` exits with
+// the program's status all the same: the program did nothing wrong.
+TEST(HostSafety, RunKeepsTheProgramsStatusWhenAReportFileCannotBeWritten) {
+  TempDir dir;
+  auto result = run_process({LEASEGUARD_BIN, "run", "--sim", "--format", "json=/dev/full", "--out", dir / "out", "--",
+                             std::string(LEASEGUARD_EXAMPLES) + "/leaky_pipeline"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "leaseguard: warning: cannot write /dev/full: No space left on device")) << result.err;
+  EXPECT_TRUE(contains(result.err, "SUMMARY: leaseguard: 14336 byte(s) leaked in 4 allocation(s).")) << result.err;
+}
+
 // A SIGTERM handler installed without SA_RESTART: the program's blocking read() must fail
 // with EINTR when SIGTERM comes, as without leaseguard (forced SA_RESTART would block it
 // forever). The victim's alarm(60) turns a hang into a failure.

@@ -63,6 +63,13 @@ JournalHeader read_header(const std::string &path) {
   return result;
 }
 
+// Why a journal stopped growing, from the errno its JournalFull record holds.
+std::string why_the_journal_stopped(int error) {
+  if (error == EBADF) return "it was taken away: the program closed or replaced its descriptor";
+  if (error == EFBIG) return "the file size limit (ulimit -f), or the most records a journal holds";
+  return std::strerror(error);
+}
+
 }  // namespace
 
 bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
@@ -104,7 +111,7 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
     if (process.journal_full_ms) {
       std::ostringstream problem;
       problem << headers[i].path << ": the journal could not grow " << static_cast<uint64_t>(*process.journal_full_ms)
-              << " ms after the process started (" << std::strerror(process.journal_full_error)
+              << " ms after the process started (" << why_the_journal_stopped(process.journal_full_error)
               << "); allocations after that were not recorded: their leaks are counted, without stacks";
       report.problems.push_back(problem.str());
     }
