@@ -569,7 +569,12 @@ uint64_t Tracker::lease_begin(const char *name, uint64_t ttl_ms, Policy policy) 
 
 void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked,
                               const Unjournaled &unjournaled) noexcept {
-  if (journal_state_.load(std::memory_order_acquire) != 1) return;
+  // A lease that ends before anything was allocated (a deadline already past, a short
+  // time-to-live) opens the journal, as its beginning does: its ending is part of the
+  // report. Not at exit: a process that recorded nothing leaves no journal.
+  const bool journaling = ended_by == EndedBy::Exit ? journal_state_.load(std::memory_order_acquire) == 1
+                                                     : ensure_journal();
+  if (!journaling) return;
   journal::LeaseEndPayload end{};
   end.lease_id = lease.id;
   end.ended_by = static_cast<uint8_t>(ended_by);
