@@ -7,7 +7,7 @@
 namespace leaseguard::api {
 
 int ApiReclaimBackend::release(const HandleRecord &record) noexcept {
-  DeviceBackend *backend = loaded_backend(is_hip(record.api) ? Backend::Hip : Backend::Cuda);
+  DeviceBackend *backend = loaded_backend(vendor_of(record.api) == Vendor::Hip ? Backend::Hip : Backend::Cuda);
   if (backend == nullptr) return -1;
   return backend->free(record.device, record.address);
 }

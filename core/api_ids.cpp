@@ -1,19 +1,10 @@
-// Names for the ids in api_ids.h, as they appear in reports.
+// Names for the ids in api_ids.h, as they appear in reports (entry points: the table's).
 #include "api_ids.h"
 
 #include <array>
 
 namespace leaseguard {
 namespace {
-
-constexpr std::array<std::string_view, static_cast<size_t>(Api::Count)> kApiNames = [] {
-  std::array<std::string_view, static_cast<size_t>(Api::Count)> names{};
-  names[0] = "unknown";
-#define LG_API_NAME(name, id) names[id] = #name;
-  LG_API_IDS(LG_API_NAME)
-#undef LG_API_NAME
-  return names;
-}();
 
 constexpr std::array<std::string_view, static_cast<size_t>(Kind::Count)> kKindNames = {
     "device", "pitched", "managed", "async", "host", "vmm", "array", "pool", "ipc", "registered", "external"};
@@ -27,13 +18,13 @@ constexpr std::array<std::string_view, static_cast<size_t>(Policy::Count)> kPoli
 }  // namespace
 
 std::string_view api_name(Api api) noexcept {
-  auto index = static_cast<size_t>(api);
-  return index < kApiNames.size() ? kApiNames[index] : kApiNames[0];
+  const EntryPoint *row = entry_point(api);
+  return row != nullptr ? row->name : "unknown";
 }
 
 std::optional<Api> api_from_name(std::string_view name) noexcept {
-  for (size_t i = 1; i < kApiNames.size(); ++i)
-    if (kApiNames[i] == name) return static_cast<Api>(i);
+  for (const EntryPoint &row : kEntryPoints)
+    if (row.name == name) return row.api;
   return std::nullopt;
 }
 

@@ -1,16 +1,13 @@
-// What each entry point creates and destroys, as the drivers define it.
-//
-// One place for the rules the tracker (live) and the report (replay) both apply:
+// What each entry point creates and destroys, as the drivers define it: the rules the
+// tracker (live) and the report (replay) both apply, read from the table in entry_points.h.
 //   - which namespace a value lives in: device and host addresses share one, but a VMM
 //     handle, an array, a pool or an external-memory object is an opaque value that may
 //     equal some address, so each has its own;
-//   - which free entry point releases what (cuMemFree does not close an IPC mapping; the
+//   - which release frees what (a device-memory free does not close an IPC mapping; the
 //     driver fails such a call and the allocation stays live);
-//   - what a context destroy takes with it.
+//   - what the end of a context takes with it.
 #pragma once
 
-#include <array>
-#include <cstddef>
 #include <cstdint>
 
 #include "api_ids.h"
@@ -19,47 +16,49 @@ namespace leaseguard {
 
 enum class Space : uint8_t { Address = 0, VmmHandle, Array, Pool, ExternalMemory };
 
-// The family an entry point belongs to: a create's, or the one a free releases.
-enum class Family : uint8_t { DeviceMemory, HostMemory, Reservation, VmmHandle, Array, MipmappedArray, Pool, Ipc,
-                              Registration, ExternalMemory, Other };
-
-namespace detail {
-extern const std::array<Space, static_cast<size_t>(Api::Count)> kSpaceOfApi;
-extern const std::array<Family, static_cast<size_t>(Api::Count)> kFamilyOfApi;
-}
-
-// Inline, from a table, like space_of.
 inline Family family_of(Api api) noexcept {
-  const auto index = static_cast<size_t>(api);
-  return index < static_cast<size_t>(Api::Count) ? detail::kFamilyOfApi[index] : Family::Other;
+  const EntryPoint *row = entry_point(api);
+  return row != nullptr ? row->family : Family::Other;
 }
 
-// The namespace of the value an allocating or freeing entry point names. Inline, from a
-// table: every allocation and free asks, more than once.
+inline Vendor vendor_of(Api api) noexcept {
+  const EntryPoint *row = entry_point(api);
+  return row != nullptr ? row->vendor : Vendor::Cuda;
+}
+
+// The namespace of the value an allocating or freeing entry point names. Inline: every
+// allocation and free asks, more than once.
 inline Space space_of(Api api) noexcept {
-  const auto index = static_cast<size_t>(api);
-  return index < static_cast<size_t>(Api::Count) ? detail::kSpaceOfApi[index] : Space::Address;
+  switch (family_of(api)) {
+    case Family::VmmHandle: return Space::VmmHandle;
+    case Family::Array: case Family::MipmappedArray: return Space::Array;
+    case Family::Pool: return Space::Pool;
+    case Family::ExternalMemory: return Space::ExternalMemory;
+    default: return Space::Address;
+  }
 }
 
 // True if `free_api` releases something `alloc_api` created.
 inline bool frees(Api free_api, Api alloc_api) noexcept {
   const Family family = family_of(free_api);
-  return family != Family::Other && family == family_of(alloc_api);
+  return family != Family::Other && family != Family::Context && family == family_of(alloc_api);
 }
 
-// What HIP records carry as their context: HIP has none in its API, and hipDeviceReset frees
-// everything on a device, so a device's allocations share one value per device.
+// What HIP records carry as their context: HIP has none in its API, and its device reset
+// frees everything on a device, so a device's allocations share one value per device.
 constexpr uint64_t hip_device_token(int32_t device) noexcept {
   return 0x4849500000000000ull | static_cast<uint32_t>(device);  // "HIP" and the device
 }
 
-// True for the HIP runtime's entry points.
-bool is_hip(Api api) noexcept;
-
-// True if destroying the context an allocation was made in releases it (for HIP: resetting
-// its device). VMM memory, pools,
-// stream-ordered (pool) memory and imported external objects outlive their context.
-bool dies_with_context(Api alloc_api, Kind kind) noexcept;
+// True if the end of the context an allocation was made in (for HIP: a reset of its
+// device) releases it: the table's at_context_end, and never for stream-ordered memory of
+// a CUDA context, which belongs to its pool whatever made it (a HIP device reset frees
+// everything on the device). An id no row has (a damaged journal) is judged by its kind.
+inline bool dies_with_context(Api alloc_api, Kind kind) noexcept {
+  const EntryPoint *row = entry_point(alloc_api);
+  if (row != nullptr && row->vendor == Vendor::Hip) return row->at_context_end == AtContextEnd::Dies;
+  return kind != Kind::Async && (row == nullptr || row->at_context_end == AtContextEnd::Dies);
+}
 
 // True if the entry point may hand out the same value again while it is still live (a VMM
 // handle retained or imported twice): each handout is its own reference, released once.
@@ -68,10 +67,10 @@ inline bool counts_references(Api alloc_api) noexcept { return family_of(alloc_a
 // True if the program, not the driver, chooses the value (the host buffer it registers): the
 // same value coming back after leaseguard reclaimed it is the program's new allocation, not
 // the driver reissuing a value whose late free is still to come.
-bool program_chooses_value(Api alloc_api) noexcept;
+inline bool program_chooses_value(Api alloc_api) noexcept { return family_of(alloc_api) == Family::Registration; }
 
 // What an allocation is, in words for reports: "device memory", "VMM physical memory
-// handle", "VMM reserved address range", "IPC mapping"...
+// handle", "IPC mapping"... (the table's `what`; by kind for an id no row has).
 const char *describe(Api alloc_api, Kind kind) noexcept;
 
 }  // namespace leaseguard

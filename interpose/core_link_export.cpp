@@ -14,8 +14,8 @@ void *real_function_of(void *driver_handle, const char *name) {
   if (driver_handle == nullptr || name == nullptr) return nullptr;
   // The C library's dlsym: leaseguard's own would hand back the hook for a hooked name.
   void *function = real_dlsym()(driver_handle, name);
-  int hook = find_hook(name);
-  if (function != nullptr && hook >= 0) remember_real(hook, function);
+  const Api hook = find_hook(name);
+  if (function != nullptr && hook != Api::Unknown) remember_real(hook, function);
   return function;
 }
 

@@ -1,23 +1,13 @@
-// The preload's definitions of the CUDA driver's allocation family.
+// The preload's definitions of the CUDA driver's memory entry points and context ends.
 //
-// Every hook forwards to the driver with the caller's arguments and returns the driver's
-// status unchanged. Around that call it tells the tracker what happened:
-//   - an allocation is recorded after the driver succeeded, and only if the out-parameter
-//     the driver filled is non-NULL (a NULL one is never read);
-//   - a free is recorded before the driver call, so no other thread can be handed the same
-//     address and record it while the old record still exists. An unknown pointer, NULL,
-//     or a double free is forwarded untouched: the driver decides, as without leaseguard.
-//     The one free that is not forwarded is the late free of memory leaseguard reclaimed
-//     when its lease ended (policy reclaim): it succeeds without reaching the driver;
-//   - a context destroy is marked before the driver call and recorded after the driver
-//     succeeded: what was recorded before the mark went with the context.
-// errno is preserved across leaseguard's own work.
+// Each hook passes its arguments to the template for its shape (hook_support.h says what
+// every hook does around the driver's call). A context's end is marked before the driver
+// call and recorded after the driver succeeded: what was recorded before the mark went with
+// the context.
 #include "hook_support.h"
 
-using leaseguard::AllocationEvent;
 using leaseguard::Api;
 using leaseguard::ContextDestroyMark;
-using leaseguard::Kind;
 using leaseguard::Tracker;
 using namespace leaseguard::interpose;
 
@@ -38,191 +28,143 @@ void record_context_destroyed(Tracker *tracker, Api api, CUcontext context, int3
   tracker->on_context_destroyed(api, reinterpret_cast<uint64_t>(context), device, mark);
 }
 
-}  // namespace
-
-#define LG_DEVICE_ALLOC_HOOK(name, kind)                                                       \
-  LG_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize) {                                \
-    LG_HOOK_PROLOGUE(name);                                                                    \
-    CUresult status = real_fn(dptr, bytesize);                                                 \
-    if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr)                       \
-      record_alloc(tracker, Api::name, kind, *dptr, bytesize, reinterpret_cast<void *>(real_fn)); \
-    return status;                                                                             \
-  }
-
-LG_DEVICE_ALLOC_HOOK(cuMemAlloc_v2, Kind::Device)
-
-LG_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
-  LG_HOOK_PROLOGUE(cuMemAlloc);
-  CUresult status = real_fn(dptr, bytesize);
-  if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr)
-    record_alloc(tracker, Api::cuMemAlloc, Kind::Device, *dptr, bytesize, reinterpret_cast<void *>(real_fn));
+// A context destroy: every allocation the context held goes with it.
+template <Api A>
+LG_ALWAYS_INLINE CUresult context_destroy(CUcontext ctx) {
+  const auto real_fn = real<A>();
+  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  ReentryGuard guard;
+  Tracker *tracker = tracker_for(guard);
+  const ContextDestroyMark mark = mark_context_destroy(tracker);
+  context_handles_may_be_reused();
+  const CUresult status = real_fn(ctx);
+  context_handles_may_be_reused();
+  if (tracker != nullptr && status == CUDA_SUCCESS && ctx != nullptr) record_context_destroyed(tracker, A, ctx, -1, mark);
   return status;
 }
-
-LG_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
-                                   unsigned int Height, unsigned int ElementSizeBytes) {
-  LG_HOOK_PROLOGUE(cuMemAllocPitch);
-  CUresult status = real_fn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-  if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr && pPitch != nullptr)
-    record_alloc(tracker, Api::cuMemAllocPitch, Kind::Pitched, *dptr, uint64_t{*pPitch} * Height,
-                 reinterpret_cast<void *>(real_fn));
-  return status;
-}
-
-LG_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-                                      unsigned int ElementSizeBytes) {
-  LG_HOOK_PROLOGUE(cuMemAllocPitch_v2);
-  CUresult status = real_fn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-  if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr && pPitch != nullptr)
-    record_alloc(tracker, Api::cuMemAllocPitch_v2, Kind::Pitched, *dptr, uint64_t{*pPitch} * Height,
-                 reinterpret_cast<void *>(real_fn));
-  return status;
-}
-
-LG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
-  LG_HOOK_PROLOGUE(cuMemAllocManaged);
-  CUresult status = real_fn(dptr, bytesize, flags);
-  if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr)
-    record_alloc(tracker, Api::cuMemAllocManaged, Kind::Managed, *dptr, bytesize, reinterpret_cast<void *>(real_fn));
-  return status;
-}
-
-LG_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
-  LG_HOOK_PROLOGUE(cuMemAllocHost);
-  CUresult status = real_fn(pp, bytesize);
-  if (tracker != nullptr && status == CUDA_SUCCESS && pp != nullptr)
-    record_alloc(tracker, Api::cuMemAllocHost, Kind::Host, reinterpret_cast<uintptr_t>(*pp), bytesize,
-                 reinterpret_cast<void *>(real_fn));
-  return status;
-}
-
-LG_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
-  LG_HOOK_PROLOGUE(cuMemAllocHost_v2);
-  CUresult status = real_fn(pp, bytesize);
-  if (tracker != nullptr && status == CUDA_SUCCESS && pp != nullptr)
-    record_alloc(tracker, Api::cuMemAllocHost_v2, Kind::Host, reinterpret_cast<uintptr_t>(*pp), bytesize,
-                 reinterpret_cast<void *>(real_fn));
-  return status;
-}
-
-LG_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
-  LG_HOOK_PROLOGUE(cuMemHostAlloc);
-  CUresult status = real_fn(pp, bytesize, Flags);
-  if (tracker != nullptr && status == CUDA_SUCCESS && pp != nullptr)
-    record_alloc(tracker, Api::cuMemHostAlloc, Kind::Host, reinterpret_cast<uintptr_t>(*pp), bytesize,
-                 reinterpret_cast<void *>(real_fn));
-  return status;
-}
-
-#define LG_ASYNC_ALLOC_HOOK(name)                                                                  \
-  LG_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {                  \
-    LG_HOOK_PROLOGUE(name);                                                                        \
-    CUresult status = real_fn(dptr, bytesize, hStream);                                            \
-    if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr)                           \
-      record_alloc(tracker, Api::name, Kind::Async, *dptr, bytesize, reinterpret_cast<void *>(real_fn)); \
-    return status;                                                                                 \
-  }
-LG_ASYNC_ALLOC_HOOK(cuMemAllocAsync)
-LG_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz)
-
-#define LG_POOL_ALLOC_HOOK(name)                                                                   \
-  LG_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) { \
-    LG_HOOK_PROLOGUE(name);                                                                        \
-    CUresult status = real_fn(dptr, bytesize, pool, hStream);                                      \
-    if (tracker != nullptr && status == CUDA_SUCCESS && dptr != nullptr)                           \
-      record_alloc(tracker, Api::name, Kind::Async, *dptr, bytesize, reinterpret_cast<void *>(real_fn)); \
-    return status;                                                                                 \
-  }
-LG_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync)
-LG_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz)
-
-LG_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
-  LG_HOOK_PROLOGUE(cuMemFree);
-  if (tracker != nullptr && dptr != 0 && already_reclaimed(tracker, Api::cuMemFree, dptr)) return CUDA_SUCCESS;
-  return real_fn(dptr);
-}
-
-LG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  LG_HOOK_PROLOGUE(cuMemFree_v2);
-  if (tracker != nullptr && dptr != 0 && already_reclaimed(tracker, Api::cuMemFree_v2, dptr)) return CUDA_SUCCESS;
-  return real_fn(dptr);
-}
-
-LG_EXPORT CUresult cuMemFreeHost(void *p) {
-  LG_HOOK_PROLOGUE(cuMemFreeHost);
-  if (tracker != nullptr && p != nullptr &&
-      already_reclaimed(tracker, Api::cuMemFreeHost, reinterpret_cast<uintptr_t>(p)))
-    return CUDA_SUCCESS;
-  return real_fn(p);
-}
-
-#define LG_ASYNC_FREE_HOOK(name)                                              \
-  LG_EXPORT CUresult name(CUdeviceptr dptr, CUstream hStream) {               \
-    LG_HOOK_PROLOGUE(name);                                                   \
-    if (tracker != nullptr && dptr != 0 && already_reclaimed(tracker, Api::name, dptr)) \
-      return CUDA_SUCCESS;                                                    \
-    return real_fn(dptr, hStream);                                            \
-  }
-LG_ASYNC_FREE_HOOK(cuMemFreeAsync)
-LG_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
-
-#define LG_CTX_DESTROY_HOOK(name)                                                   \
-  LG_EXPORT CUresult name(CUcontext ctx) {                                          \
-    LG_HOOK_PROLOGUE(name);                                                         \
-    const ContextDestroyMark mark = mark_context_destroy(tracker);                  \
-    context_handles_may_be_reused();                                                \
-    CUresult status = real_fn(ctx);                                                 \
-    context_handles_may_be_reused();                                                \
-    if (tracker != nullptr && status == CUDA_SUCCESS && ctx != nullptr)             \
-      record_context_destroyed(tracker, Api::name, ctx, -1, mark);                  \
-    return status;                                                                  \
-  }
-LG_CTX_DESTROY_HOOK(cuCtxDestroy)
-LG_CTX_DESTROY_HOOK(cuCtxDestroy_v2)
 
 // Releasing the last reference destroys the primary context and its memory; whether this
 // release was the last one is asked of the driver afterwards (primary_context_destroyed: by
 // then another thread may have made it again).
-#define LG_PRIMARY_RELEASE_HOOK(name)                                                         \
-  LG_EXPORT CUresult name(CUdevice dev) {                                                     \
-    LG_HOOK_PROLOGUE(name);                                                                   \
-    void *anchor = reinterpret_cast<void *>(real_fn);                                         \
-    CUcontext primary = nullptr;                                                              \
-    uint64_t primary_id = 0;                                                                  \
-    if (tracker != nullptr) {                                                                 \
-      ErrnoKeeper keep;                                                                       \
-      primary = active_primary_context(anchor, dev);                                          \
-      primary_id = context_id(anchor, primary);                                               \
-    }                                                                                         \
-    const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr); \
-    context_handles_may_be_reused();                                                          \
-    CUresult status = real_fn(dev);                                                           \
-    context_handles_may_be_reused();                                                          \
-    if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr) {                 \
-      ErrnoKeeper keep;                                                                       \
-      if (primary_context_destroyed(anchor, dev, primary, primary_id))                        \
-        record_context_destroyed(tracker, Api::name, primary, dev, mark);                     \
-    }                                                                                         \
-    return status;                                                                            \
+template <Api A>
+LG_ALWAYS_INLINE CUresult primary_release(CUdevice dev) {
+  const auto real_fn = real<A>();
+  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  ReentryGuard guard;
+  Tracker *tracker = tracker_for(guard);
+  void *anchor = reinterpret_cast<void *>(real_fn);
+  CUcontext primary = nullptr;
+  uint64_t primary_id = 0;
+  if (tracker != nullptr) {
+    ErrnoKeeper keep;
+    primary = active_primary_context(anchor, dev);
+    primary_id = context_id(anchor, primary);
   }
-LG_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease)
-LG_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2)
+  const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr);
+  context_handles_may_be_reused();
+  const CUresult status = real_fn(dev);
+  context_handles_may_be_reused();
+  if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr) {
+    ErrnoKeeper keep;
+    if (primary_context_destroyed(anchor, dev, primary, primary_id)) record_context_destroyed(tracker, A, primary, dev, mark);
+  }
+  return status;
+}
 
-#define LG_PRIMARY_RESET_HOOK(name)                                                        \
-  LG_EXPORT CUresult name(CUdevice dev) {                                                  \
-    LG_HOOK_PROLOGUE(name);                                                                \
-    CUcontext primary = nullptr;                                                           \
-    if (tracker != nullptr) {                                                              \
-      ErrnoKeeper keep;                                                                    \
-      primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev);            \
-    }                                                                                      \
-    const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr); \
-    context_handles_may_be_reused();                                                       \
-    CUresult status = real_fn(dev);                                                        \
-    context_handles_may_be_reused();                                                       \
-    if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr)                \
-      record_context_destroyed(tracker, Api::name, primary, dev, mark);                    \
-    return status;                                                                         \
+// A reset destroys the primary context, whatever its references, if it is active.
+template <Api A>
+LG_ALWAYS_INLINE CUresult primary_reset(CUdevice dev) {
+  const auto real_fn = real<A>();
+  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  ReentryGuard guard;
+  Tracker *tracker = tracker_for(guard);
+  CUcontext primary = nullptr;
+  if (tracker != nullptr) {
+    ErrnoKeeper keep;
+    primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev);
   }
-LG_PRIMARY_RESET_HOOK(cuDevicePrimaryCtxReset)
-LG_PRIMARY_RESET_HOOK(cuDevicePrimaryCtxReset_v2)
+  const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr);
+  context_handles_may_be_reused();
+  const CUresult status = real_fn(dev);
+  context_handles_may_be_reused();
+  if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr)
+    record_context_destroyed(tracker, A, primary, dev, mark);
+  return status;
+}
+
+// Pitched memory: the size is the pitch the driver chose times the rows.
+template <Api A, typename Pointer, typename Size, typename Element>
+LG_ALWAYS_INLINE CUresult pitched(Pointer *dptr, Size *pitch, Size width, Size height, Element element_bytes) {
+  return allocating_call<A>(
+      [&] { return dptr != nullptr && pitch != nullptr ? made(*dptr, uint64_t{*pitch} * height) : Made{}; }, dptr,
+      pitch, width, height, element_bytes);
+}
+
+}  // namespace
+
+// --- Device, managed, pinned host and stream-ordered memory ----------------------------------
+
+LG_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
+  return allocation<Api::cuMemAlloc>(dptr, bytesize);
+}
+LG_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  return allocation<Api::cuMemAlloc_v2>(dptr, bytesize);
+}
+LG_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                                   unsigned int Height, unsigned int ElementSizeBytes) {
+  return pitched<Api::cuMemAllocPitch>(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+}
+LG_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                      unsigned int ElementSizeBytes) {
+  return pitched<Api::cuMemAllocPitch_v2>(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+}
+LG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  return allocation<Api::cuMemAllocManaged>(dptr, bytesize, flags);
+}
+LG_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
+  return allocation<Api::cuMemAllocHost>(pp, bytesize);
+}
+LG_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+  return allocation<Api::cuMemAllocHost_v2>(pp, bytesize);
+}
+LG_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+  return allocation<Api::cuMemHostAlloc>(pp, bytesize, Flags);
+}
+LG_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  return allocation<Api::cuMemAllocAsync>(dptr, bytesize, hStream);
+}
+LG_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  return allocation<Api::cuMemAllocAsync_ptsz>(dptr, bytesize, hStream);
+}
+LG_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  return allocation<Api::cuMemAllocFromPoolAsync>(dptr, bytesize, pool, hStream);
+}
+LG_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                                CUstream hStream) {
+  return allocation<Api::cuMemAllocFromPoolAsync_ptsz>(dptr, bytesize, pool, hStream);
+}
+
+LG_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) { return release<Api::cuMemFree>(dptr); }
+LG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { return release<Api::cuMemFree_v2>(dptr); }
+LG_EXPORT CUresult cuMemFreeHost(void *p) { return release<Api::cuMemFreeHost>(p); }
+LG_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  return release<Api::cuMemFreeAsync>(dptr, hStream);
+}
+LG_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  return release<Api::cuMemFreeAsync_ptsz>(dptr, hStream);
+}
+
+// --- The ends of contexts --------------------------------------------------------------------
+
+LG_EXPORT CUresult cuCtxDestroy(CUcontext ctx) { return context_destroy<Api::cuCtxDestroy>(ctx); }
+LG_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) { return context_destroy<Api::cuCtxDestroy_v2>(ctx); }
+LG_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return primary_release<Api::cuDevicePrimaryCtxRelease>(dev);
+}
+LG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return primary_release<Api::cuDevicePrimaryCtxRelease_v2>(dev);
+}
+LG_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return primary_reset<Api::cuDevicePrimaryCtxReset>(dev); }
+LG_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return primary_reset<Api::cuDevicePrimaryCtxReset_v2>(dev);
+}

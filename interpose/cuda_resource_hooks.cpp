@@ -1,17 +1,14 @@
 // The preload's definitions of the CUDA driver's other allocation families: virtual memory
 // management, pools, arrays, IPC mappings, host registrations and external memory.
 //
-// The rules are cuda_hooks.cpp's: forward with the caller's arguments, return the driver's
-// status unchanged, record after a successful create (reading an out-parameter or a
-// descriptor only then, and only if non-NULL), take the record out before a destroy. What
-// each value is and which call releases it is in core/resource_rules.cpp.
+// Each hook passes its arguments to the template for its shape (hook_support.h), reading a
+// descriptor or a property only after the driver succeeded, and only if non-NULL. What
+// each value is and which call releases it is in the table (core/entry_points.h).
 #include "hook_support.h"
 #include "lg_array_bytes.h"
 #include "vmm_mappings.h"
 
 using leaseguard::Api;
-using leaseguard::Kind;
-using leaseguard::Tracker;
 using namespace leaseguard::interpose;
 
 namespace {
@@ -24,6 +21,7 @@ int32_t device_of(const CUmemLocation &location) {
 
 // The size of the allocation holding `address`, asked of the driver; 0 if it cannot say.
 uint64_t allocation_size(void *anchor, CUdeviceptr address) {
+  ErrnoKeeper keep;
   auto range = reinterpret_cast<lg_pfn_cuMemGetAddressRange_v2>(driver_symbol(anchor, "cuMemGetAddressRange_v2"));
   CUdeviceptr base = 0;
   size_t size = 0;
@@ -37,213 +35,166 @@ uint64_t pool_bytes_in_use(void *anchor, CUmemoryPool pool) {
   return attribute != nullptr && attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS ? used : 0;
 }
 
-void *anchor_of(const void *real_fn) { return const_cast<void *>(real_fn); }
+// An array: its bytes from its descriptor (the 2D descriptors have no depth or flags).
+template <typename Descriptor>
+uint64_t array_bytes(const Descriptor *d, unsigned levels = 1) {
+  if (d == nullptr) return 0;
+  if constexpr (requires { d->Depth; })
+    return lg_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, d->Flags, levels);
+  else
+    return lg_array_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels, 0, levels);
+}
+
+template <Api A, typename Descriptor>
+LG_ALWAYS_INLINE CUresult array_create(CUarray *pHandle, const Descriptor *pAllocateArray) {
+  return allocating_call<A>(
+      [&] { return pHandle != nullptr ? made(value_of(*pHandle), array_bytes(pAllocateArray)) : Made{}; }, pHandle,
+      pAllocateArray);
+}
+
+// An IPC mapping: its size is the allocation's, asked of the driver.
+template <Api A>
+LG_ALWAYS_INLINE CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  const auto anchor = reinterpret_cast<void *>(real<A>());
+  return allocating_call<A>(
+      [&] { return pdptr != nullptr ? made(*pdptr, allocation_size(anchor, *pdptr)) : Made{}; }, pdptr, handle, Flags);
+}
+
+// A registration: the value is the program's own buffer, an argument.
+template <Api A>
+LG_ALWAYS_INLINE CUresult host_register(void *p, size_t bytesize, unsigned int Flags) {
+  return allocating_call<A>([&] { return p != nullptr ? made(value_of(p), bytesize) : Made{}; }, p, bytesize, Flags);
+}
 
 }  // namespace
 
-// Frees a value before forwarding; a late free of what leaseguard reclaimed succeeds here.
-#define LG_RELEASE_HOOK(name, param_type, param)                                              \
-  LG_EXPORT CUresult name(param_type param) {                                                  \
-    LG_HOOK_PROLOGUE(name);                                                                    \
-    if (tracker != nullptr && value_of(param) != 0 && already_reclaimed(tracker, Api::name, value_of(param))) \
-      return CUDA_SUCCESS;                                                                     \
-    return real_fn(param);                                                                     \
-  }
-
-// --- Virtual memory management --------------------------------------------------------------
+// --- Virtual memory management -----------------------------------------------------------------
 
 LG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags) {
-  LG_HOOK_PROLOGUE(cuMemCreate);
-  CUresult status = real_fn(handle, size, prop, flags);
-  if (tracker != nullptr && status == CUDA_SUCCESS && handle != nullptr)
-    record_alloc(tracker, Api::cuMemCreate, Kind::Vmm, *handle, size, anchor_of(reinterpret_cast<void *>(real_fn)),
-                 prop != nullptr ? device_of(prop->location) : -1);
-  return status;
+  return allocating_call<Api::cuMemCreate>(
+      [&] { return handle != nullptr ? made(*handle, size, prop != nullptr ? device_of(prop->location) : -1) : Made{}; },
+      handle, size, prop, flags);
 }
 
-LG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  LG_HOOK_PROLOGUE(cuMemRelease);
-  if (tracker != nullptr && handle != 0 && already_reclaimed(tracker, Api::cuMemRelease, handle)) return CUDA_SUCCESS;
-  return real_fn(handle);
-}
+LG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) { return release<Api::cuMemRelease>(handle); }
 
-// A retained or imported handle is a reference of its own that needs its own cuMemRelease;
-// it adds no memory, so it is recorded with 0 bytes.
+// A retained or imported handle is a reference of its own that needs its own release; it
+// adds no memory, so it is recorded with 0 bytes.
 LG_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
-  LG_HOOK_PROLOGUE(cuMemRetainAllocationHandle);
-  CUresult status = real_fn(handle, addr);
-  if (tracker != nullptr && status == CUDA_SUCCESS && handle != nullptr)
-    record_alloc(tracker, Api::cuMemRetainAllocationHandle, Kind::Vmm, *handle, 0,
-                 anchor_of(reinterpret_cast<void *>(real_fn)), -1);
-  return status;
+  return allocating_call<Api::cuMemRetainAllocationHandle>(
+      [&] { return handle != nullptr ? made(*handle, 0, -1) : Made{}; }, handle, addr);
 }
 
 LG_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                                   CUmemAllocationHandleType shHandleType) {
-  LG_HOOK_PROLOGUE(cuMemImportFromShareableHandle);
-  CUresult status = real_fn(handle, osHandle, shHandleType);
-  if (tracker != nullptr && status == CUDA_SUCCESS && handle != nullptr)
-    record_alloc(tracker, Api::cuMemImportFromShareableHandle, Kind::Vmm, *handle, 0,
-                 anchor_of(reinterpret_cast<void *>(real_fn)), -1);
-  return status;
+  return allocating_call<Api::cuMemImportFromShareableHandle>(
+      [&] { return handle != nullptr ? made(*handle, 0, -1) : Made{}; }, handle, osHandle, shHandleType);
 }
 
 LG_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                        unsigned long long flags) {
-  LG_HOOK_PROLOGUE(cuMemAddressReserve);
-  CUresult status = real_fn(ptr, size, alignment, addr, flags);
-  if (tracker != nullptr && status == CUDA_SUCCESS && ptr != nullptr)
-    record_alloc(tracker, Api::cuMemAddressReserve, Kind::Vmm, *ptr, size, anchor_of(reinterpret_cast<void *>(real_fn)),
-                 -1);
-  return status;
+  return allocating_call<Api::cuMemAddressReserve>([&] { return ptr != nullptr ? made(*ptr, size, -1) : Made{}; }, ptr,
+                                                   size, alignment, addr, flags);
 }
 
-LG_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  LG_HOOK_PROLOGUE(cuMemAddressFree);
-  if (tracker != nullptr && ptr != 0 && already_reclaimed(tracker, Api::cuMemAddressFree, ptr)) return CUDA_SUCCESS;
-  return real_fn(ptr, size);
-}
+LG_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) { return release<Api::cuMemAddressFree>(ptr, size); }
 
 // Mappings are not leaks of their own (a leaked physical handle or range is), but reclaiming
 // a range must unmap what is still mapped in it.
 LG_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                             unsigned long long flags) {
-  LG_HOOK_PROLOGUE(cuMemMap);
-  CUresult status = real_fn(ptr, size, offset, handle, flags);
-  if (tracker != nullptr && status == CUDA_SUCCESS) note_mapped(ptr, size);
-  return status;
+  return call_then<Api::cuMemMap>([&] { note_mapped(ptr, size); }, ptr, size, offset, handle, flags);
 }
 
 LG_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  LG_HOOK_PROLOGUE(cuMemUnmap);
-  CUresult status = real_fn(ptr, size);
-  if (tracker != nullptr && status == CUDA_SUCCESS) note_unmapped(ptr, size);
-  return status;
+  return call_then<Api::cuMemUnmap>([&] { note_unmapped(ptr, size); }, ptr, size);
 }
 
 // --- Pools -----------------------------------------------------------------------------------
 
 LG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
-  LG_HOOK_PROLOGUE(cuMemPoolCreate);
-  CUresult status = real_fn(pool, poolProps);
-  if (tracker != nullptr && status == CUDA_SUCCESS && pool != nullptr)
-    record_alloc(tracker, Api::cuMemPoolCreate, Kind::Pool, value_of(*pool), 0,
-                 anchor_of(reinterpret_cast<void *>(real_fn)), poolProps != nullptr ? device_of(poolProps->location) : -1);
-  return status;
+  return allocating_call<Api::cuMemPoolCreate>(
+      [&] {
+        return pool != nullptr ? made(value_of(*pool), 0, poolProps != nullptr ? device_of(poolProps->location) : -1)
+                               : Made{};
+      },
+      pool, poolProps);
 }
 
-// The driver destroys a pool with allocations outstanding at once for the program and
-// releases it when they are freed; the report says it happened.
 LG_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
-  LG_HOOK_PROLOGUE(cuMemPoolDestroy);
-  if (tracker == nullptr || pool == nullptr) return real_fn(pool);
-  if (already_reclaimed(tracker, Api::cuMemPoolDestroy, value_of(pool))) return CUDA_SUCCESS;
-  uint64_t outstanding = 0;
-  {
-    ErrnoKeeper keep;
-    outstanding = pool_bytes_in_use(anchor_of(reinterpret_cast<void *>(real_fn)), pool);
-  }
-  CUresult status = real_fn(pool);
-  if (status == CUDA_SUCCESS && outstanding != 0) {
-    ErrnoKeeper keep;
-    tracker->on_pool_destroyed_in_use(value_of(pool), outstanding);
-  }
-  return status;
+  return pool_release<Api::cuMemPoolDestroy>(pool, [](void *anchor, CUmemoryPool in_use_of) {
+    return pool_bytes_in_use(anchor, in_use_of);
+  });
 }
 
 // --- Arrays ----------------------------------------------------------------------------------
 
-#define LG_ARRAY_CREATE_HOOK(name, descriptor, depth_of, flags_of)                                            \
-  LG_EXPORT CUresult name(CUarray *pHandle, const descriptor *pAllocateArray) {                              \
-    LG_HOOK_PROLOGUE(name);                                                                                   \
-    CUresult status = real_fn(pHandle, pAllocateArray);                                                       \
-    if (tracker != nullptr && status == CUDA_SUCCESS && pHandle != nullptr) {                                 \
-      uint64_t bytes = 0;                                                                                     \
-      if (const descriptor *d = pAllocateArray)                                                               \
-        bytes = lg_array_bytes(d->Width, d->Height, depth_of, d->Format, d->NumChannels, flags_of, 1);        \
-      record_alloc(tracker, Api::name, Kind::Array, value_of(*pHandle), bytes, anchor_of(reinterpret_cast<void *>(real_fn))); \
-    }                                                                                                         \
-    return status;                                                                                            \
-  }
-LG_ARRAY_CREATE_HOOK(cuArrayCreate, CUDA_ARRAY_DESCRIPTOR_v1, 0, 0)
-LG_ARRAY_CREATE_HOOK(cuArrayCreate_v2, CUDA_ARRAY_DESCRIPTOR, 0, 0)
-LG_ARRAY_CREATE_HOOK(cuArray3DCreate, CUDA_ARRAY3D_DESCRIPTOR_v1, d->Depth, d->Flags)
-LG_ARRAY_CREATE_HOOK(cuArray3DCreate_v2, CUDA_ARRAY3D_DESCRIPTOR, d->Depth, d->Flags)
+LG_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray) {
+  return array_create<Api::cuArrayCreate>(pHandle, pAllocateArray);
+}
+LG_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray) {
+  return array_create<Api::cuArrayCreate_v2>(pHandle, pAllocateArray);
+}
+LG_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray) {
+  return array_create<Api::cuArray3DCreate>(pHandle, pAllocateArray);
+}
+LG_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray) {
+  return array_create<Api::cuArray3DCreate_v2>(pHandle, pAllocateArray);
+}
 
 LG_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                           unsigned int numMipmapLevels) {
-  LG_HOOK_PROLOGUE(cuMipmappedArrayCreate);
-  CUresult status = real_fn(pHandle, desc, numMipmapLevels);
-  if (tracker != nullptr && status == CUDA_SUCCESS && pHandle != nullptr) {
-    uint64_t bytes = desc != nullptr ? lg_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
-                                                      desc->NumChannels, desc->Flags, numMipmapLevels)
-                                     : 0;
-    record_alloc(tracker, Api::cuMipmappedArrayCreate, Kind::Array, value_of(*pHandle), bytes,
-                 anchor_of(reinterpret_cast<void *>(real_fn)));
-  }
-  return status;
+  return allocating_call<Api::cuMipmappedArrayCreate>(
+      [&] { return pHandle != nullptr ? made(value_of(*pHandle), array_bytes(desc, numMipmapLevels)) : Made{}; },
+      pHandle, desc, numMipmapLevels);
 }
 
-LG_RELEASE_HOOK(cuArrayDestroy, CUarray, hArray)
-LG_RELEASE_HOOK(cuMipmappedArrayDestroy, CUmipmappedArray, hMipmappedArray)
+LG_EXPORT CUresult cuArrayDestroy(CUarray hArray) { return release<Api::cuArrayDestroy>(hArray); }
+LG_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  return release<Api::cuMipmappedArrayDestroy>(hMipmappedArray);
+}
 
 // --- IPC -------------------------------------------------------------------------------------
 
-#define LG_IPC_OPEN_HOOK(name)                                                                   \
-  LG_EXPORT CUresult name(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {        \
-    LG_HOOK_PROLOGUE(name);                                                                       \
-    CUresult status = real_fn(pdptr, handle, Flags);                                              \
-    if (tracker != nullptr && status == CUDA_SUCCESS && pdptr != nullptr) {                       \
-      void *anchor = anchor_of(reinterpret_cast<void *>(real_fn));                                \
-      uint64_t bytes = 0;                                                                         \
-      {                                                                                           \
-        ErrnoKeeper keep;                                                                         \
-        bytes = allocation_size(anchor, *pdptr);                                                  \
-      }                                                                                           \
-      record_alloc(tracker, Api::name, Kind::Ipc, *pdptr, bytes, anchor);                         \
-    }                                                                                             \
-    return status;                                                                                \
-  }
-LG_IPC_OPEN_HOOK(cuIpcOpenMemHandle)
-LG_IPC_OPEN_HOOK(cuIpcOpenMemHandle_v2)
-LG_RELEASE_HOOK(cuIpcCloseMemHandle, CUdeviceptr, dptr)
+LG_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  return ipc_open<Api::cuIpcOpenMemHandle>(pdptr, handle, Flags);
+}
+LG_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  return ipc_open<Api::cuIpcOpenMemHandle_v2>(pdptr, handle, Flags);
+}
+LG_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) { return release<Api::cuIpcCloseMemHandle>(dptr); }
 
 // --- Host registration -----------------------------------------------------------------------
 
-#define LG_HOST_REGISTER_HOOK(name)                                                                   \
-  LG_EXPORT CUresult name(void *p, size_t bytesize, unsigned int Flags) {                             \
-    LG_HOOK_PROLOGUE(name);                                                                            \
-    CUresult status = real_fn(p, bytesize, Flags);                                                     \
-    if (tracker != nullptr && status == CUDA_SUCCESS && p != nullptr)                                  \
-      record_alloc(tracker, Api::name, Kind::Registered, value_of(p), bytesize, anchor_of(reinterpret_cast<void *>(real_fn))); \
-    return status;                                                                                     \
-  }
-LG_HOST_REGISTER_HOOK(cuMemHostRegister)
-LG_HOST_REGISTER_HOOK(cuMemHostRegister_v2)
-LG_RELEASE_HOOK(cuMemHostUnregister, void *, p)
+LG_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags) {
+  return host_register<Api::cuMemHostRegister>(p, bytesize, Flags);
+}
+LG_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+  return host_register<Api::cuMemHostRegister_v2>(p, bytesize, Flags);
+}
+LG_EXPORT CUresult cuMemHostUnregister(void *p) { return release<Api::cuMemHostUnregister>(p); }
 
 // --- External memory -------------------------------------------------------------------------
 
 LG_EXPORT CUresult cuImportExternalMemory(CUexternalMemory *extMem_out,
                                           const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc) {
-  LG_HOOK_PROLOGUE(cuImportExternalMemory);
-  CUresult status = real_fn(extMem_out, memHandleDesc);
-  if (tracker != nullptr && status == CUDA_SUCCESS && extMem_out != nullptr)
-    record_alloc(tracker, Api::cuImportExternalMemory, Kind::External, value_of(*extMem_out),
-                 memHandleDesc != nullptr ? memHandleDesc->size : 0, anchor_of(reinterpret_cast<void *>(real_fn)));
-  return status;
+  return allocating_call<Api::cuImportExternalMemory>(
+      [&] {
+        return extMem_out != nullptr
+                   ? made(value_of(*extMem_out), memHandleDesc != nullptr ? memHandleDesc->size : 0)
+                   : Made{};
+      },
+      extMem_out, memHandleDesc);
 }
 
-// A buffer mapped from an imported object is freed with cuMemFree, not with the object.
 LG_EXPORT CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPtr, CUexternalMemory extMem,
                                                    const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc) {
-  LG_HOOK_PROLOGUE(cuExternalMemoryGetMappedBuffer);
-  CUresult status = real_fn(devPtr, extMem, bufferDesc);
-  if (tracker != nullptr && status == CUDA_SUCCESS && devPtr != nullptr)
-    record_alloc(tracker, Api::cuExternalMemoryGetMappedBuffer, Kind::External, *devPtr,
-                 bufferDesc != nullptr ? bufferDesc->size : 0, anchor_of(reinterpret_cast<void *>(real_fn)));
-  return status;
+  return allocating_call<Api::cuExternalMemoryGetMappedBuffer>(
+      [&] { return devPtr != nullptr ? made(*devPtr, bufferDesc != nullptr ? bufferDesc->size : 0) : Made{}; }, devPtr,
+      extMem, bufferDesc);
 }
 
-LG_RELEASE_HOOK(cuDestroyExternalMemory, CUexternalMemory, extMem)
+LG_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
+  return release<Api::cuDestroyExternalMemory>(extMem);
+}

@@ -31,10 +31,10 @@ __attribute__((visibility("hidden"))) void *leaseguard_dlsym_on_handle(void *han
   using namespace leaseguard::interpose;
   void *result = real_dlsym()(handle, name);
   if (result == nullptr || g_pass_through) return result;
-  int hook = find_hook(name);
-  if (hook < 0 || is_wrapper(result)) return result;
+  const leaseguard::Api hook = find_hook(name);
+  if (hook == leaseguard::Api::Unknown || is_wrapper(result)) return result;
   remember_real(hook, result);
-  return hook_info(hook).wrapper;
+  return wrapper_of(hook);
 }
 
 }  // extern "C"

@@ -1,269 +1,245 @@
-// The preload's definitions of the HIP runtime's allocation family.
+// The preload's definitions of the HIP runtime's memory entry points.
 //
-// The rules are the CUDA hooks' (cuda_hooks.cpp): forward with the caller's arguments,
-// return the runtime's status unchanged, record after success only what a non-NULL
-// out-parameter holds (hipMalloc of 0 bytes succeeds with NULL: nothing is recorded), take a
-// record out before its release. The definitions are unversioned (exports.map), so an
-// application's references to hipMalloc@hip_4.2 bind to them.
-#include "hip_queries.h"
+// Each hook passes its arguments to the template for its shape (hook_support.h): forward
+// with the caller's arguments, return the runtime's status unchanged, record after success
+// only what a non-NULL out-parameter holds (hipMalloc of 0 bytes succeeds with NULL:
+// nothing is recorded), take a record out before its release. The definitions are
+// unversioned (exports.map), so an application's references to hipMalloc@hip_4.2 bind to
+// them.
 #include "hook_support.h"
 #include "lg_array_bytes.h"
 #include "lg_hip.h"
 #include "vmm_mappings.h"
 
-using leaseguard::AllocationEvent;
 using leaseguard::Api;
-using leaseguard::Kind;
 using leaseguard::Tracker;
 using namespace leaseguard::interpose;
 
-// Resolves the real function or returns hipErrorNotInitialized, as a missing runtime would.
-#define LG_HIP_HOOK_PROLOGUE(name)                                   \
-  auto real_fn = real<lg_pfn_##name>(Hook::name);                    \
-  if (real_fn == nullptr) return hipErrorNotInitialized;             \
-  ReentryGuard guard;                                                \
-  Tracker *tracker = tracker_for(guard);                             \
-  void *anchor = reinterpret_cast<void *>(real_fn)
-
 namespace {
-
-// Always inlined into the hook: it reads the hook's frame (LG_HOOK_CALLER).
-__attribute__((always_inline)) inline void record(Tracker *tracker, Api api, Kind kind, const void *value,
-                                                  uint64_t bytes, void *anchor, int32_t device = kDeviceOfContext) {
-  ErrnoKeeper keep;
-  if (device == kDeviceOfContext) device = hip_current_device(anchor);
-  AllocationEvent event;
-  event.api = api;
-  event.kind = kind;
-  event.address = reinterpret_cast<uint64_t>(value);
-  event.bytes = bytes;
-  event.device = device;
-  event.context = hip_device_token(device);
-  event.caller = LG_HOOK_CALLER();
-  tracker->on_alloc(event);
-}
 
 uint64_t times(uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 
-}  // namespace
-
-// An allocation whose out-parameter is `void **out` holding `bytes` bytes.
-#define LG_HIP_ALLOC_HOOK(name, kind, params, args, bytes)                              \
-  LG_EXPORT hipError_t name params {                                                   \
-    LG_HIP_HOOK_PROLOGUE(name);                                                        \
-    hipError_t status = real_fn args;                                                  \
-    if (tracker != nullptr && status == hipSuccess && out != nullptr && *out != nullptr) \
-      record(tracker, Api::name, kind, *out, bytes, anchor);                           \
-    return status;                                                                     \
-  }
-
-#define LG_HIP_RELEASE_HOOK(name, params, args, value)                                                   \
-  LG_EXPORT hipError_t name params {                                                                    \
-    LG_HIP_HOOK_PROLOGUE(name);                                                                         \
-    (void)anchor;                                                                                       \
-    if (tracker != nullptr && value != nullptr && already_reclaimed(tracker, Api::name, value_of(value))) \
-      return hipSuccess;                                                                                \
-    return real_fn args;                                                                                \
-  }
-
-// --- Device, managed and pitched memory ---------------------------------------------------------
-
-LG_HIP_ALLOC_HOOK(hipMalloc, Kind::Device, (void **out, size_t size), (out, size), size)
-LG_HIP_ALLOC_HOOK(hipExtMallocWithFlags, Kind::Device, (void **out, size_t size, unsigned int flags),
-                  (out, size, flags), size)
-LG_HIP_ALLOC_HOOK(hipMallocManaged, Kind::Managed, (void **out, size_t size, unsigned int flags), (out, size, flags),
-                  size)
-LG_HIP_ALLOC_HOOK(hipMallocPitch, Kind::Pitched, (void **out, size_t *pitch, size_t width, size_t height),
-                  (out, pitch, width, height), pitch != nullptr ? times(*pitch, height) : 0)
-LG_HIP_ALLOC_HOOK(hipMemAllocPitch, Kind::Pitched,
-                  (hipDeviceptr_t * out, size_t *pitch, size_t width, size_t height, unsigned int element_bytes),
-                  (out, pitch, width, height, element_bytes), pitch != nullptr ? times(*pitch, height) : 0)
-
-LG_EXPORT hipError_t hipMalloc3D(hipPitchedPtr *pitchedDevPtr, hipExtent extent) {
-  LG_HIP_HOOK_PROLOGUE(hipMalloc3D);
-  hipError_t status = real_fn(pitchedDevPtr, extent);
-  if (tracker != nullptr && status == hipSuccess && pitchedDevPtr != nullptr && pitchedDevPtr->ptr != nullptr)
-    record(tracker, Api::hipMalloc3D, Kind::Pitched, pitchedDevPtr->ptr,
-           times(times(pitchedDevPtr->pitch, extent.height ? extent.height : 1), extent.depth), anchor);
-  return status;
-}
-
-LG_HIP_RELEASE_HOOK(hipFree, (void *ptr), (ptr), ptr)
-
-// --- Arrays ------------------------------------------------------------------------------------
-
-namespace {
 uint64_t channel_bytes(const hipChannelFormatDesc *desc) {
   return desc != nullptr ? lg_channel_element_bytes(desc->x, desc->y, desc->z, desc->w) : 0;
 }
+
+int32_t device_of(const hipMemLocation &location) {
+  return location.type == hipMemLocationTypeDevice ? location.id : -1;
+}
+
+// An allocation whose value the runtime writes to `out`, of `bytes` read after the call.
+template <Api A, typename Out, typename Bytes, typename... Args>
+LG_ALWAYS_INLINE hipError_t allocation_of(Out *out, Bytes bytes, Args... args) {
+  return allocating_call<A>(
+      [&] { return out != nullptr && *out != nullptr ? made(value_of(*out), bytes()) : Made{}; }, args...);
+}
+
+// A handle that adds no memory of its own (a VMM reference): 0 bytes, host-located.
+template <Api A, typename... Args>
+LG_ALWAYS_INLINE hipError_t reference(hipMemGenericAllocationHandle_t *handle, Args... args) {
+  return allocating_call<A>(
+      [&] { return handle != nullptr && *handle != nullptr ? made(value_of(*handle), 0, -1) : Made{}; }, handle,
+      args...);
+}
+
+// Bytes still allocated from `pool`, asked of the runtime; 0 if it cannot say.
+uint64_t pool_bytes_in_use(void *anchor, hipMemPool_t pool) {
+  auto attribute = reinterpret_cast<lg_pfn_hipMemPoolGetAttribute>(driver_symbol(anchor, "hipMemPoolGetAttribute"));
+  uint64_t used = 0;
+  return attribute != nullptr && attribute(pool, hipMemPoolAttrUsedMemCurrent, &used) == hipSuccess ? used : 0;
+}
+
+// The IPC mapping's size, asked of the runtime; 0 if it cannot say.
+uint64_t ipc_bytes(void *anchor, void *address) {
+  ErrnoKeeper keep;
+  auto range = reinterpret_cast<lg_pfn_hipMemGetAddressRange>(driver_symbol(anchor, "hipMemGetAddressRange"));
+  hipDeviceptr_t base = nullptr;
+  size_t size = 0;
+  return range != nullptr && range(&base, &size, address) == hipSuccess ? size : 0;
+}
+
 }  // namespace
 
-LG_HIP_ALLOC_HOOK(hipMallocArray, Kind::Array,
-                  (hipArray_t * out, const hipChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags),
-                  (out, desc, width, height, flags), times(times(channel_bytes(desc), width), height ? height : 1))
-LG_HIP_ALLOC_HOOK(hipMalloc3DArray, Kind::Array,
-                  (hipArray_t * out, const struct hipChannelFormatDesc *desc, struct hipExtent extent, unsigned int flags),
-                  (out, desc, extent, flags),
-                  times(times(times(channel_bytes(desc), extent.width), extent.height ? extent.height : 1),
-                        extent.depth ? extent.depth : 1))
-LG_HIP_ALLOC_HOOK(hipArrayCreate, Kind::Array, (hipArray_t * out, const HIP_ARRAY_DESCRIPTOR *d), (out, d),
-                  d != nullptr ? lg_array_bytes(d->Width, d->Height, 0, static_cast<CUarray_format>(d->Format),
-                                                d->NumChannels, 0, 1)
-                               : 0)
-LG_HIP_ALLOC_HOOK(hipArray3DCreate, Kind::Array, (hipArray_t * out, const HIP_ARRAY3D_DESCRIPTOR *d), (out, d),
-                  d != nullptr ? lg_array_bytes(d->Width, d->Height, d->Depth, static_cast<CUarray_format>(d->Format),
-                                                d->NumChannels, d->Flags, 1)
-                               : 0)
-LG_HIP_RELEASE_HOOK(hipFreeArray, (hipArray_t array), (array), array)
-LG_HIP_RELEASE_HOOK(hipArrayDestroy, (hipArray_t array), (array), array)
+// --- Device, managed and pitched memory ---------------------------------------------------------
+
+LG_EXPORT hipError_t hipMalloc(void **ptr, size_t size) { return allocation<Api::hipMalloc>(ptr, size); }
+LG_EXPORT hipError_t hipExtMallocWithFlags(void **ptr, size_t size, unsigned int flags) {
+  return allocation<Api::hipExtMallocWithFlags>(ptr, size, flags);
+}
+LG_EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) {
+  return allocation<Api::hipMallocManaged>(ptr, size, flags);
+}
+LG_EXPORT hipError_t hipMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height) {
+  return allocation_of<Api::hipMallocPitch>(
+      ptr, [&] { return pitch != nullptr ? times(*pitch, height) : 0; }, ptr, pitch, width, height);
+}
+LG_EXPORT hipError_t hipMemAllocPitch(hipDeviceptr_t *dptr, size_t *pitch, size_t widthInBytes, size_t height,
+                                      unsigned int elementSizeBytes) {
+  return allocation_of<Api::hipMemAllocPitch>(
+      dptr, [&] { return pitch != nullptr ? times(*pitch, height) : 0; }, dptr, pitch, widthInBytes, height,
+      elementSizeBytes);
+}
+LG_EXPORT hipError_t hipMalloc3D(hipPitchedPtr *pitchedDevPtr, hipExtent extent) {
+  return allocating_call<Api::hipMalloc3D>(
+      [&] {
+        if (pitchedDevPtr == nullptr || pitchedDevPtr->ptr == nullptr) return Made{};
+        return made(value_of(pitchedDevPtr->ptr),
+                    times(times(pitchedDevPtr->pitch, extent.height ? extent.height : 1), extent.depth));
+      },
+      pitchedDevPtr, extent);
+}
+LG_EXPORT hipError_t hipFree(void *ptr) { return release<Api::hipFree>(ptr); }
+
+// --- Arrays ------------------------------------------------------------------------------------
+
+LG_EXPORT hipError_t hipMallocArray(hipArray_t *array, const hipChannelFormatDesc *desc, size_t width, size_t height,
+                                    unsigned int flags) {
+  return allocation_of<Api::hipMallocArray>(
+      array, [&] { return times(times(channel_bytes(desc), width), height ? height : 1); }, array, desc, width, height,
+      flags);
+}
+LG_EXPORT hipError_t hipMalloc3DArray(hipArray_t *array, const struct hipChannelFormatDesc *desc,
+                                      struct hipExtent extent, unsigned int flags) {
+  return allocation_of<Api::hipMalloc3DArray>(
+      array,
+      [&] {
+        return times(times(times(channel_bytes(desc), extent.width), extent.height ? extent.height : 1),
+                     extent.depth ? extent.depth : 1);
+      },
+      array, desc, extent, flags);
+}
+LG_EXPORT hipError_t hipArrayCreate(hipArray_t *pHandle, const HIP_ARRAY_DESCRIPTOR *d) {
+  return allocation_of<Api::hipArrayCreate>(
+      pHandle,
+      [&] {
+        return d != nullptr ? lg_array_bytes(d->Width, d->Height, 0, static_cast<CUarray_format>(d->Format),
+                                             d->NumChannels, 0, 1)
+                            : 0;
+      },
+      pHandle, d);
+}
+LG_EXPORT hipError_t hipArray3DCreate(hipArray_t *array, const HIP_ARRAY3D_DESCRIPTOR *d) {
+  return allocation_of<Api::hipArray3DCreate>(
+      array,
+      [&] {
+        return d != nullptr ? lg_array_bytes(d->Width, d->Height, d->Depth, static_cast<CUarray_format>(d->Format),
+                                             d->NumChannels, d->Flags, 1)
+                            : 0;
+      },
+      array, d);
+}
+LG_EXPORT hipError_t hipFreeArray(hipArray_t array) { return release<Api::hipFreeArray>(array); }
+LG_EXPORT hipError_t hipArrayDestroy(hipArray_t array) { return release<Api::hipArrayDestroy>(array); }
 
 // --- Pinned host memory and registration -------------------------------------------------------
 
-LG_HIP_ALLOC_HOOK(hipHostMalloc, Kind::Host, (void **out, size_t size, unsigned int flags), (out, size, flags), size)
-LG_HIP_ALLOC_HOOK(hipHostAlloc, Kind::Host, (void **out, size_t size, unsigned int flags), (out, size, flags), size)
-LG_HIP_ALLOC_HOOK(hipMallocHost, Kind::Host, (void **out, size_t size), (out, size), size)
-LG_HIP_ALLOC_HOOK(hipMemAllocHost, Kind::Host, (void **out, size_t size), (out, size), size)
-LG_HIP_RELEASE_HOOK(hipHostFree, (void *ptr), (ptr), ptr)
-LG_HIP_RELEASE_HOOK(hipFreeHost, (void *ptr), (ptr), ptr)
-
-LG_EXPORT hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes, unsigned int flags) {
-  LG_HIP_HOOK_PROLOGUE(hipHostRegister);
-  hipError_t status = real_fn(hostPtr, sizeBytes, flags);
-  if (tracker != nullptr && status == hipSuccess && hostPtr != nullptr)
-    record(tracker, Api::hipHostRegister, Kind::Registered, hostPtr, sizeBytes, anchor);
-  return status;
+LG_EXPORT hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
+  return allocation<Api::hipHostMalloc>(ptr, size, flags);
 }
-LG_HIP_RELEASE_HOOK(hipHostUnregister, (void *hostPtr), (hostPtr), hostPtr)
+LG_EXPORT hipError_t hipHostAlloc(void **ptr, size_t size, unsigned int flags) {
+  return allocation<Api::hipHostAlloc>(ptr, size, flags);
+}
+LG_EXPORT hipError_t hipMallocHost(void **ptr, size_t size) { return allocation<Api::hipMallocHost>(ptr, size); }
+LG_EXPORT hipError_t hipMemAllocHost(void **ptr, size_t size) { return allocation<Api::hipMemAllocHost>(ptr, size); }
+LG_EXPORT hipError_t hipHostFree(void *ptr) { return release<Api::hipHostFree>(ptr); }
+LG_EXPORT hipError_t hipFreeHost(void *ptr) { return release<Api::hipFreeHost>(ptr); }
+
+// A registration: the value is the program's own buffer, an argument.
+LG_EXPORT hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes, unsigned int flags) {
+  return allocating_call<Api::hipHostRegister>(
+      [&] { return hostPtr != nullptr ? made(value_of(hostPtr), sizeBytes) : Made{}; }, hostPtr, sizeBytes, flags);
+}
+LG_EXPORT hipError_t hipHostUnregister(void *hostPtr) { return release<Api::hipHostUnregister>(hostPtr); }
 
 // --- IPC ---------------------------------------------------------------------------------------
 
 LG_EXPORT hipError_t hipIpcOpenMemHandle(void **devPtr, hipIpcMemHandle_t handle, unsigned int flags) {
-  LG_HIP_HOOK_PROLOGUE(hipIpcOpenMemHandle);
-  hipError_t status = real_fn(devPtr, handle, flags);
-  if (tracker != nullptr && status == hipSuccess && devPtr != nullptr && *devPtr != nullptr) {
-    uint64_t bytes = 0;
-    {
-      ErrnoKeeper keep;
-      auto range = reinterpret_cast<lg_pfn_hipMemGetAddressRange>(driver_symbol(anchor, "hipMemGetAddressRange"));
-      hipDeviceptr_t base = nullptr;
-      size_t size = 0;
-      if (range != nullptr && range(&base, &size, *devPtr) == hipSuccess) bytes = size;
-    }
-    record(tracker, Api::hipIpcOpenMemHandle, Kind::Ipc, *devPtr, bytes, anchor);
-  }
-  return status;
+  const auto anchor = reinterpret_cast<void *>(real<Api::hipIpcOpenMemHandle>());
+  return allocation_of<Api::hipIpcOpenMemHandle>(
+      devPtr, [&] { return ipc_bytes(anchor, *devPtr); }, devPtr, handle, flags);
 }
-LG_HIP_RELEASE_HOOK(hipIpcCloseMemHandle, (void *devPtr), (devPtr), devPtr)
+LG_EXPORT hipError_t hipIpcCloseMemHandle(void *devPtr) { return release<Api::hipIpcCloseMemHandle>(devPtr); }
 
 // --- Stream-ordered memory and pools -----------------------------------------------------------
 
-LG_HIP_ALLOC_HOOK(hipMallocAsync, Kind::Async, (void **out, size_t size, hipStream_t stream), (out, size, stream), size)
-LG_HIP_ALLOC_HOOK(hipMallocFromPoolAsync, Kind::Async,
-                  (void **out, size_t size, hipMemPool_t pool, hipStream_t stream), (out, size, pool, stream), size)
-LG_HIP_RELEASE_HOOK(hipFreeAsync, (void *dev_ptr, hipStream_t stream), (dev_ptr, stream), dev_ptr)
-
-LG_EXPORT hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool, const hipMemPoolProps *pool_props) {
-  LG_HIP_HOOK_PROLOGUE(hipMemPoolCreate);
-  hipError_t status = real_fn(mem_pool, pool_props);
-  if (tracker != nullptr && status == hipSuccess && mem_pool != nullptr && *mem_pool != nullptr)
-    record(tracker, Api::hipMemPoolCreate, Kind::Pool, *mem_pool, 0, anchor,
-           pool_props != nullptr && pool_props->location.type == hipMemLocationTypeDevice ? pool_props->location.id : -1);
-  return status;
+LG_EXPORT hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t stream) {
+  return allocation<Api::hipMallocAsync>(dev_ptr, size, stream);
+}
+LG_EXPORT hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t mem_pool, hipStream_t stream) {
+  return allocation<Api::hipMallocFromPoolAsync>(dev_ptr, size, mem_pool, stream);
+}
+LG_EXPORT hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream) {
+  return release<Api::hipFreeAsync>(dev_ptr, stream);
 }
 
+LG_EXPORT hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool, const hipMemPoolProps *pool_props) {
+  return allocating_call<Api::hipMemPoolCreate>(
+      [&] {
+        if (mem_pool == nullptr || *mem_pool == nullptr) return Made{};
+        return made(value_of(*mem_pool), 0, pool_props != nullptr ? device_of(pool_props->location) : -1);
+      },
+      mem_pool, pool_props);
+}
 LG_EXPORT hipError_t hipMemPoolDestroy(hipMemPool_t mem_pool) {
-  LG_HIP_HOOK_PROLOGUE(hipMemPoolDestroy);
-  if (tracker == nullptr || mem_pool == nullptr) return real_fn(mem_pool);
-  if (already_reclaimed(tracker, Api::hipMemPoolDestroy, value_of(mem_pool))) return hipSuccess;
-  uint64_t outstanding = 0;
-  {
-    ErrnoKeeper keep;
-    auto attribute = reinterpret_cast<lg_pfn_hipMemPoolGetAttribute>(driver_symbol(anchor, "hipMemPoolGetAttribute"));
-    uint64_t used = 0;
-    if (attribute != nullptr && attribute(mem_pool, hipMemPoolAttrUsedMemCurrent, &used) == hipSuccess) outstanding = used;
-  }
-  hipError_t status = real_fn(mem_pool);
-  if (status == hipSuccess && outstanding != 0) {
-    ErrnoKeeper keep;
-    tracker->on_pool_destroyed_in_use(value_of(mem_pool), outstanding);
-  }
-  return status;
+  return pool_release<Api::hipMemPoolDestroy>(mem_pool, [](void *anchor, hipMemPool_t pool) {
+    return pool_bytes_in_use(anchor, pool);
+  });
 }
 
 // --- Virtual memory management -----------------------------------------------------------------
 
 LG_EXPORT hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size, const hipMemAllocationProp *prop,
                                   unsigned long long flags) {
-  LG_HIP_HOOK_PROLOGUE(hipMemCreate);
-  hipError_t status = real_fn(handle, size, prop, flags);
-  if (tracker != nullptr && status == hipSuccess && handle != nullptr && *handle != nullptr)
-    record(tracker, Api::hipMemCreate, Kind::Vmm, *handle, size, anchor,
-           prop != nullptr && prop->location.type == hipMemLocationTypeDevice ? prop->location.id : -1);
-  return status;
+  return allocating_call<Api::hipMemCreate>(
+      [&] {
+        if (handle == nullptr || *handle == nullptr) return Made{};
+        return made(value_of(*handle), size, prop != nullptr ? device_of(prop->location) : -1);
+      },
+      handle, size, prop, flags);
 }
-
-LG_HIP_RELEASE_HOOK(hipMemRelease, (hipMemGenericAllocationHandle_t handle), (handle), handle)
-
+LG_EXPORT hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle) { return release<Api::hipMemRelease>(handle); }
 LG_EXPORT hipError_t hipMemRetainAllocationHandle(hipMemGenericAllocationHandle_t *handle, void *addr) {
-  LG_HIP_HOOK_PROLOGUE(hipMemRetainAllocationHandle);
-  hipError_t status = real_fn(handle, addr);
-  if (tracker != nullptr && status == hipSuccess && handle != nullptr && *handle != nullptr)
-    record(tracker, Api::hipMemRetainAllocationHandle, Kind::Vmm, *handle, 0, anchor, -1);
-  return status;
+  return reference<Api::hipMemRetainAllocationHandle>(handle, addr);
 }
-
 LG_EXPORT hipError_t hipMemImportFromShareableHandle(hipMemGenericAllocationHandle_t *handle, void *osHandle,
                                                      hipMemAllocationHandleType shHandleType) {
-  LG_HIP_HOOK_PROLOGUE(hipMemImportFromShareableHandle);
-  hipError_t status = real_fn(handle, osHandle, shHandleType);
-  if (tracker != nullptr && status == hipSuccess && handle != nullptr && *handle != nullptr)
-    record(tracker, Api::hipMemImportFromShareableHandle, Kind::Vmm, *handle, 0, anchor, -1);
-  return status;
+  return reference<Api::hipMemImportFromShareableHandle>(handle, osHandle, shHandleType);
 }
-
 LG_EXPORT hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment, void *addr,
                                           unsigned long long flags) {
-  LG_HIP_HOOK_PROLOGUE(hipMemAddressReserve);
-  hipError_t status = real_fn(ptr, size, alignment, addr, flags);
-  if (tracker != nullptr && status == hipSuccess && ptr != nullptr && *ptr != nullptr)
-    record(tracker, Api::hipMemAddressReserve, Kind::Vmm, *ptr, size, anchor, -1);
-  return status;
+  return allocating_call<Api::hipMemAddressReserve>(
+      [&] { return ptr != nullptr && *ptr != nullptr ? made(value_of(*ptr), size, -1) : Made{}; }, ptr, size,
+      alignment, addr, flags);
 }
-
-LG_HIP_RELEASE_HOOK(hipMemAddressFree, (void *devPtr, size_t size), (devPtr, size), devPtr)
-
+LG_EXPORT hipError_t hipMemAddressFree(void *devPtr, size_t size) {
+  return release<Api::hipMemAddressFree>(devPtr, size);
+}
 LG_EXPORT hipError_t hipMemMap(void *ptr, size_t size, size_t offset, hipMemGenericAllocationHandle_t handle,
                                unsigned long long flags) {
-  LG_HIP_HOOK_PROLOGUE(hipMemMap);
-  (void)anchor;
-  hipError_t status = real_fn(ptr, size, offset, handle, flags);
-  if (tracker != nullptr && status == hipSuccess) note_mapped(reinterpret_cast<uint64_t>(ptr), size);
-  return status;
+  return call_then<Api::hipMemMap>([&] { note_mapped(value_of(ptr), size); }, ptr, size, offset, handle, flags);
 }
-
 LG_EXPORT hipError_t hipMemUnmap(void *ptr, size_t size) {
-  LG_HIP_HOOK_PROLOGUE(hipMemUnmap);
-  (void)anchor;
-  hipError_t status = real_fn(ptr, size);
-  if (tracker != nullptr && status == hipSuccess) note_unmapped(reinterpret_cast<uint64_t>(ptr), size);
-  return status;
+  return call_then<Api::hipMemUnmap>([&] { note_unmapped(value_of(ptr), size); }, ptr, size);
 }
 
 // --- Device reset --------------------------------------------------------------------------------
 
 // Frees everything allocated on the current device, as a context destroy does for CUDA.
 LG_EXPORT hipError_t hipDeviceReset(void) {
-  LG_HIP_HOOK_PROLOGUE(hipDeviceReset);
+  const auto real_fn = real<Api::hipDeviceReset>();
+  if (real_fn == nullptr) return hipErrorNotInitialized;
+  ReentryGuard guard;
+  Tracker *tracker = tracker_for(guard);
   int32_t device = -1;
   leaseguard::ContextDestroyMark mark;
   if (tracker != nullptr) {
     ErrnoKeeper keep;
-    device = hip_current_device(anchor);
+    device = hip_current_device(reinterpret_cast<void *>(real_fn));
     // Before the reset: another thread may allocate on the device as soon as it is done,
     // before the reset is recorded, and that allocation does not go with it.
     if (device >= 0) mark = tracker->before_context_destroy();
   }
-  hipError_t status = real_fn();
+  const hipError_t status = real_fn();
   if (tracker != nullptr && status == hipSuccess && device >= 0) {
     ErrnoKeeper keep;
     tracker->on_context_destroyed(Api::hipDeviceReset, hip_device_token(device), device, mark);

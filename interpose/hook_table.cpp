@@ -1,67 +1,68 @@
-// The table of hooked entry points and their real functions.
+// The hooked entry points' real functions (see hook_table.h).
 #include "hook_table.h"
 
 #include <dlfcn.h>
 
 #include <cstring>
 
-#include "lg_cuda.h"
-#include "lg_hip.h"
 #include "log.h"
 #include "real_dlsym.h"
 
 namespace leaseguard::interpose {
 namespace {
 
-// The wrappers are the preload's exported definitions of the driver's and the HIP runtime's
-// names (cuda_hooks.cpp, cuda_resource_hooks.cpp, hip_hooks.cpp).
-const HookInfo kHooks[] = {
-#define LG_HOOK_INFO(name, family, since, per_thread) \
-  {#name, family, since, per_thread, reinterpret_cast<void *>(&::name)},
-    LG_HOOKED_FUNCTIONS(LG_HOOK_INFO)
-#undef LG_HOOK_INFO
+// The preload's definitions of the table's names (interpose/*_hooks.cpp), in the table's
+// order. Address constants: the compiler lays them out as data, ready before any code runs
+// (the dlsym path may be taken before the preload's constructors).
+void *const kWrappers[] = {
+#define LG_WRAPPER_OF(name, ...) reinterpret_cast<void *>(&::name),
+    LG_ENTRY_POINTS(LG_WRAPPER_OF)
+#undef LG_WRAPPER_OF
 };
-static_assert(sizeof kHooks / sizeof kHooks[0] == kHookCount);
+static_assert(sizeof kWrappers / sizeof kWrappers[0] == kEntryPointCount);
 
 }  // namespace
 
-std::atomic<void *> detail::g_real[kHookCount];
+std::atomic<void *> detail::g_real[static_cast<size_t>(Api::Count)];
 
-const HookInfo &hook_info(int index) noexcept { return kHooks[index]; }
+void *wrapper_of(Api api) noexcept {
+  const auto id = static_cast<size_t>(api);
+  return id < kEntryPointOf.size() && kEntryPointOf[id] < kEntryPointCount ? kWrappers[kEntryPointOf[id]] : nullptr;
+}
 
-int find_hook(const char *name) noexcept {
-  if (name == nullptr) return -1;
+Api find_hook(const char *name) noexcept {
+  if (name == nullptr) return Api::Unknown;
   const bool cuda = name[0] == 'c' && name[1] == 'u';
   const bool hip = name[0] == 'h' && name[1] == 'i' && name[2] == 'p';
-  if (!cuda && !hip) return -1;
-  for (int i = 0; i < kHookCount; ++i)
-    if (std::strcmp(kHooks[i].name, name) == 0) return i;
-  return -1;
+  if (!cuda && !hip) return Api::Unknown;
+  for (const EntryPoint &row : kEntryPoints)
+    if (std::strcmp(row.name.data(), name) == 0) return row.api;  // the table's names are literals
+  return Api::Unknown;
 }
 
 bool is_wrapper(const void *function) noexcept {
-  for (const HookInfo &hook : kHooks)
-    if (hook.wrapper == function) return true;
+  for (void *wrapper : kWrappers)
+    if (wrapper == function) return true;
   return false;
 }
 
-void remember_real(int hook, void *function) noexcept {
-  if (function == nullptr || is_wrapper(function)) return;
+void remember_real(Api api, void *function) noexcept {
+  if (api == Api::Unknown || function == nullptr || is_wrapper(function)) return;
   void *expected = nullptr;
-  detail::g_real[hook].compare_exchange_strong(expected, function, std::memory_order_acq_rel);
+  detail::g_real[static_cast<size_t>(api)].compare_exchange_strong(expected, function, std::memory_order_acq_rel);
 }
 
-void *detail::look_up_real_function(Hook hook) noexcept {
-  const int index = static_cast<int>(hook);
+void *detail::look_up_real_function(Api api) noexcept {
+  const char *name = api_name(api).data();
   // A program linked with -lcuda reaches our definition through its PLT; the driver's is
   // the next one in the global scope after the preload.
-  void *function = real_dlsym()(RTLD_NEXT, kHooks[index].name);
+  void *function = real_dlsym()(RTLD_NEXT, name);
   if (function == nullptr) {
-    log_warning("%s: no driver or runtime implementation found; returning 'not initialized'", kHooks[index].name);
+    log_warning("%s: no driver or runtime implementation found; returning 'not initialized'", name);
     return nullptr;
   }
-  remember_real(index, function);
-  return g_real[index].load(std::memory_order_acquire);
+  remember_real(api, function);
+  return g_real[static_cast<size_t>(api)].load(std::memory_order_acquire);
 }
 
 }  // namespace leaseguard::interpose

@@ -1,120 +1,148 @@
-// Gives reclaimed allocations back to the device through the real driver (the contract is
-// in core/reclaim_backend.h).
+// Gives reclaimed allocations back to the device through the real driver or runtime (the
+// contract is in core/reclaim_backend.h), CUDA and HIP alike.
+//
+// Which entry point gives back what is the table's `release` column (core/entry_points.h),
+// called with its own parameter types (its ABI declaration): the value, plus for the two
+// shapes that need more
+//   - a stream-ordered free (value, stream): on the default stream of the same generation,
+//     then that stream synchronized, so the memory is back in its pool when the lease is over;
+//   - a reserved range's free (value, size): what the program left mapped in it unmapped
+//     first, since the driver frees only an unmapped range.
+// The allocation's context is made current for the call (CUDA; HIP: its device), and the
+// caller's restored afterwards: the watchdog thread that ends an expired lease has none.
 #include "reclaim.h"
+
+#include <type_traits>
 
 #include "driver_queries.h"
 #include "hook_table.h"
-#include "lg_cuda.h"
-#include "hip_reclaim.h"
 #include "resource_rules.h"
 #include "vmm_mappings.h"
 
 namespace leaseguard::interpose {
 namespace {
 
-// The hook that made an allocation with `api`, whose real function locates the driver.
-Hook allocating_hook(Api api) {
-  int hook = find_hook(api_name(api).data());  // the names are the hooks' own literals
-  return hook >= 0 ? static_cast<Hook>(hook) : Hook::cuMemAlloc_v2;
+// A record's value as parameter type T: a pointer, a handle or an integer.
+template <typename T>
+T as(uint64_t value) {
+  if constexpr (std::is_pointer_v<T>) return reinterpret_cast<T>(value);
+  else return static_cast<T>(value);
 }
 
-// Unmaps what the program left mapped in a reserved range, then frees the range.
-CUresult free_reservation(void *anchor, const HandleRecord &record) {
-  auto unmap = reinterpret_cast<lg_pfn_cuMemUnmap>(driver_symbol(anchor, "cuMemUnmap"));
-  auto free_range = reinterpret_cast<lg_pfn_cuMemAddressFree>(driver_symbol(anchor, "cuMemAddressFree"));
-  if (unmap == nullptr || free_range == nullptr) return CUDA_ERROR_NOT_FOUND;
+// The driver's own function for entry point `name` (or any other), from the object that
+// holds the allocating entry point's real function: never a hook.
+template <typename Function>
+Function driver_function(void *anchor, std::string_view name) {
+  return reinterpret_cast<Function>(driver_symbol(anchor, name.data()));  // the table's names are literals
+}
+
+template <Vendor V>
+int synchronize_default_stream(void *anchor, bool per_thread) {
+  if constexpr (V == Vendor::Cuda) {
+    auto sync = driver_function<lg_pfn_cuStreamSynchronize>(
+        anchor, per_thread ? "cuStreamSynchronize_ptsz" : "cuStreamSynchronize");
+    return sync != nullptr ? sync(nullptr) : CUDA_ERROR_NOT_FOUND;
+  } else {
+    auto sync = driver_function<lg_pfn_hipStreamSynchronize>(anchor, "hipStreamSynchronize");
+    return sync != nullptr ? sync(nullptr) : hipErrorNotFound;
+  }
+}
+
+// Unmaps what the program left mapped in a reserved range, with the vendor's Unmaps entry point.
+template <Vendor V>
+int unmap_within(void *anchor, const HandleRecord &record) {
+  constexpr Api unmap = V == Vendor::Cuda ? Api::cuMemUnmap : Api::hipMemUnmap;
+  static_assert(entry_point(unmap)->role == Role::Unmaps && entry_point(unmap)->vendor == V);
+  auto function = driver_function<typename Abi<unmap>::Function>(anchor, api_name(unmap));
+  if (function == nullptr) return VendorAbi<V>::kNotFound;
+  auto unmap_one = [&]<typename Status, typename Pointer>(Status (*f)(Pointer, size_t), uint64_t base, uint64_t size) {
+    return static_cast<int>(f(as<Pointer>(base), size));
+  };
   for (const auto &[base, size] : mappings_within(record.address, record.bytes)) {
-    CUresult status = unmap(base, size);
-    if (status != CUDA_SUCCESS) return status;
+    const int status = unmap_one(function, base, size);
+    if (status != 0) return status;
     note_unmapped(base, size);
   }
-  return free_range(record.address, record.bytes);
+  return 0;
 }
 
-template <typename Release, typename Value>
-CUresult call(void *function, Value value) {
-  auto release = reinterpret_cast<Release>(function);
-  return release != nullptr ? release(value) : CUDA_ERROR_NOT_FOUND;
+// Calls release entry point R (a Releases row) for `record`.
+template <Api R>
+int call_release(void *anchor, const HandleRecord &record) {
+  using Function = typename Abi<R>::Function;
+  constexpr Vendor vendor = Abi<R>::kVendor;
+  auto release = driver_function<Function>(anchor, api_name(R));
+  if (release == nullptr) return VendorAbi<vendor>::kNotFound;
+  return [&]<typename Status, typename Value, typename... More>(Status (*function)(Value, More...)) -> int {
+    const Value value = as<Value>(record.address);
+    if constexpr (sizeof...(More) == 0) {
+      return function(value);
+    } else if constexpr ((std::is_pointer_v<More> && ...)) {  // (value, stream)
+      const int status = function(value, nullptr);
+      return status == 0 ? synchronize_default_stream<vendor>(anchor, entry_point(R)->per_thread) : status;
+    } else {  // (value, size)
+      const int status = unmap_within<vendor>(anchor, record);
+      return status == 0 ? function(value, record.bytes) : status;
+    }
+  }(release);
 }
 
-CUresult free_with_matching_entry_point(void *anchor, const HandleRecord &record) {
-  auto symbol = [&](const char *name) { return driver_symbol(anchor, name); };
-  switch (record.api) {
-    case Api::cuMemAlloc:
-    case Api::cuMemAllocPitch: {
-      auto release = reinterpret_cast<lg_pfn_cuMemFree>(symbol("cuMemFree"));
-      return release ? release(static_cast<CUdeviceptr_v1>(record.address)) : CUDA_ERROR_NOT_FOUND;
+template <Api A>
+int release_through(void *anchor, const HandleRecord &record) {
+  if constexpr (entry_point(A)->role == Role::Releases) return call_release<A>(anchor, record);
+  else return CUDA_ERROR_NOT_FOUND;  // the table names only releases in its release column
+}
+
+// The release of `record`'s allocating entry point, by the table (an id no row has, from a
+// damaged record: device memory's).
+int release_by_table(void *anchor, const HandleRecord &record) {
+  const EntryPoint *allocated_by = entry_point(record.api);
+  switch (allocated_by != nullptr ? allocated_by->release : Api::cuMemFree_v2) {
+#define LG_RELEASE_CASE(name, ...) \
+  case Api::name: return release_through<Api::name>(anchor, record);
+    LG_ENTRY_POINTS(LG_RELEASE_CASE)
+#undef LG_RELEASE_CASE
+    default: return CUDA_ERROR_NOT_FOUND;
+  }
+}
+
+// `call` with the record's context current (CUDA; HIP: its device), the caller's restored
+// after.
+template <Vendor V, typename Call>
+int in_place_of(void *anchor, const HandleRecord &record, Call call) {
+  if constexpr (V == Vendor::Cuda) {
+    auto push = driver_function<lg_pfn_cuCtxPushCurrent_v2>(anchor, "cuCtxPushCurrent_v2");
+    auto pop = driver_function<lg_pfn_cuCtxPopCurrent_v2>(anchor, "cuCtxPopCurrent_v2");
+    const bool pushed = record.context != 0 && push != nullptr && pop != nullptr &&
+                        push(reinterpret_cast<CUcontext>(record.context)) == CUDA_SUCCESS;
+    const int status = call();
+    if (pushed) {
+      CUcontext ignored = nullptr;
+      pop(&ignored);
     }
-    case Api::cuMemAllocHost:
-    case Api::cuMemAllocHost_v2:
-    case Api::cuMemHostAlloc: {
-      auto release = reinterpret_cast<lg_pfn_cuMemFreeHost>(symbol("cuMemFreeHost"));
-      return release ? release(reinterpret_cast<void *>(record.address)) : CUDA_ERROR_NOT_FOUND;
-    }
-    case Api::cuMemAllocAsync:
-    case Api::cuMemAllocFromPoolAsync:
-    case Api::cuMemAllocAsync_ptsz:
-    case Api::cuMemAllocFromPoolAsync_ptsz: {
-      // Stream-ordered memory is freed on the stream the same generation uses for the
-      // default stream, and synchronized, so it is back in its pool when the lease is over.
-      const bool per_thread = record.api == Api::cuMemAllocAsync_ptsz || record.api == Api::cuMemAllocFromPoolAsync_ptsz;
-      auto release = reinterpret_cast<lg_pfn_cuMemFreeAsync>(symbol(per_thread ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync"));
-      auto synchronize =
-          reinterpret_cast<lg_pfn_cuStreamSynchronize>(symbol(per_thread ? "cuStreamSynchronize_ptsz" : "cuStreamSynchronize"));
-      if (release == nullptr || synchronize == nullptr) return CUDA_ERROR_NOT_FOUND;
-      CUresult status = release(record.address, nullptr);
-      return status == CUDA_SUCCESS ? synchronize(nullptr) : status;
-    }
-    case Api::cuMemCreate:
-    case Api::cuMemRetainAllocationHandle:
-    case Api::cuMemImportFromShareableHandle:
-      return call<lg_pfn_cuMemRelease>(symbol("cuMemRelease"), record.address);
-    case Api::cuMemAddressReserve:
-      return free_reservation(anchor, record);
-    case Api::cuMemPoolCreate:
-      return call<lg_pfn_cuMemPoolDestroy>(symbol("cuMemPoolDestroy"), reinterpret_cast<CUmemoryPool>(record.address));
-    case Api::cuArrayCreate:
-    case Api::cuArrayCreate_v2:
-    case Api::cuArray3DCreate:
-    case Api::cuArray3DCreate_v2:
-      return call<lg_pfn_cuArrayDestroy>(symbol("cuArrayDestroy"), reinterpret_cast<CUarray>(record.address));
-    case Api::cuMipmappedArrayCreate:
-      return call<lg_pfn_cuMipmappedArrayDestroy>(symbol("cuMipmappedArrayDestroy"),
-                                                  reinterpret_cast<CUmipmappedArray>(record.address));
-    case Api::cuIpcOpenMemHandle:
-    case Api::cuIpcOpenMemHandle_v2:
-      return call<lg_pfn_cuIpcCloseMemHandle>(symbol("cuIpcCloseMemHandle"), record.address);
-    case Api::cuMemHostRegister:
-    case Api::cuMemHostRegister_v2:
-      return call<lg_pfn_cuMemHostUnregister>(symbol("cuMemHostUnregister"), reinterpret_cast<void *>(record.address));
-    case Api::cuImportExternalMemory:
-      return call<lg_pfn_cuDestroyExternalMemory>(symbol("cuDestroyExternalMemory"),
-                                                  reinterpret_cast<CUexternalMemory>(record.address));
-    default: {  // device memory, including buffers mapped from external memory
-      auto release = reinterpret_cast<lg_pfn_cuMemFree_v2>(symbol("cuMemFree_v2"));
-      return release ? release(record.address) : CUDA_ERROR_NOT_FOUND;
-    }
+    return status;
+  } else {
+    auto get_device = driver_function<lg_pfn_hipGetDevice>(anchor, "hipGetDevice");
+    auto set_device = driver_function<lg_pfn_hipSetDevice>(anchor, "hipSetDevice");
+    int saved = -1;
+    const bool switched = record.device >= 0 && get_device != nullptr && set_device != nullptr &&
+                          get_device(&saved) == hipSuccess && saved != record.device &&
+                          set_device(record.device) == hipSuccess;
+    const int status = call();
+    if (switched) set_device(saved);
+    return status;
   }
 }
 
 }  // namespace
 
 int DriverReclaimBackend::release(const HandleRecord &record) noexcept {
-  void *anchor = real_function(allocating_hook(record.api));
+  // The driver is found through the allocating entry point's real function.
+  void *anchor = real_function(entry_point(record.api) != nullptr ? record.api : Api::cuMemAlloc_v2);
   if (anchor == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  if (is_hip(record.api)) return release_hip(anchor, record);
-  // The allocation's context current for the call (the watchdog thread has none), and the
-  // caller's restored afterwards.
-  auto push = reinterpret_cast<lg_pfn_cuCtxPushCurrent_v2>(driver_symbol(anchor, "cuCtxPushCurrent_v2"));
-  auto pop = reinterpret_cast<lg_pfn_cuCtxPopCurrent_v2>(driver_symbol(anchor, "cuCtxPopCurrent_v2"));
-  bool pushed = record.context != 0 && push != nullptr && pop != nullptr &&
-                push(reinterpret_cast<CUcontext>(record.context)) == CUDA_SUCCESS;
-  CUresult status = free_with_matching_entry_point(anchor, record);
-  if (pushed) {
-    CUcontext ignored = nullptr;
-    pop(&ignored);
-  }
-  return static_cast<int>(status);
+  auto call = [&] { return release_by_table(anchor, record); };
+  return vendor_of(record.api) == Vendor::Hip ? in_place_of<Vendor::Hip>(anchor, record, call)
+                                              : in_place_of<Vendor::Cuda>(anchor, record, call);
 }
 
 }  // namespace leaseguard::interpose
