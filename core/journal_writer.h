@@ -129,10 +129,12 @@ class JournalWriter {
 
   // Stores `value` into the committed record at `slot`, `payload_offset` bytes into its
   // payload (4-byte aligned, within the first slot): one atomic store, which a reader sees
-  // whole or not at all. Inline: every free of a recent allocation does it.
-  void store_in_place(uint64_t slot, size_t payload_offset, uint32_t value) noexcept {
-    if (unsigned char *at = payload_at(slot, payload_offset, sizeof value))
-      __atomic_store_n(reinterpret_cast<uint32_t *>(at), value, __ATOMIC_RELEASE);
+  // whole or not at all. `slot` must be one this writer returned from an append (it is
+  // not checked: every free of a recent allocation does this).
+  template <size_t kPayloadOffset>
+  void store_in_place(uint64_t slot, uint32_t value) noexcept {
+    static_assert(kPayloadOffset % 4 == 0 && kPayloadOffset + sizeof value <= kSlotPayloadBytes);
+    __atomic_store_n(reinterpret_cast<uint32_t *>(slot_address(slot) + 4 + kPayloadOffset), value, __ATOMIC_RELEASE);
   }
 
   // The same for a signal handler: if the file must grow and another thread holds the lock

@@ -8,6 +8,8 @@
 //   - what the end of a context takes with it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "api_ids.h"
@@ -16,20 +18,9 @@ namespace leaseguard {
 
 enum class Space : uint8_t { Address = 0, VmmHandle, Array, Pool, ExternalMemory };
 
-inline Family family_of(Api api) noexcept {
-  const EntryPoint *row = entry_point(api);
-  return row != nullptr ? row->family : Family::Other;
-}
-
-inline Vendor vendor_of(Api api) noexcept {
-  const EntryPoint *row = entry_point(api);
-  return row != nullptr ? row->vendor : Vendor::Cuda;
-}
-
-// The namespace of the value an allocating or freeing entry point names. Inline: every
-// allocation and free asks, more than once.
-inline Space space_of(Api api) noexcept {
-  switch (family_of(api)) {
+namespace detail {
+constexpr Space space_of_family(Family family) noexcept {
+  switch (family) {
     case Family::VmmHandle: return Space::VmmHandle;
     case Family::Array: case Family::MipmappedArray: return Space::Array;
     case Family::Pool: return Space::Pool;
@@ -37,11 +28,38 @@ inline Space space_of(Api api) noexcept {
     default: return Space::Address;
   }
 }
+// The table's family and space by id, laid out for one load each: every allocation and free
+// asks, more than once.
+struct Rules {
+  Family family = Family::Other;
+  Space space = Space::Address;
+};
+inline constexpr auto kRulesById = [] {
+  std::array<Rules, static_cast<size_t>(Api::Count)> rules{};
+  for (const EntryPoint &row : kEntryPoints)
+    rules[static_cast<size_t>(row.api)] = Rules{row.family, space_of_family(row.family)};
+  return rules;
+}();
+constexpr Rules rules_of(Api api) noexcept {
+  const auto id = static_cast<size_t>(api);
+  return id < kRulesById.size() ? kRulesById[id] : Rules{};
+}
+}  // namespace detail
+
+inline Family family_of(Api api) noexcept { return detail::rules_of(api).family; }
+
+inline Vendor vendor_of(Api api) noexcept {
+  const EntryPoint *row = entry_point(api);
+  return row != nullptr ? row->vendor : Vendor::Cuda;
+}
+
+// The namespace of the value an allocating or freeing entry point names.
+inline Space space_of(Api api) noexcept { return detail::rules_of(api).space; }
 
 // True if `free_api` releases something `alloc_api` created.
 inline bool frees(Api free_api, Api alloc_api) noexcept {
   const Family family = family_of(free_api);
-  return family != Family::Other && family != Family::Context && family == family_of(alloc_api);
+  return family != Family::Other && family == family_of(alloc_api);  // no allocation is of family Context
 }
 
 // What HIP records carry as their context: HIP has none in its API, and its device reset

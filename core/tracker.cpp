@@ -27,7 +27,6 @@
 
 namespace leaseguard {
 
-std::atomic<Tracker *> Tracker::g_instance{nullptr};
 
 namespace {
 
@@ -117,21 +116,21 @@ Tracker::Tracker(Options options)
 }
 
 Tracker::~Tracker() {
-  if (g_instance.load() == this) g_instance.store(nullptr);
+  if (InstanceSlot::load() == this) InstanceSlot::store(nullptr);
 }
 
 Tracker *Tracker::install(const Options &options) {
   static std::mutex install_mutex;
   std::lock_guard lock(install_mutex);
-  if (Tracker *existing = g_instance.load()) return existing;
+  if (auto *existing = static_cast<Tracker *>(InstanceSlot::load())) return existing;
   auto *tracker = new Tracker(options);  // lives until the process ends
-  g_instance.store(tracker, std::memory_order_release);
-  ProcessGuard::arm();
+  InstanceSlot::store(tracker);
   return tracker;
 }
 
 void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
-  Tracker *parent = g_instance.load();
+  // The parent's: this process's slot was wiped (instance_slot.h).
+  auto *parent = static_cast<Tracker *>(InstanceSlot::last_stored());
   t_entered_depth = 0;
   t_thread_id = 0;
   if (parent == nullptr) return;
@@ -142,13 +141,13 @@ void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   auto *child = new Tracker(options);
   child->excluded_ = parent->excluded_;
   child->backend_ = parent->backend_;
-  g_instance.store(child, std::memory_order_release);
-  ProcessGuard::arm();
+  InstanceSlot::store(child);
 }
 
-void Tracker::on_new_process() noexcept {
+Tracker *Tracker::instance_in_new_process() noexcept {
   // No fork handler ran: the descriptor table may still be the parent's (CLONE_FILES).
-  if (ProcessGuard::claim()) reinstall_after_fork(false);
+  if (InstanceSlot::was_wiped() && InstanceSlot::claim()) reinstall_after_fork(false);
+  return static_cast<Tracker *>(InstanceSlot::load());
 }
 
 void Tracker::suspend_threads() noexcept {
@@ -429,7 +428,7 @@ bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t fr
   if (api_id == 0) return false;
   // Past the record's own slot: a program cannot free a value before its allocation returns.
   if (free_slot <= record.where || free_slot - record.where > journal::kFreedInPlaceMaxSlots) return false;
-  journal_.store_in_place(record.where, journal::kFreedInPlaceOffset,
+  journal_.store_in_place<journal::kFreedInPlaceOffset>(record.where,
                           api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.where));
   return true;
 }

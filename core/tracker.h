@@ -20,7 +20,7 @@
 #include "journal_writer.h"
 #include "leases.h"
 #include "options.h"
-#include "process_guard.h"
+#include "instance_slot.h"
 #include "resource_rules.h"
 #include "reclaim_backend.h"
 #include "stack_capture.h"
@@ -69,10 +69,10 @@ class Tracker {
 
   // The process-wide instance, or nullptr if none was installed (disabled, or not yet). In
   // a process made by a raw clone() of one that had an instance, first gives it its own
-  // (process_guard.h): every hooked call asks here.
+  // (instance_slot.h): every hooked call asks here.
   static Tracker *instance() noexcept {
-    if (__builtin_expect(ProcessGuard::wiped(), false)) on_new_process();
-    return g_instance.load(std::memory_order_acquire);
+    auto *tracker = static_cast<Tracker *>(InstanceSlot::load());
+    return __builtin_expect(tracker != nullptr, true) ? tracker : instance_in_new_process();
   }
   // Creates the process-wide instance once; later calls return the existing one.
   static Tracker *install(const Options &options);
@@ -207,10 +207,10 @@ class Tracker {
   uint64_t write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t epoch) noexcept;
   void write_recycled(LastAllocRecord &last) noexcept;
   static uint32_t this_thread_id() noexcept;  // the kernel's id of the calling thread, cached
-  // Gives a process made by a raw clone() its own instance and journal (instance()).
-  __attribute__((noinline, cold)) static void on_new_process() noexcept;
+  // None installed; or, in a process made by a raw clone(), gives it its own instance and
+  // journal (instance_slot.h).
+  __attribute__((noinline, cold)) static Tracker *instance_in_new_process() noexcept;
 
-  static std::atomic<Tracker *> g_instance;
 
   Options options_;
   uint64_t start_monotonic_ns_;

@@ -477,7 +477,7 @@ TEST(Journal, OnlyTheLastRecordIsWrittenOver) {
   const uint64_t second = writer.append_one_slot(RecordType::Alloc, make_alloc(2));
   EXPECT_FALSE(writer.replace_last_one_slot(first, RecordType::Alloc, make_alloc(3)));
   EXPECT_TRUE(writer.replace_last_one_slot(second, RecordType::Alloc, make_alloc(4)));
-  writer.store_in_place(second, kFreedInPlaceOffset, 77);
+  writer.store_in_place<kFreedInPlaceOffset>(second, 77);
   EXPECT_EQ(writer.load_in_place(second, kFreedInPlaceOffset), 77u);
   EXPECT_EQ(writer.next_slot(), second + 1);
 
