@@ -57,3 +57,10 @@ struct leaseguard_core_link {
 // Exported by libleaseguard_preload.so; NULL when it records nothing (disabled, setuid).
 typedef const leaseguard_core_link *(*leaseguard_core_link_fn)(void);
 }
+
+namespace leaseguard {
+// The table over this process's core (Tracker::instance(); recording nothing where there is
+// none), with the front end's way to reach the driver's own functions: the one adapter the
+// preload exports and the C++ API library uses when it runs alone (core_link.cpp).
+leaseguard_core_link core_link(void *(*real_function)(void *driver_handle, const char *name)) noexcept;
+}  // namespace leaseguard

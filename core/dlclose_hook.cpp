@@ -1,18 +1,23 @@
-// leaseguard's dlclose: the library's own, then the address-keyed caches are told that code
-// went away (core/code_generation.h), so a library later loaded at the same addresses is
-// walked with its own frame rules and reported under its own name.
+// The front ends' dlclose (compiled into the preload and into the C++ API library, not into
+// the core library, whose users need not export one): the loader's own, then the core's
+// address-keyed caches are told that code went away (code_generation.h), so a library later
+// loaded at the same addresses is walked with its own frame rules and reported under its
+// own name.
+//
+// In a process with both, the first loaded comes first in the lookup order and calls the
+// other as the next; each notes the unload in its own core, which costs the unused one a
+// cleared cache.
 #include <dlfcn.h>
 
 #include "code_generation.h"
-#include "real_dlsym.h"
 
 extern "C" __attribute__((visibility("default"))) int dlclose(void *handle) {
   using Dlclose = int (*)(void *);
   static Dlclose real_dlclose = nullptr;
   Dlclose function = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
   if (function == nullptr) {
-    // RTLD_NEXT from the preload is the C library's dlclose.
-    function = reinterpret_cast<Dlclose>(leaseguard::interpose::real_dlsym()(RTLD_NEXT, "dlclose"));
+    // RTLD_NEXT from here: the C library's dlclose, or another interposer's after this one.
+    function = reinterpret_cast<Dlclose>(dlsym(RTLD_NEXT, "dlclose"));
     if (function == nullptr) return -1;  // no dlclose in the process: nothing was loaded by dlopen
     __atomic_store_n(&real_dlclose, function, __ATOMIC_RELEASE);
   }
