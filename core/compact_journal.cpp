@@ -1,6 +1,6 @@
 // A compact journal (LEASEGUARD_JOURNAL=compact; journal::kHeaderCompact): a thread writes
 // its allocation over its last allocation record when that allocation was freed in place,
-// nothing was appended after it, and no epoch began since. The replay applies a free in
+// nothing was appended after it, and no barrier was raised since (tracker.h). The replay applies a free in
 // place before the next record that depends on what is live (a lease end, a context or pool
 // destroy), so the record written over says nothing a leak report needs; what it said is
 // counted in the thread's next Recycled record.
@@ -20,9 +20,9 @@ namespace leaseguard {
 // The calling thread's last allocation record, and what it recycled since it last wrote a
 // Recycled record.
 struct LastAllocRecord {
-  uint64_t tracker;  // the serial of the tracker it belongs to; any other: nothing known
+  uint64_t tracker_number;  // the tracker it belongs to (Tracker::instance_number_); any other: nothing known
   uint64_t slot;
-  uint32_t epoch;    // the tracker's epoch when it was written
+  uint32_t barrier;  // the tracker's barrier count when it was written
   bool exit_key_set;  // this thread's value of the thread-exit key is set: it writes its counts as it exits
   uint64_t recycled;
   uint64_t recycled_bytes;
@@ -47,10 +47,10 @@ void make_exit_key() { g_have_exit_key = pthread_key_create(&g_exit_key, write_r
 
 }  // namespace
 
-uint64_t Tracker::write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t epoch) noexcept {
+uint64_t Tracker::write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t barrier) noexcept {
   LastAllocRecord &last = t_last_alloc;
-  if (last.tracker != serial_) last = LastAllocRecord{serial_, journal::JournalWriter::kNoSlot, 0, false, 0, 0};
-  if (last.slot != journal::JournalWriter::kNoSlot && last.epoch == epoch &&
+  if (last.tracker_number != instance_number_) last = LastAllocRecord{instance_number_, journal::JournalWriter::kNoSlot, 0, false, 0, 0};
+  if (last.slot != journal::JournalWriter::kNoSlot && last.barrier == barrier &&
       journal_.load_in_place(last.slot, journal::kFreedInPlaceOffset) != 0) {
     const auto bytes = journal_.read_field<uint64_t>(last.slot, offsetof(journal::AllocPayload, bytes));
     if (journal_.replace_last_one_slot(last.slot, journal::RecordType::Alloc, alloc)) {
@@ -66,8 +66,8 @@ uint64_t Tracker::write_alloc_record_compact(const journal::AllocPayload &alloc,
   }
   if (last.recycled != 0) write_recycled(last);
   const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
-  last.slot = slot < LiveRecord::kColdBit ? slot : journal::JournalWriter::kNoSlot;
-  last.epoch = epoch;
+  last.slot = slot < LiveRecord::kInSideStoreBit ? slot : journal::JournalWriter::kNoSlot;
+  last.barrier = barrier;
   return slot;
 }
 
@@ -84,7 +84,7 @@ void Tracker::write_recycled(LastAllocRecord &last) noexcept {
 
 void Tracker::on_thread_exit() noexcept {
   LastAllocRecord &last = t_last_alloc;
-  if (last.tracker == serial_ && last.recycled != 0 && journal_state_.load(std::memory_order_acquire) == 1)
+  if (last.tracker_number == instance_number_ && last.recycled != 0 && journal_state_.load(std::memory_order_acquire) == 1)
     write_recycled(last);
 }
 

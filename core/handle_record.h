@@ -2,9 +2,9 @@
 //
 // The table keeps only what frees, lease ends and context destroys decide by (LiveRecord,
 // 32 bytes). The rest of what is known about an allocation (its id, time, context, size,
-// device and kind: ColdFields) is written once and read rarely, so it is not kept twice: it
+// device and kind: AllocationDetails) is written once and read rarely, so it is not kept twice: it
 // is read back from the allocation's journal record, or, for an allocation that could not
-// be journaled, from the tracker's small side store (cold_records.h). HandleRecord is both
+// be journaled, from the tracker's small side store (side_store.h). HandleRecord is both
 // together: what a reclaim backend is handed.
 #pragma once
 
@@ -18,25 +18,25 @@ namespace leaseguard {
 struct LiveRecord {
   uint64_t address = 0;
   // Where the allocation's other fields are: a journal slot (a journal has < 2^28 of them),
-  // or kColdBit | an index into the side store, or kNowhere if neither could take them.
-  static constexpr uint32_t kColdBit = 1u << 31;
+  // or kInSideStoreBit | an index into the side store, or kNowhere if neither could take them.
+  static constexpr uint32_t kInSideStoreBit = 1u << 31;
   static constexpr uint32_t kNowhere = UINT32_MAX;
-  uint32_t where = kNowhere;
+  uint32_t details_at = kNowhere;
   uint32_t lease_id = 0;
-  uint32_t epoch = 0;  // the tracker's epoch when the allocation was recorded
+  uint32_t barrier = 0;  // the tracker's barrier count when the allocation was recorded
   Api api = Api::Unknown;
   uint16_t reference = 0;  // which reference to a value that counts references
   bool reported = false;   // already counted as a leak by an ended or expired lease
 
-  bool journaled() const noexcept { return where < kColdBit; }
-  bool in_side_store() const noexcept { return where != kNowhere && (where & kColdBit) != 0; }
+  bool in_journal() const noexcept { return details_at < kInSideStoreBit; }
+  bool in_side_store() const noexcept { return details_at != kNowhere && (details_at & kInSideStoreBit) != 0; }
 };
 // 25 bytes of fields; the table's slot keeps its namespace and occupancy in the tail padding
 // (record_slots.h), so a live allocation costs 32 bytes besides the table's free slots.
 static_assert(sizeof(LiveRecord) == 32);
 
 // What the table does not keep (see above).
-struct ColdFields {
+struct AllocationDetails {
   uint64_t id = 0;
   uint64_t bytes = 0;
   uint64_t time_ns = 0;
@@ -46,7 +46,7 @@ struct ColdFields {
 };
 
 // Everything known about a live allocation.
-struct HandleRecord : LiveRecord, ColdFields {};
+struct HandleRecord : LiveRecord, AllocationDetails {};
 
 struct HandleKey {
   uint64_t value = 0;

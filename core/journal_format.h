@@ -77,7 +77,7 @@ struct HeaderPayload {
 };
 
 // A compact journal (LEASEGUARD_JOURNAL=compact): a thread whose last allocation was freed
-// in place, with nothing written after its record and no epoch begun since, writes its next
+// in place, with nothing written after its record and no barrier raised since, writes its next
 // allocation over that record instead of after it. The overwritten allocation and its free
 // are then gone from the journal, counted only in the thread's next Recycled record: a loop
 // that allocates and frees keeps one slot instead of growing the file. Leaks are unaffected

@@ -11,17 +11,16 @@
 namespace leaseguard {
 
 struct LastStack {
-  uint64_t tracker = 0;     // the serial of the tracker that interned it
-  uint64_t generation = 0;  // the code generation (code_generation.h) when it was walked
+  uint64_t tracker_number = 0;   // the tracker that interned it (Tracker::instance_number_)
+  uint64_t code_generation = 0;  // code_generation() when it was walked
   size_t max_frames = 0;    // the depth it was captured at
   uint32_t stack_id = 0;    // 0: none
   WalkTrace trace;
 
   // True if a walk from `start`, for this tracker, depth and code generation, would
   // produce this stack again.
-  bool walks_again(uint64_t tracker_serial, size_t frames, uint64_t code_generation,
-                   const WalkStart &start) const noexcept {
-    return stack_id != 0 && tracker == tracker_serial && max_frames == frames && generation == code_generation &&
+  bool walks_again(uint64_t tracker, size_t frames, uint64_t code_now, const WalkStart &start) const noexcept {
+    return stack_id != 0 && tracker_number == tracker && max_frames == frames && code_generation == code_now &&
            trace.still_holds(start);
   }
 };
@@ -34,11 +33,10 @@ struct LastStacks {
   size_t newest = 0;  // the one found or walked last: checked first
 
   // The kept stack a walk from `start` would produce again, or nullptr.
-  const LastStack *find(uint64_t tracker_serial, size_t frames, uint64_t code_generation,
-                        const WalkStart &start) noexcept {
+  const LastStack *find(uint64_t tracker, size_t frames, uint64_t code_now, const WalkStart &start) noexcept {
     for (size_t i = 0; i < kKept; ++i) {
       const size_t at = (newest + i) % kKept;
-      if (kept[at].walks_again(tracker_serial, frames, code_generation, start)) {
+      if (kept[at].walks_again(tracker, frames, code_now, start)) {
         newest = at;
         return &kept[at];
       }

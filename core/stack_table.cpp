@@ -28,34 +28,34 @@ __attribute__((always_inline)) inline uint64_t StackTable::hash(const uintptr_t 
 }
 
 bool StackTable::Entry::matches(const uintptr_t *other, size_t depth, uint64_t now) const {
-  return generation == now && frames.size() == depth && std::memcmp(frames.data(), other, depth * sizeof(uintptr_t)) == 0;
+  return code_generation == now && frames.size() == depth && std::memcmp(frames.data(), other, depth * sizeof(uintptr_t)) == 0;
 }
 
 const StackTable::Entry *StackTable::find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames,
-                                                 size_t depth, uint64_t generation) const {
+                                                 size_t depth, uint64_t code_now) const {
   auto [first, last] = shard.entries.equal_range(key);
   for (auto it = first; it != last; ++it)
-    if (it->second.matches(frames, depth, generation)) return &it->second;
+    if (it->second.matches(frames, depth, code_now)) return &it->second;
   return nullptr;
 }
 
 uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::JournalWriter &journal) {
   if (depth == 0) return 0;
   const uint64_t key = hash(frames, depth);
-  const uint64_t generation = code_generation();
+  const uint64_t code_now = code_generation();
   std::atomic<const Entry *> &recent = recent_[(key >> 20) % kRecentStacks];
-  if (const Entry *seen = recent.load(std::memory_order_acquire); seen != nullptr && seen->matches(frames, depth, generation))
+  if (const Entry *seen = recent.load(std::memory_order_acquire); seen != nullptr && seen->matches(frames, depth, code_now))
     return seen->id;
-  return intern_locked(frames, depth, key, generation, recent, journal);
+  return intern_locked(frames, depth, key, code_now, recent, journal);
 }
 
 __attribute__((noinline)) uint32_t StackTable::intern_locked(const uintptr_t *frames, size_t depth, uint64_t key,
-                                                             uint64_t generation, std::atomic<const Entry *> &recent,
+                                                             uint64_t code_now, std::atomic<const Entry *> &recent,
                                                              journal::JournalWriter &journal) {
   Shard &shard = shards_[key % kShards];
   {
     std::lock_guard lock(shard.mutex);
-    if (const Entry *entry = find_locked(shard, key, frames, depth, generation)) {
+    if (const Entry *entry = find_locked(shard, key, frames, depth, code_now)) {
       recent.store(entry, std::memory_order_release);
       return entry->id;
     }
@@ -71,7 +71,7 @@ __attribute__((noinline)) uint32_t StackTable::intern_locked(const uintptr_t *fr
   }
 
   std::lock_guard lock(shard.mutex);
-  if (const Entry *entry = find_locked(shard, key, frames, depth, generation)) return entry->id;  // another thread won
+  if (const Entry *entry = find_locked(shard, key, frames, depth, code_now)) return entry->id;  // another thread won
   uint32_t id;
   {
     std::lock_guard id_lock(id_mutex_);
@@ -80,7 +80,7 @@ __attribute__((noinline)) uint32_t StackTable::intern_locked(const uintptr_t *fr
   journal::StackPayload header{id, static_cast<uint32_t>(depth)};
   std::memcpy(payload.data(), &header, sizeof header);
   journal.append(journal::RecordType::Stack, payload.data(), payload.size());
-  auto stored = shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id, generation});
+  auto stored = shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id, code_now});
   recent.store(&stored->second, std::memory_order_release);
   return id;
 }

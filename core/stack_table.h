@@ -29,7 +29,7 @@ class StackTable {
     uint32_t id;
     // The code generation its frames belong to: after an unload the same addresses may be
     // another library's code, so an entry matches only captures of its own generation.
-    uint64_t generation;
+    uint64_t code_generation;
     bool matches(const uintptr_t *other, size_t depth, uint64_t now) const;
   };
   static constexpr size_t kShards = 32;
@@ -40,10 +40,10 @@ class StackTable {
   static uint64_t hash(const uintptr_t *frames, size_t depth);
   // intern() past the lock-free check of recent_: the shard, and the first sighting's journal
   // records. Out of line, so that the common path saves and restores few registers.
-  uint32_t intern_locked(const uintptr_t *frames, size_t depth, uint64_t key, uint64_t generation,
+  uint32_t intern_locked(const uintptr_t *frames, size_t depth, uint64_t key, uint64_t code_now,
                          std::atomic<const Entry *> &recent, journal::JournalWriter &journal);
   const Entry *find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames, size_t depth,
-                           uint64_t generation) const;
+                           uint64_t code_now) const;
 
   std::array<Shard, kShards> shards_;
   // The stacks seen most recently, by hash, read without a lock: a stack already interned

@@ -45,11 +45,11 @@ thread_local uint32_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0
 struct IdBlock {
   uint64_t next;
   uint64_t end;
-  uint64_t tracker;  // the serial of the tracker it was taken from
+  uint64_t tracker_number;  // the tracker it was taken from (Tracker::instance_number_)
 };
 __thread IdBlock t_ids __attribute__((tls_model("initial-exec")));
 constexpr uint64_t kIdsPerBlock = 256;
-std::atomic<uint64_t> g_tracker_serials{0};
+std::atomic<uint64_t> g_instance_numbers{0};
 
 uint32_t thread_id() noexcept {
   if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
@@ -109,7 +109,7 @@ Tracker::Tracker(Options options)
     : options_(std::move(options)),
       start_monotonic_ns_(monotonic_ns()),
       start_realtime_ns_(realtime_ns()),
-      serial_(g_tracker_serials.fetch_add(1, std::memory_order_relaxed) + 1),
+      instance_number_(g_instance_numbers.fetch_add(1, std::memory_order_relaxed) + 1),
       leases_(start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
               deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {
   choose_event_clock();
@@ -243,20 +243,20 @@ Lease &Tracker::current_lease() noexcept {
 
 uint32_t Tracker::capture_and_intern_stack(const WalkStart &start) noexcept {
   const auto max_frames = static_cast<size_t>(options_.stack_depth);
-  const uint64_t generation = code_generation();
+  const uint64_t code_now = code_generation();
   ThisThreadsLastStack last;
   LastStacks *kept = last.get();
   if (kept != nullptr) {
     // The walk would read, and list, exactly what it did last time from here.
-    if (const LastStack *again = kept->find(serial_, max_frames, generation, start)) return again->stack_id;
+    if (const LastStack *again = kept->find(instance_number_, max_frames, code_now, start)) return again->stack_id;
   }
-  return walk_and_intern(start, kept != nullptr ? &kept->make_room() : nullptr, max_frames, generation);
+  return walk_and_intern(start, kept != nullptr ? &kept->make_room() : nullptr, max_frames, code_now);
 }
 
 // Out of line: the walk's room for frames and its registers are paid only when the thread's
 // last stacks do not hold this one.
 __attribute__((noinline)) uint32_t Tracker::walk_and_intern(const WalkStart &start, LastStack *seen, size_t max_frames,
-                                                            uint64_t generation) noexcept {
+                                                            uint64_t code_now) noexcept {
   uintptr_t frames[kMaxStackDepth];
   const size_t depth = seen != nullptr ? capture_stack_traced(frames, max_frames, excluded_, start, seen->trace)
                                        : capture_stack(frames, max_frames, excluded_, start);
@@ -267,9 +267,9 @@ __attribute__((noinline)) uint32_t Tracker::walk_and_intern(const WalkStart &sta
     id = 0;  // out of memory: the allocation is still recorded, without its stack
   }
   if (seen != nullptr) {
-    seen->tracker = serial_;
+    seen->tracker_number = instance_number_;
     seen->max_frames = max_frames;
-    seen->generation = generation;
+    seen->code_generation = code_now;
     seen->stack_id = id;
   }
   return id;
@@ -278,10 +278,10 @@ __attribute__((noinline)) uint32_t Tracker::walk_and_intern(const WalkStart &sta
 // Inlined into on_alloc, its one caller.
 __attribute__((always_inline)) inline uint64_t Tracker::take_allocation_id() noexcept {
   IdBlock &ids = t_ids;
-  if (ids.tracker != serial_ || ids.next == ids.end) {
+  if (ids.tracker_number != instance_number_ || ids.next == ids.end) {
     ids.next = next_allocation_id_.fetch_add(kIdsPerBlock, std::memory_order_relaxed);
     ids.end = ids.next + kIdsPerBlock;
-    ids.tracker = serial_;
+    ids.tracker_number = instance_number_;
   }
   return ids.next++;
 }
@@ -322,18 +322,18 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       if (replaced && journaling) write_implicit_free(*replaced);
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
-      stored.epoch = epoch_.load(std::memory_order_acquire);
+      stored.barrier = barriers_.load(std::memory_order_acquire);
       if (journaling) {
         const uint64_t slot = options_.journal_mode == JournalMode::Compact
-                                  ? write_alloc_record_compact(alloc, stored.epoch)
+                                  ? write_alloc_record_compact(alloc, stored.barrier)
                                   : journal_.append_one_slot(journal::RecordType::Alloc, alloc);
-        if (slot < LiveRecord::kColdBit) {
-          stored.where = static_cast<uint32_t>(slot);
+        if (slot < LiveRecord::kInSideStoreBit) {
+          stored.details_at = static_cast<uint32_t>(slot);
           return;
         }
       }
       // No journal record to read the rest back from: the side store keeps it.
-      stored.where = keep_in_side_store(event, alloc);
+      stored.details_at = keep_in_side_store(event, alloc);
     });
     if (journal_.wants_prefaulter()) journal_.start_prefaulting();  // once, after a megabyte
     if (displaced) forget(*displaced);
@@ -357,7 +357,7 @@ void Tracker::note_value_given_again(Api api, uint64_t value) noexcept {
 }
 
 uint32_t Tracker::keep_in_side_store(const AllocationEvent &event, const journal::AllocPayload &alloc) noexcept {
-  ColdFields cold;
+  AllocationDetails cold;
   cold.id = alloc.id;
   cold.bytes = event.bytes;
   cold.time_ns = alloc.time_ns;
@@ -371,11 +371,11 @@ void Tracker::write_implicit_free(const LiveRecord &displaced) noexcept {
   write_free(cold_fields(displaced).id, displaced.address, Api::Unknown, journal::kFreeImplicit, 0, 0);
 }
 
-ColdFields Tracker::cold_fields(const LiveRecord &record) const noexcept {
-  if (record.journaled()) {
+AllocationDetails Tracker::cold_fields(const LiveRecord &record) const noexcept {
+  if (record.in_journal()) {
     journal::AllocPayload alloc;
-    if (!journal_.read_one_slot(record.where, alloc)) return ColdFields{};
-    ColdFields cold;
+    if (!journal_.read_one_slot(record.details_at, alloc)) return AllocationDetails{};
+    AllocationDetails cold;
     cold.id = alloc.id;
     cold.bytes = alloc.bytes;
     cold.time_ns = alloc.time_ns;
@@ -384,18 +384,18 @@ ColdFields Tracker::cold_fields(const LiveRecord &record) const noexcept {
     cold.kind = static_cast<Kind>(alloc.kind);
     return cold;
   }
-  return record.in_side_store() ? cold_.get(record.where) : ColdFields{};
+  return record.in_side_store() ? cold_.get(record.details_at) : AllocationDetails{};
 }
 
 HandleRecord Tracker::full_record(const LiveRecord &record) const noexcept {
   HandleRecord full;
   static_cast<LiveRecord &>(full) = record;
-  static_cast<ColdFields &>(full) = cold_fields(record);
+  static_cast<AllocationDetails &>(full) = cold_fields(record);
   return full;
 }
 
 void Tracker::forget(const LiveRecord &record) noexcept {
-  if (record.in_side_store()) cold_.release(record.where);
+  if (record.in_side_store()) cold_.release(record.details_at);
 }
 
 void Tracker::write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id,
@@ -423,13 +423,13 @@ void Tracker::write_unexpected_free(const LiveRecord *late, uint64_t value, Api 
 
 bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t free_slot) noexcept {
   static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
-  if (!record.journaled() || record.epoch != epoch_.load(std::memory_order_acquire)) return false;
+  if (!record.in_journal() || record.barrier != barriers_.load(std::memory_order_acquire)) return false;
   const auto api_id = static_cast<uint32_t>(api);
   if (api_id == 0) return false;
   // Past the record's own slot: a program cannot free a value before its allocation returns.
-  if (free_slot <= record.where || free_slot - record.where > journal::kFreedInPlaceMaxSlots) return false;
-  journal_.store_in_place<journal::kFreedInPlaceOffset>(record.where,
-                          api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.where));
+  if (free_slot <= record.details_at || free_slot - record.details_at > journal::kFreedInPlaceMaxSlots) return false;
+  journal_.store_in_place<journal::kFreedInPlaceOffset>(record.details_at,
+                          api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.details_at));
   return true;
 }
 
@@ -491,23 +491,23 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
 
 ContextDestroyMark Tracker::before_context_destroy() noexcept {
   ContextDestroyMark mark;
-  mark.epoch = begin_epoch();
+  mark.barrier = raise_barrier();
   mark.slot = std::max<uint64_t>(journal_.next_slot(), 1);
   return mark;
 }
 
 void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, const ContextDestroyMark &mark) noexcept {
-  begin_epoch();
+  raise_barrier();
   // Recorded before the destroy began: by its journal slot where it has one, as the replay
-  // decides, so the two always agree; else by the epoch it was recorded in.
+  // decides, so the two always agree; else by the barrier count it was recorded under.
   auto recorded_before = [&](const LiveRecord &record) {
-    return record.journaled() ? record.where < mark.slot : static_cast<int32_t>(record.epoch - mark.epoch) < 0;
+    return record.in_journal() ? record.details_at < mark.slot : static_cast<int32_t>(record.barrier - mark.barrier) < 0;
   };
   std::vector<LiveRecord> freed;
   try {
     freed = table_.remove_if([&](const LiveRecord &record) {
       if (!recorded_before(record)) return false;
-      const ColdFields cold = cold_fields(record);
+      const AllocationDetails cold = cold_fields(record);
       return cold.context == context && dies_with_context(record.api, cold.kind);
     });
   } catch (...) {
@@ -547,7 +547,7 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
 void Tracker::on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes) noexcept {
   log_debug("memory pool %#llx destroyed with %llu bytes still allocated from it", static_cast<unsigned long long>(pool),
             static_cast<unsigned long long>(outstanding_bytes));
-  begin_epoch();
+  raise_barrier();
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::PoolDestroyPayload destroy{};
   destroy.pool = pool;
@@ -589,7 +589,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   // away: reclaim applies to leases that end or expire while the program runs.
   const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
   lease.ending_thread.store(thread_id(), std::memory_order_relaxed);
-  begin_epoch();
+  raise_barrier();
   size_t leaked = 0;
   Unjournaled unjournaled;
   if (!reclaim) {
@@ -627,7 +627,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
     // in allocation order across threads; records the journal could not take by id, which
     // is in allocation order within a thread.
     auto newest_first = [](const HandleRecord &record) {
-      return std::tuple(record.time_ns, record.journaled(), record.journaled() ? record.where : record.id);
+      return std::tuple(record.time_ns, record.in_journal(), record.in_journal() ? record.details_at : record.id);
     };
     std::sort(records.begin(), records.end(),
               [&](const HandleRecord &a, const HandleRecord &b) { return newest_first(a) > newest_first(b); });
@@ -728,7 +728,7 @@ void Tracker::on_expired(Lease &lease) noexcept {
 
 void Tracker::end_leases_from_signal_handler(int signal_number, bool terminating) noexcept {
   if (journal_state_.load(std::memory_order_acquire) != 1) return;  // nothing recorded yet
-  begin_epoch();
+  raise_barrier();
   const uint64_t now = monotonic_ns();
   auto end = [&](Lease &lease) {
     if (!LeaseRegistry::try_end(lease)) return;

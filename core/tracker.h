@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "api_ids.h"
-#include "cold_records.h"
+#include "side_store.h"
 #include "event_clock.h"
 #include "handle_table.h"
 #include "journal_writer.h"
@@ -46,7 +46,7 @@ enum class LeaseState { Unknown = -1, Open = 0, Ended = 1, Expired = 2 };
 // before_context_destroy): what was recorded before it went with the context; what is
 // recorded after it may be a new context's that was given the destroyed one's handle.
 struct ContextDestroyMark {
-  uint32_t epoch = 0;  // the tracker's epoch from the mark on
+  uint32_t barrier = 0;  // the tracker's barrier count from the mark on
   uint64_t slot = 1;   // the journal slot from the mark on (slot 0 is the header)
 };
 
@@ -156,10 +156,10 @@ class Tracker {
   struct Unjournaled {
     uint64_t allocations = 0;
     uint64_t bytes = 0;
-    void count(const LiveRecord &record, const ColdRecords &side_store) noexcept {
+    void count(const LiveRecord &record, const SideStore &side_store) noexcept {
       if (!record.in_side_store()) return;
       ++allocations;
-      bytes += side_store.get(record.where).bytes;
+      bytes += side_store.get(record.details_at).bytes;
     }
   };
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked, const Unjournaled &unjournaled) noexcept;
@@ -186,12 +186,14 @@ class Tracker {
   // What the table does not keep of a live record, read back from where it is (its journal
   // record or the side store); all of it together; and, once the record has left the table
   // for good, giving its side-store entry back.
-  ColdFields cold_fields(const LiveRecord &record) const noexcept;
+  AllocationDetails cold_fields(const LiveRecord &record) const noexcept;
   HandleRecord full_record(const LiveRecord &record) const noexcept;
   void forget(const LiveRecord &record) noexcept;
-  // Something the replay must see in its place happened (a lease ended, a context or a pool
-  // was destroyed): frees of allocations journaled before it get records of their own.
-  uint32_t begin_epoch() noexcept { return epoch_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  // A barrier: something the replay must see in its place happened (a lease ended, a context
+  // or a pool was destroyed), so frees of allocations journaled before it can no longer be
+  // stored in their records (allocation_records.h) and get records of their own. Returns the
+  // number of barriers raised so far, this one included.
+  uint32_t raise_barrier() noexcept { return barriers_.fetch_add(1, std::memory_order_acq_rel) + 1; }
   void on_expired(Lease &lease) noexcept;
   void write_lease_begin(const Lease &lease) noexcept;
   // The calling stack's id in the stack table, or 0 with stacks off.
@@ -200,11 +202,11 @@ class Tracker {
   }
   uint32_t capture_and_intern_stack(const WalkStart &start) noexcept;
   // A walk from `start`, its stack interned; kept in `seen` (a thread's last stacks) if not null.
-  uint32_t walk_and_intern(const WalkStart &start, LastStack *seen, size_t max_frames, uint64_t generation) noexcept;
+  uint32_t walk_and_intern(const WalkStart &start, LastStack *seen, size_t max_frames, uint64_t code_now) noexcept;
   uint64_t take_allocation_id() noexcept;  // see next_allocation_id_
   // An allocation's record in a compact journal (options_.journal_mode); its slot, as
   // append_one_slot returns it.
-  uint64_t write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t epoch) noexcept;
+  uint64_t write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t barrier) noexcept;
   void write_recycled(LastAllocRecord &last) noexcept;
   static uint32_t this_thread_id() noexcept;  // the kernel's id of the calling thread, cached
   // None installed; or, in a process made by a raw clone(), gives it its own instance and
@@ -220,14 +222,14 @@ class Tracker {
   std::atomic<int> journal_state_{0};  // 0: not yet, 1: open, 2: failed
   bool finished_ = false;
   HandleTable table_;
-  ColdRecords cold_;
+  SideStore cold_;
   StackTable stacks_;
   // Allocation ids: each thread takes a block of them at a time (take_allocation_id), so an
   // allocation's id costs no shared atomic operation. Unique, but not consecutive across
   // threads: the report orders allocations by their place in the journal, not by id.
-  const uint64_t serial_;  // tells this tracker's blocks from another's (tests make several)
+  const uint64_t instance_number_;  // tells this tracker's blocks from another's (tests make several)
   std::atomic<uint64_t> next_allocation_id_{1};
-  std::atomic<uint32_t> epoch_{0};
+  std::atomic<uint32_t> barriers_{0};  // raise_barrier()
   ExcludedCode excluded_;
   ReclaimBackend *backend_ = nullptr;
 

@@ -104,7 +104,7 @@ TEST(CompactJournal, NothingIsWrittenOverAcrossALeaseEndOrAContextDestroy) {
   EXPECT_EQ(contents_of(tracker).allocated, (std::vector<uint64_t>{0x1000, 0x2000, 0x4000}));
 }
 
-// A destroy that has begun but is not yet recorded has its epoch already: an allocation
+// A destroy that has begun but is not yet recorded has raised its barrier already: an allocation
 // made meanwhile (perhaps in a new context given the destroyed one's handle) must not take
 // a slot from before the destroy began, or it would go with the destroyed context.
 TEST(CompactJournal, AnAllocationAfterADestroyBeganIsNotWrittenOverAnEarlierRecord) {

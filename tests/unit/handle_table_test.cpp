@@ -12,10 +12,10 @@ namespace {
 
 LiveRecord record(uint64_t id, uint64_t address, uint32_t lease = 1, uint64_t group = 0) {
   LiveRecord r;
-  r.where = static_cast<uint32_t>(id);  // carried untouched: tells records apart
+  r.details_at = static_cast<uint32_t>(id);  // carried untouched: tells records apart
   r.address = address;
   r.lease_id = lease;
-  r.epoch = static_cast<uint32_t>(group);
+  r.barrier = static_cast<uint32_t>(group);
   return r;
 }
 
@@ -45,7 +45,7 @@ TEST(HandleTable, InsertRemove) {
   EXPECT_EQ(table.size(), 2u);
   auto removed = table.remove(0x1000);
   ASSERT_TRUE(removed);
-  EXPECT_EQ(removed->where, 1u);
+  EXPECT_EQ(removed->details_at, 1u);
   EXPECT_FALSE(table.remove(0x1000));  // double free: not there
   EXPECT_FALSE(table.remove(0x3000));  // unknown
   EXPECT_EQ(table.size(), 1u);
@@ -56,29 +56,29 @@ TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
   table.insert(record(1, 0x1000));
   auto displaced = table.insert(record(2, 0x1000));
   ASSERT_TRUE(displaced);
-  EXPECT_EQ(displaced->where, 1u);
-  EXPECT_EQ(table.remove(0x1000)->where, 2u);
+  EXPECT_EQ(displaced->details_at, 1u);
+  EXPECT_EQ(table.remove(0x1000)->details_at, 2u);
 }
 
 TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
   HandleTable table;
   bool ran = false;
   table.insert(record(1, 0x1000), false,
-               [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) { ran = stored.where == 1 && !displaced; });
+               [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) { ran = stored.details_at == 1 && !displaced; });
   EXPECT_TRUE(ran);
   ran = false;
   table.insert(record(3, 0x1000), false,
                [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) {
-                 ran = stored.where == 3 && displaced && displaced->where == 1;
+                 ran = stored.details_at == 3 && displaced && displaced->details_at == 1;
                });
   EXPECT_TRUE(ran);
   table.insert(record(1, 0x1000));
   EXPECT_TRUE(ran);
   auto accept_all = [](const LiveRecord &) { return true; };
   uint64_t seen = 0;
-  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->where : 99; });
+  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->details_at : 99; });
   EXPECT_EQ(seen, 1u);
-  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->where : 99; });
+  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->details_at : 99; });
   EXPECT_EQ(seen, 99u);
 }
 
@@ -97,9 +97,9 @@ TEST(HandleTable, HandlesAndAddressesWithTheSameValueAreDistinct) {
   EXPECT_EQ(table.size(), 3u);
   auto accept_all = [](const LiveRecord &) { return true; };
   auto ignore = [](const LiveRecord *, bool) {};
-  EXPECT_EQ(table.remove(Space::VmmHandle, 0x5000, accept_all, ignore)->where, 2u);
-  EXPECT_EQ(table.remove(Space::Array, 0x5000, accept_all, ignore)->where, 3u);
-  EXPECT_EQ(table.remove(0x5000)->where, 1u);
+  EXPECT_EQ(table.remove(Space::VmmHandle, 0x5000, accept_all, ignore)->details_at, 2u);
+  EXPECT_EQ(table.remove(Space::Array, 0x5000, accept_all, ignore)->details_at, 3u);
+  EXPECT_EQ(table.remove(0x5000)->details_at, 1u);
 }
 
 // Each retain of a live handle is a reference of its own; releases take the newest first.
@@ -112,9 +112,9 @@ TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
   EXPECT_EQ(numbers[0], 0);
   EXPECT_EQ(numbers[1], 1);
   EXPECT_EQ(numbers[2], 2);
-  EXPECT_EQ(release_handle(table)->where, 3u);
-  EXPECT_EQ(release_handle(table)->where, 2u);
-  EXPECT_EQ(release_handle(table)->where, 1u);
+  EXPECT_EQ(release_handle(table)->details_at, 3u);
+  EXPECT_EQ(release_handle(table)->details_at, 2u);
+  EXPECT_EQ(release_handle(table)->details_at, 1u);
   EXPECT_FALSE(release_handle(table));
 }
 
@@ -125,10 +125,10 @@ TEST(HandleTable, AValueWhoseFirstReferenceLeftIsStillFound) {
   hold_three_references_then_reclaim(table, 0);
   auto removed = release_handle(table);
   ASSERT_TRUE(removed);
-  EXPECT_EQ(removed->where, 3u);  // the newest
+  EXPECT_EQ(removed->details_at, 3u);  // the newest
   removed = release_handle(table);
   ASSERT_TRUE(removed);
-  EXPECT_EQ(removed->where, 2u);
+  EXPECT_EQ(removed->details_at, 2u);
   EXPECT_FALSE(release_handle(table));
   EXPECT_EQ(table.size(), 0u);
 }
@@ -137,8 +137,8 @@ TEST(HandleTable, AValueWhoseFirstReferenceLeftIsStillFound) {
 TEST(HandleTable, AReleaseTakesTheNewestReferencePastAGap) {
   HandleTable table;
   hold_three_references_then_reclaim(table, 1);
-  EXPECT_EQ(release_handle(table)->where, 3u);
-  EXPECT_EQ(release_handle(table)->where, 1u);
+  EXPECT_EQ(release_handle(table)->details_at, 3u);
+  EXPECT_EQ(release_handle(table)->details_at, 1u);
   EXPECT_FALSE(release_handle(table));
 }
 
@@ -157,7 +157,7 @@ TEST(HandleTable, MarksALeaseOnceAndRemovesByPredicate) {
   for (uint64_t i = 1; i <= 10; ++i) table.insert(record(i, i * 0x100, i <= 4 ? 2 : 1, i % 2));
   EXPECT_EQ(table.mark_lease_reported(2), 4u);
   EXPECT_EQ(table.mark_lease_reported(2), 0u);
-  auto removed = table.remove_if([](const LiveRecord &r) { return r.epoch == 1; });
+  auto removed = table.remove_if([](const LiveRecord &r) { return r.barrier == 1; });
   EXPECT_EQ(removed.size(), 5u);
   EXPECT_EQ(table.size(), 5u);
 }
@@ -197,7 +197,7 @@ TEST(HandleTable, EveryRecordStaysFindableThroughGrowthAndRemovals) {
       EXPECT_FALSE(removed) << i;
     } else {
       ASSERT_TRUE(removed) << i;
-      EXPECT_EQ(removed->where, i + 1);
+      EXPECT_EQ(removed->details_at, i + 1);
     }
   }
   EXPECT_EQ(table.size(), 0u);
@@ -211,7 +211,7 @@ TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {
     LiveRecord handle = record(i, 0x1000 + i * 256);
     handle.api = Api::cuMemCreate;  // the VMM handle namespace
     table.insert(handle);
-    handle.where = static_cast<uint32_t>(i + 100000);
+    handle.details_at = static_cast<uint32_t>(i + 100000);
     EXPECT_TRUE(table.insert(handle));  // replaced in place
   }
   EXPECT_EQ(table.size(), 5000u);
@@ -220,7 +220,7 @@ TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {
     auto removed = table.remove(Space::VmmHandle, 0x1000 + i * 256, [](const LiveRecord &) { return true; },
                                 [](const LiveRecord *, bool) {});
     ASSERT_TRUE(removed) << i;
-    EXPECT_EQ(removed->where, i + 100000);
+    EXPECT_EQ(removed->details_at, i + 100000);
   }
   EXPECT_EQ(table.size(), 0u);
 }

@@ -283,7 +283,7 @@ TEST(Tracker, AnAllocationRecordedAfterADestroyBeganDoesNotGoWithIt) {
   EXPECT_EQ(process.leases[1].leaks[0].address, 0x2000u);
 }
 
-// The same without a journal: the side store's records are told apart by the tracker's epoch.
+// The same without a journal: the side store's records are told apart by the tracker's barrier count.
 TEST(Tracker, WithoutAJournalAnAllocationRecordedAfterADestroyBeganDoesNotGoWithIt) {
   testing::TempDir dir;
   Tracker tracker(options_without_a_journal(dir));

@@ -17,14 +17,14 @@
 
 namespace leaseguard {
 
-class ColdRecords {
+class SideStore {
  public:
-  // Keeps `fields`; returns where (a LiveRecord::where: kColdBit, the shard, the index in
+  // Keeps `fields`; returns where they are (a LiveRecord::details_at: kInSideStoreBit, the shard, the index in
   // it), or LiveRecord::kNowhere if out of memory.
-  uint32_t put(const ColdFields &fields) noexcept;
-  // The fields kept at `where` (which put returned and release has not yet been given).
-  ColdFields get(uint32_t where) const noexcept;
-  void release(uint32_t where) noexcept;
+  uint32_t put(const AllocationDetails &fields) noexcept;
+  // The fields kept at `details_at` (which put returned and release has not yet been given).
+  AllocationDetails get(uint32_t details_at) const noexcept;
+  void release(uint32_t details_at) noexcept;
 
   size_t memory_bytes() const;
 
@@ -36,11 +36,11 @@ class ColdRecords {
  private:
   struct alignas(64) Shard {
     mutable std::mutex mutex;
-    std::vector<ColdFields> fields;
+    std::vector<AllocationDetails> fields;
     std::vector<uint32_t> free;
   };
-  static uint32_t shard_of(uint32_t where) noexcept { return (where & ~LiveRecord::kColdBit) >> kIndexBits; }
-  static uint32_t index_of(uint32_t where) noexcept { return where & ((1u << kIndexBits) - 1); }
+  static uint32_t shard_of(uint32_t details_at) noexcept { return (details_at & ~LiveRecord::kInSideStoreBit) >> kIndexBits; }
+  static uint32_t index_of(uint32_t details_at) noexcept { return details_at & ((1u << kIndexBits) - 1); }
   std::array<Shard, 1u << kShardBits> shards_;
 };
 

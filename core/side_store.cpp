@@ -1,5 +1,5 @@
 // Implementation of the side store for fields the journal could not take.
-#include "cold_records.h"
+#include "side_store.h"
 
 #include <atomic>
 
@@ -17,7 +17,7 @@ uint32_t my_shard(uint32_t shards) noexcept {
 
 }  // namespace
 
-uint32_t ColdRecords::put(const ColdFields &fields) noexcept {
+uint32_t SideStore::put(const AllocationDetails &fields) noexcept {
   const uint32_t shard_number = my_shard(static_cast<uint32_t>(shards_.size()));
   Shard &shard = shards_[shard_number];
   std::lock_guard lock(shard.mutex);
@@ -39,31 +39,31 @@ uint32_t ColdRecords::put(const ColdFields &fields) noexcept {
         throw;
       }
     }
-    return LiveRecord::kColdBit | shard_number << kIndexBits | index;
+    return LiveRecord::kInSideStoreBit | shard_number << kIndexBits | index;
   } catch (...) {
     return LiveRecord::kNowhere;
   }
 }
 
-ColdFields ColdRecords::get(uint32_t where) const noexcept {
-  const Shard &shard = shards_[shard_of(where)];
+AllocationDetails SideStore::get(uint32_t details_at) const noexcept {
+  const Shard &shard = shards_[shard_of(details_at)];
   std::lock_guard lock(shard.mutex);
-  const uint32_t index = index_of(where);
-  return index < shard.fields.size() ? shard.fields[index] : ColdFields{};
+  const uint32_t index = index_of(details_at);
+  return index < shard.fields.size() ? shard.fields[index] : AllocationDetails{};
 }
 
-void ColdRecords::release(uint32_t where) noexcept {
-  Shard &shard = shards_[shard_of(where)];
+void SideStore::release(uint32_t details_at) noexcept {
+  Shard &shard = shards_[shard_of(details_at)];
   std::lock_guard lock(shard.mutex);
-  const uint32_t index = index_of(where);
+  const uint32_t index = index_of(details_at);
   if (index < shard.fields.size()) shard.free.push_back(index);  // never grows: reserved by put
 }
 
-size_t ColdRecords::memory_bytes() const {
+size_t SideStore::memory_bytes() const {
   size_t bytes = 0;
   for (const Shard &shard : shards_) {
     std::lock_guard lock(shard.mutex);
-    bytes += shard.fields.capacity() * sizeof(ColdFields) + shard.free.capacity() * sizeof(uint32_t);
+    bytes += shard.fields.capacity() * sizeof(AllocationDetails) + shard.free.capacity() * sizeof(uint32_t);
   }
   return bytes;
 }

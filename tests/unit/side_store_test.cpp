@@ -6,13 +6,13 @@
 #include <thread>
 #include <vector>
 
-#include "cold_records.h"
+#include "side_store.h"
 
 namespace leaseguard {
 namespace {
 
-ColdFields fields(uint64_t id) {
-  ColdFields f;
+AllocationDetails fields(uint64_t id) {
+  AllocationDetails f;
   f.id = id;
   f.bytes = id * 3;
   f.time_ns = id * 7;
@@ -22,7 +22,7 @@ ColdFields fields(uint64_t id) {
   return f;
 }
 
-void expect_same(const ColdFields &got, const ColdFields &want) {
+void expect_same(const AllocationDetails &got, const AllocationDetails &want) {
   EXPECT_EQ(got.id, want.id);
   EXPECT_EQ(got.bytes, want.bytes);
   EXPECT_EQ(got.time_ns, want.time_ns);
@@ -31,24 +31,24 @@ void expect_same(const ColdFields &got, const ColdFields &want) {
   EXPECT_EQ(got.kind, want.kind);
 }
 
-TEST(ColdRecords, APlaceIsInTheSideStoreAndGivesItsFieldsBack) {
-  ColdRecords store;
-  const uint32_t where = store.put(fields(42));
+TEST(SideStore, APlaceIsInTheSideStoreAndGivesItsFieldsBack) {
+  SideStore store;
+  const uint32_t details_at = store.put(fields(42));
   LiveRecord record;
-  record.where = where;
+  record.details_at = details_at;
   EXPECT_TRUE(record.in_side_store());
-  EXPECT_FALSE(record.journaled());
-  expect_same(store.get(where), fields(42));
-  store.release(where);
+  EXPECT_FALSE(record.in_journal());
+  expect_same(store.get(details_at), fields(42));
+  store.release(details_at);
   const uint32_t again = store.put(fields(43));  // the same thread reuses the freed place
-  EXPECT_EQ(again, where);
+  EXPECT_EQ(again, details_at);
   expect_same(store.get(again), fields(43));
 }
 
 // Threads keep and release at once, each in a shard of its own, and read back one another's
 // entries: nothing is lost or mixed up, and no place is "nowhere".
-TEST(ColdRecords, ThreadsKeepAndReadEachOthersFieldsAtOnce) {
-  ColdRecords store;
+TEST(SideStore, ThreadsKeepAndReadEachOthersFieldsAtOnce) {
+  SideStore store;
   constexpr int kThreads = 6;
   constexpr uint64_t kEach = 5000;
   std::vector<std::vector<uint32_t>> places(kThreads);
@@ -57,9 +57,9 @@ TEST(ColdRecords, ThreadsKeepAndReadEachOthersFieldsAtOnce) {
     threads.emplace_back([&, t] {
       for (uint64_t i = 0; i < kEach; ++i) {
         const uint64_t id = static_cast<uint64_t>(t) * kEach + i;
-        const uint32_t where = store.put(fields(id));
-        ASSERT_NE(where, LiveRecord::kNowhere);
-        places[t].push_back(where);
+        const uint32_t details_at = store.put(fields(id));
+        ASSERT_NE(details_at, LiveRecord::kNowhere);
+        places[t].push_back(details_at);
         if (i % 3 == 2) {  // release one of every three, so free lists are reused meanwhile
           store.release(places[t][i - 1]);
           places[t][i - 1] = LiveRecord::kNowhere;
@@ -71,10 +71,10 @@ TEST(ColdRecords, ThreadsKeepAndReadEachOthersFieldsAtOnce) {
   std::vector<uint32_t> seen;
   for (int t = 0; t < kThreads; ++t) {
     for (uint64_t i = 0; i < kEach; ++i) {
-      const uint32_t where = places[t][i];
-      if (where == LiveRecord::kNowhere) continue;
-      expect_same(store.get(where), fields(static_cast<uint64_t>(t) * kEach + i));
-      seen.push_back(where);
+      const uint32_t details_at = places[t][i];
+      if (details_at == LiveRecord::kNowhere) continue;
+      expect_same(store.get(details_at), fields(static_cast<uint64_t>(t) * kEach + i));
+      seen.push_back(details_at);
     }
   }
   std::sort(seen.begin(), seen.end());
