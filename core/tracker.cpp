@@ -23,6 +23,7 @@
 #include "event_clock.h"
 #include "files.h"
 #include "last_stack.h"
+#include "thread_id.h"
 #include "log.h"
 
 namespace leaseguard {
@@ -39,7 +40,6 @@ thread_local Lease *t_entered[kMaxEnteredLeases];
 // __tls_get_addr. The core's few such variables fit glibc's static TLS reserve even when the
 // C++ API library that carries this core is loaded with dlopen.
 thread_local int t_entered_depth __attribute__((tls_model("initial-exec"))) = 0;
-thread_local uint32_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
 
 // The calling thread's block of allocation ids (Tracker::take_allocation_id).
 struct IdBlock {
@@ -50,11 +50,6 @@ struct IdBlock {
 __thread IdBlock t_ids __attribute__((tls_model("initial-exec")));
 constexpr uint64_t kIdsPerBlock = 256;
 std::atomic<uint64_t> g_instance_numbers{0};
-
-uint32_t thread_id() noexcept {
-  if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
-  return t_thread_id;
-}
 
 uint64_t realtime_ns() noexcept {
   timespec now;
@@ -93,8 +88,6 @@ std::vector<unsigned char> process_payload() {
 
 }  // namespace
 
-uint32_t Tracker::this_thread_id() noexcept { return thread_id(); }
-
 // A wall-clock deadline on the monotonic clock the watchdog sleeps on; one already past
 // fires at once.
 static uint64_t deadline_as_monotonic(std::optional<uint64_t> deadline_unix_ns, uint64_t now_monotonic_ns,
@@ -132,7 +125,7 @@ void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   // The parent's: this process's slot was wiped (instance_slot.h).
   auto *parent = static_cast<Tracker *>(InstanceSlot::last_stored());
   t_entered_depth = 0;
-  t_thread_id = 0;
+  forget_thread_id();
   if (parent == nullptr) return;
   // The parent's instance is abandoned, not destroyed: its locks may be held by threads that
   // do not exist in this process. Its journal mapping is the parent's file; drop it.
@@ -305,7 +298,7 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   alloc.address = record.address;
   alloc.bytes = event.bytes;
   alloc.context = event.context;
-  alloc.thread = thread_id();
+  alloc.thread = this_thread_id();
   alloc.api = static_cast<uint16_t>(record.api);
   alloc.kind = static_cast<uint8_t>(event.kind);
   // The journal's device is one byte; the side store keeps what a reclaim needs either way.
@@ -323,20 +316,10 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
       if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
       alloc.lease_id = stored.lease_id;
       stored.barrier = barriers_.load(std::memory_order_acquire);
-      if (journaling) {
-        const uint64_t slot = options_.journal_mode == JournalMode::Compact
-                                  ? write_alloc_record_compact(alloc, stored.barrier)
-                                  : journal_.append_one_slot(journal::RecordType::Alloc, alloc);
-        if (slot < LiveRecord::kInSideStoreBit) {
-          stored.details_at = static_cast<uint32_t>(slot);
-          return;
-        }
-      }
-      // No journal record to read the rest back from: the side store keeps it.
-      stored.details_at = keep_in_side_store(event, alloc);
+      stored.details_at = records_.write(alloc, event.device, stored.barrier, journaling);
     });
     if (journal_.wants_prefaulter()) journal_.start_prefaulting();  // once, after a megabyte
-    if (displaced) forget(*displaced);
+    if (displaced) records_.forget(*displaced);
   } catch (...) {
     log_debug("out of memory recording an allocation");
   }
@@ -356,46 +339,8 @@ void Tracker::note_value_given_again(Api api, uint64_t value) noexcept {
   }
 }
 
-uint32_t Tracker::keep_in_side_store(const AllocationEvent &event, const journal::AllocPayload &alloc) noexcept {
-  AllocationDetails cold;
-  cold.id = alloc.id;
-  cold.bytes = event.bytes;
-  cold.time_ns = alloc.time_ns;
-  cold.context = event.context;
-  cold.device = static_cast<int16_t>(event.device >= INT16_MIN && event.device <= INT16_MAX ? event.device : -1);
-  cold.kind = event.kind;
-  return cold_.put(cold);
-}
-
 void Tracker::write_implicit_free(const LiveRecord &displaced) noexcept {
-  write_free(cold_fields(displaced).id, displaced.address, Api::Unknown, journal::kFreeImplicit, 0, 0);
-}
-
-AllocationDetails Tracker::cold_fields(const LiveRecord &record) const noexcept {
-  if (record.in_journal()) {
-    journal::AllocPayload alloc;
-    if (!journal_.read_one_slot(record.details_at, alloc)) return AllocationDetails{};
-    AllocationDetails cold;
-    cold.id = alloc.id;
-    cold.bytes = alloc.bytes;
-    cold.time_ns = alloc.time_ns;
-    cold.context = alloc.context;
-    cold.device = alloc.device;
-    cold.kind = static_cast<Kind>(alloc.kind);
-    return cold;
-  }
-  return record.in_side_store() ? cold_.get(record.details_at) : AllocationDetails{};
-}
-
-HandleRecord Tracker::full_record(const LiveRecord &record) const noexcept {
-  HandleRecord full;
-  static_cast<LiveRecord &>(full) = record;
-  static_cast<AllocationDetails &>(full) = cold_fields(record);
-  return full;
-}
-
-void Tracker::forget(const LiveRecord &record) noexcept {
-  if (record.in_side_store()) cold_.release(record.details_at);
+  write_free(records_.details(displaced).id, displaced.address, Api::Unknown, journal::kFreeImplicit, 0, 0);
 }
 
 void Tracker::write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id,
@@ -404,7 +349,7 @@ void Tracker::write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, 
   free_record.id = id;
   free_record.address = address;
   free_record.time_ns = event_clock_ns();
-  free_record.thread = thread_id();
+  free_record.thread = this_thread_id();
   free_record.api = static_cast<uint16_t>(api);
   free_record.flags = flags;
   free_record.stack_id = stack_id;
@@ -413,24 +358,12 @@ void Tracker::write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, 
 }
 
 void Tracker::write_free_record_of(const LiveRecord &record, Api api) noexcept {
-  write_free(cold_fields(record).id, record.address, api, 0, 0, 0);
+  write_free(records_.details(record).id, record.address, api, 0, 0, 0);
 }
 
 void Tracker::write_unexpected_free(const LiveRecord *late, uint64_t value, Api api, int unknown_flags) noexcept {
-  if (late != nullptr) write_free(cold_fields(*late).id, value, api, 0, capture_and_intern(), 0);
+  if (late != nullptr) write_free(records_.details(*late).id, value, api, 0, capture_and_intern(), 0);
   if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
-}
-
-bool Tracker::write_free_in_place(const LiveRecord &record, Api api, uint64_t free_slot) noexcept {
-  static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
-  if (!record.in_journal() || record.barrier != barriers_.load(std::memory_order_acquire)) return false;
-  const auto api_id = static_cast<uint32_t>(api);
-  if (api_id == 0) return false;
-  // Past the record's own slot: a program cannot free a value before its allocation returns.
-  if (free_slot <= record.details_at || free_slot - record.details_at > journal::kFreedInPlaceMaxSlots) return false;
-  journal_.store_in_place<journal::kFreedInPlaceOffset>(record.details_at,
-                          api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.details_at));
-  return true;
 }
 
 bool Tracker::take_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept {
@@ -472,7 +405,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
           unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
-        } else if (!write_free_in_place(*removed, api, free_slot)) {
+        } else if (!records_.free_in_place(*removed, api, free_slot, barriers_.load(std::memory_order_acquire))) {
           write_free_record_of(*removed, api);
         }
       });
@@ -485,7 +418,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   if (absent && swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
   if (late_free || unknown_flags != 0) write_unexpected_free(late_free ? &*record : nullptr, value, api, unknown_flags);
   if (!record) return FreeOutcome::Unknown;
-  forget(*record);
+  records_.forget(*record);
   return FreeOutcome::Known;
 }
 
@@ -507,7 +440,7 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
   try {
     freed = table_.remove_if([&](const LiveRecord &record) {
       if (!recorded_before(record)) return false;
-      const AllocationDetails cold = cold_fields(record);
+      const AllocationDetails cold = records_.details(record);
       return cold.context == context && dies_with_context(record.api, cold.kind);
     });
   } catch (...) {
@@ -517,11 +450,11 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
   std::map<uint32_t, Unjournaled> unjournaled;
   try {
     for (const LiveRecord &record : freed)
-      if (!record.reported && record.in_side_store()) unjournaled[record.lease_id].count(record, cold_);
+      if (!record.reported && record.in_side_store()) unjournaled[record.lease_id].count(record, records_);
   } catch (...) {
     unjournaled.clear();  // out of memory: the destroy is still recorded, without the counts
   }
-  for (const LiveRecord &record : freed) forget(record);
+  for (const LiveRecord &record : freed) records_.forget(record);
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::ContextDestroyPayload destroy{};
   destroy.context = context;
@@ -588,12 +521,12 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   // At exit the process gives everything back anyway, and the driver may already be going
   // away: reclaim applies to leases that end or expire while the program runs.
   const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
-  lease.ending_thread.store(thread_id(), std::memory_order_relaxed);
+  lease.ending_thread.store(this_thread_id(), std::memory_order_relaxed);
   raise_barrier();
   size_t leaked = 0;
   Unjournaled unjournaled;
   if (!reclaim) {
-    leaked = table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, cold_); });
+    leaked = table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, records_); });
     write_lease_end(lease, ended_by, leaked, unjournaled);
   } else {
     std::vector<HandleRecord> records;
@@ -604,7 +537,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
       // swallowed), never neither (which would free it twice).
       table_.extract_if([&](const LiveRecord &record) {
         if (record.lease_id != lease.id || record.reported) return false;
-        records.push_back(full_record(record));
+        records.push_back(records_.full(record));
         try {
           std::lock_guard lock(reclaimed_mutex_);
           reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0},
@@ -620,7 +553,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
       log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
     }
     leaked = records.size();
-    for (const HandleRecord &record : records) unjournaled.count(record, cold_);
+    for (const HandleRecord &record : records) unjournaled.count(record, records_);
     write_lease_end(lease, ended_by, leaked, unjournaled);  // reported first, then given back
     // Newest first, as a program unwinding its own allocations would free them: by time,
     // which has the event clock's tick for its grain; within a tick by journal slot, which is
@@ -635,7 +568,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
       int status = backend_->release(record);
       if (journal_state_.load(std::memory_order_acquire) == 1)
         write_free(record.id, record.address, Api::Unknown, journal::kFreeReclaimed, 0, status);
-      if (status == 0) forget(record);
+      if (status == 0) records_.forget(record);
       if (status != 0) {
         // Still allocated on the device: the program's own free, when it comes, must reach
         // the driver. It stays a reported leak.
@@ -701,7 +634,7 @@ LeaseState Tracker::lease_state(uint64_t lease_id) noexcept {
   Lease *lease = leases_.find(static_cast<uint32_t>(lease_id));
   if (lease == nullptr) return LeaseState::Unknown;
   if (lease->ended.load(std::memory_order_acquire) && !lease->settled.load(std::memory_order_acquire) &&
-      lease->ending_thread.load(std::memory_order_relaxed) != thread_id()) {
+      lease->ending_thread.load(std::memory_order_relaxed) != this_thread_id()) {
     // Another thread is ending it (an expiry reclaiming its leaks): answer when it is done,
     // so that a program told "expired" can rely on the memory being given back already.
     // That takes as long as the driver's frees: after a few yields, wait asleep. Polled,

@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "api_ids.h"
-#include "side_store.h"
+#include "allocation_records.h"
 #include "event_clock.h"
 #include "handle_table.h"
 #include "journal_writer.h"
@@ -57,8 +57,7 @@ enum class FreeOutcome {
   Reclaimed  // leaseguard already gave it back when its lease ended: do NOT forward; succeed
 };
 
-struct LastStack;        // a thread's last stack walked (last_stack.h)
-struct LastAllocRecord;  // a compact journal's per-thread state (compact_journal.cpp)
+struct LastStack;  // a thread's last stack walked (last_stack.h)
 
 class Tracker {
  public:
@@ -120,7 +119,9 @@ class Tracker {
   // (its recycles). Called for the installed tracker by a thread-exit hook; the process's
   // end does the same for the thread that ends it. Threads that exit otherwise leave their
   // last recycles uncounted.
-  void on_thread_exit() noexcept;
+  void on_thread_exit() noexcept {
+    if (journal_state_.load(std::memory_order_acquire) == 1) records_.write_recycled_counts();
+  }
 
   // From a SIGTERM/SIGINT handler, before the program's handler or the default action:
   // ends every open lease (ended_by exit, with the signal) by journal records alone, which is
@@ -138,7 +139,7 @@ class Tracker {
   const Options &options() const noexcept { return options_; }
   size_t live_allocations() const { return table_.size(); }
   // The memory the live records take: the table's (free slots included) and the side store's.
-  size_t live_record_bytes() const { return table_.memory_bytes() + cold_.memory_bytes(); }
+  size_t live_record_bytes() const { return table_.memory_bytes() + records_.side_store_bytes(); }
   const std::string &journal_path() const noexcept { return journal_.path(); }
 
  private:
@@ -152,26 +153,14 @@ class Tracker {
   bool open_journal_in(int directory, const std::string &directory_path, std::string &error);
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
-  // Leaks the journal holds no record of (side-store records: the journal was full).
-  struct Unjournaled {
-    uint64_t allocations = 0;
-    uint64_t bytes = 0;
-    void count(const LiveRecord &record, const SideStore &side_store) noexcept {
-      if (!record.in_side_store()) return;
-      ++allocations;
-      bytes += side_store.get(record.details_at).bytes;
-    }
-  };
+  using Unjournaled = AllocationRecords::Unjournaled;
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked, const Unjournaled &unjournaled) noexcept;
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;
-  bool write_free_in_place(const LiveRecord &record, Api api, uint64_t free_slot) noexcept;
   // The rare paths of on_alloc and on_free, out of line so the common ones keep their
   // registers: a value leaseguard reclaimed was handed out again; no journal record to read
   // a live record back from; an address handed out again whose free leaseguard never saw;
   // a free that needs a record of its own; a late or unexpected free, with its stack.
   __attribute__((noinline)) void note_value_given_again(Api api, uint64_t value) noexcept;
-  __attribute__((noinline)) uint32_t keep_in_side_store(const AllocationEvent &event,
-                                                        const journal::AllocPayload &alloc) noexcept;
   __attribute__((noinline)) void write_implicit_free(const LiveRecord &displaced) noexcept;
   __attribute__((noinline)) void write_free_record_of(const LiveRecord &record, Api api) noexcept;
   __attribute__((noinline)) void write_unexpected_free(const LiveRecord *late, uint64_t value, Api api,
@@ -183,12 +172,6 @@ class Tracker {
     return reclaimed_count_.load(std::memory_order_acquire) != 0 && take_late_free(api, value, owner_drop, journaling);
   }
   bool take_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept;
-  // What the table does not keep of a live record, read back from where it is (its journal
-  // record or the side store); all of it together; and, once the record has left the table
-  // for good, giving its side-store entry back.
-  AllocationDetails cold_fields(const LiveRecord &record) const noexcept;
-  HandleRecord full_record(const LiveRecord &record) const noexcept;
-  void forget(const LiveRecord &record) noexcept;
   // A barrier: something the replay must see in its place happened (a lease ended, a context
   // or a pool was destroyed), so frees of allocations journaled before it can no longer be
   // stored in their records (allocation_records.h) and get records of their own. Returns the
@@ -204,11 +187,6 @@ class Tracker {
   // A walk from `start`, its stack interned; kept in `seen` (a thread's last stacks) if not null.
   uint32_t walk_and_intern(const WalkStart &start, LastStack *seen, size_t max_frames, uint64_t code_now) noexcept;
   uint64_t take_allocation_id() noexcept;  // see next_allocation_id_
-  // An allocation's record in a compact journal (options_.journal_mode); its slot, as
-  // append_one_slot returns it.
-  uint64_t write_alloc_record_compact(const journal::AllocPayload &alloc, uint32_t barrier) noexcept;
-  void write_recycled(LastAllocRecord &last) noexcept;
-  static uint32_t this_thread_id() noexcept;  // the kernel's id of the calling thread, cached
   // None installed; or, in a process made by a raw clone(), gives it its own instance and
   // journal (instance_slot.h).
   __attribute__((noinline, cold)) static Tracker *instance_in_new_process() noexcept;
@@ -222,7 +200,6 @@ class Tracker {
   std::atomic<int> journal_state_{0};  // 0: not yet, 1: open, 2: failed
   bool finished_ = false;
   HandleTable table_;
-  SideStore cold_;
   StackTable stacks_;
   // Allocation ids: each thread takes a block of them at a time (take_allocation_id), so an
   // allocation's id costs no shared atomic operation. Unique, but not consecutive across
@@ -230,6 +207,7 @@ class Tracker {
   const uint64_t instance_number_;  // tells this tracker's blocks from another's (tests make several)
   std::atomic<uint64_t> next_allocation_id_{1};
   std::atomic<uint32_t> barriers_{0};  // raise_barrier()
+  AllocationRecords records_{journal_, options_.journal_mode, instance_number_};  // what the table does not keep
   ExcludedCode excluded_;
   ReclaimBackend *backend_ = nullptr;
 

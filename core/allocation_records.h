@@ -1,0 +1,116 @@
+// The journal's second role: where a live allocation's details are kept.
+//
+// The journal is first a log: every record is appended, committed by storing its first
+// slot's tag last, and never moved (journal_format.h). It is also where the tracker keeps
+// what its live table does not (an allocation's id, size, time, context, device and kind:
+// AllocationDetails), read back from the allocation's own record when a lease ends or a
+// context is destroyed, instead of held twice. This part is the only one that writes into a
+// committed record or reads one back; its contract:
+//
+//   1. Frees stored in place. The free of an allocation is stored into its Alloc record's
+//      `freed_in_place` word (4 bytes, 4-aligned, in the record's first slot) by one atomic
+//      store, once, and only while no barrier has been raised since the allocation was
+//      recorded (Tracker::raise_barrier: a lease end, a context or pool destroy) and the free
+//      came fewer than 2^25 slots after it. The replay applies it at the place it names,
+//      before the next barrier record, where a record of its own would have put it. A
+//      reader (or a process killed at any instruction) sees the word zero or whole: the
+//      allocation live or freed, never a torn record.
+//   2. Compact journals (LEASEGUARD_JOURNAL=compact) write over a record. A thread's last
+//      Alloc record, once its allocation was freed in place (1), with nothing appended
+//      after it and no barrier raised since, is written over by the same thread's next
+//      allocation: tag cleared, payload written, tag set (JournalWriter::
+//      replace_last_one_slot). Killed in between, the slot is uncommitted: the old
+//      allocation and its free are gone, which the replay could not tell from their being
+//      recycled, and the new allocation was not yet recorded (its hook had not returned).
+//      What is written over is counted in the thread's next Recycled record.
+//   3. Reading back. The details of a live allocation are read from its record, which only
+//      (1) changes (in a word the details do not include) and (2) replaces (only once the
+//      allocation is freed, so never while it is read). Allocations the journal could not
+//      take (it was closed or full) keep their details in the side store (side_store.h).
+//
+// Every other record is appended and never written again.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "handle_record.h"
+#include "journal_writer.h"
+#include "options.h"
+#include "side_store.h"
+
+namespace leaseguard {
+
+class AllocationRecords {
+ public:
+  AllocationRecords(journal::JournalWriter &journal, JournalMode mode, uint64_t tracker_number) noexcept
+      : journal_(journal), mode_(mode), tracker_number_(tracker_number) {}
+
+  // Records `alloc` (its device as the program said it: the journal keeps one byte of it):
+  // its record appended (compact: written over the thread's last one, where 2 allows), or,
+  // if the journal cannot take it, its details kept in the side store. Returns where the
+  // details are (LiveRecord::details_at). `barriers`: the tracker's barrier count now.
+  uint32_t write(const journal::AllocPayload &alloc, int32_t device, uint32_t barriers, bool journaling) noexcept {
+    if (journaling) {
+      const uint64_t slot = mode_ == JournalMode::Compact ? write_compact(alloc, barriers)
+                                                          : journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+      if (slot < LiveRecord::kInSideStoreBit) return static_cast<uint32_t>(slot);
+    }
+    return keep_in_side_store(alloc, device);
+  }
+
+  // Stores the free of `record` by `api`, which happened before the slot `free_slot` was
+  // taken, into its record (1); false where it may not be: the free needs a record of its own.
+  bool free_in_place(const LiveRecord &record, Api api, uint64_t free_slot, uint32_t barriers) noexcept {
+    static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
+    if (!record.in_journal() || record.barrier != barriers) return false;
+    const auto api_id = static_cast<uint32_t>(api);
+    if (api_id == 0) return false;
+    // Past the record's own slot: a program cannot free a value before its allocation returns.
+    if (free_slot <= record.details_at || free_slot - record.details_at > journal::kFreedInPlaceMaxSlots) return false;
+    journal_.store_in_place<journal::kFreedInPlaceOffset>(
+        record.details_at, api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.details_at));
+    return true;
+  }
+
+  // What the table does not keep of `record`, read back (3); all of it together.
+  AllocationDetails details(const LiveRecord &record) const noexcept;
+  HandleRecord full(const LiveRecord &record) const noexcept;
+  // Once `record` has left the table for good: its side-store entry given back.
+  void forget(const LiveRecord &record) noexcept {
+    if (record.in_side_store()) side_store_.release(record.details_at);
+  }
+
+  // Leaks whose details only the side store holds (made while the journal was full): no
+  // record lists them, so lease ends and context destroys count them.
+  struct Unjournaled {
+    uint64_t allocations = 0;
+    uint64_t bytes = 0;
+    void count(const LiveRecord &record, const AllocationRecords &records) noexcept {
+      if (!record.in_side_store()) return;
+      ++allocations;
+      bytes += records.side_store_.get(record.details_at).bytes;
+    }
+  };
+
+  // A compact journal: writes what the calling thread recycled and has not yet counted in a
+  // Recycled record (at its exit, and at the process's end for the thread that ends it).
+  void write_recycled_counts() noexcept;
+
+  size_t side_store_bytes() const { return side_store_.memory_bytes(); }
+
+  struct LastRecord;  // a compact journal's per-thread state (allocation_records.cpp)
+
+ private:
+  uint64_t write_compact(const journal::AllocPayload &alloc, uint32_t barriers) noexcept;
+  void write_recycled(LastRecord &last) noexcept;
+  // Out of line: rare (the journal is closed or full), and on_alloc keeps its registers.
+  __attribute__((noinline)) uint32_t keep_in_side_store(const journal::AllocPayload &alloc, int32_t device) noexcept;
+
+  journal::JournalWriter &journal_;
+  const JournalMode mode_;
+  const uint64_t tracker_number_;  // tells this tracker's per-thread state from another's
+  SideStore side_store_;
+};
+
+}  // namespace leaseguard
