@@ -11,7 +11,7 @@
 
 #include "journal_reader.h"
 #include "report/renderers.h"
-#include "report/report_model.h"
+#include "report/journal_replay.h"
 
 namespace {
 

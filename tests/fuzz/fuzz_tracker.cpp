@@ -26,7 +26,7 @@
 
 #include "log.h"
 #include "reclaim_backend.h"
-#include "report/report_model.h"
+#include "report/journal_replay.h"
 #include "tracker.h"
 
 namespace leaseguard {

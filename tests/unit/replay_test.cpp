@@ -9,7 +9,7 @@
 #include "journal_writer.h"
 #include "report/json_value.h"
 #include "report/renderers.h"
-#include "report/report_model.h"
+#include "report/journal_replay.h"
 #include "test_support.h"
 
 namespace leaseguard::report {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "report/report_model.h"
+#include "report/journal_replay.h"
 #include "test_support.h"
 #include "tracker.h"
 

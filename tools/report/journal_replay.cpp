@@ -39,7 +39,7 @@
 #include <queue>
 #include <set>
 
-#include "report_model.h"
+#include "journal_replay.h"
 #include "resource_rules.h"
 
 namespace leaseguard::report {
@@ -164,7 +164,7 @@ class Replay : public journal::JournalVisitor {
     }
     // Freed, and never to be reported: no lease ended between the allocation and its free.
     const uint32_t api_id = alloc.freed_in_place >> journal::kFreedInPlaceApiShift;
-    const Api api = api_id < static_cast<uint32_t>(Api::Count) ? static_cast<Api>(api_id) : Api::Unknown;
+    const Api api = api_from_wire(static_cast<uint16_t>(api_id));  // 7 bits
     const uint32_t distance = alloc.freed_in_place & journal::kFreedInPlaceMaxSlots;
     ++process_.frees;
     pending_frees_.push(PendingFree{frees_at_slots_ ? record_slot() + distance : recorded.time_ns + uint64_t{distance} * 1000,
@@ -204,7 +204,7 @@ class Replay : public journal::JournalVisitor {
       return;
     }
     remember_freed(it->second.record.address,
-                   free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown,
+                   api_from_wire(free_record.api),
                    free_record.time_ns);
     if (it->second.reported) {
       ++process_.late_frees;
@@ -247,7 +247,7 @@ class Replay : public journal::JournalVisitor {
     std::map<uint32_t, LeaseEnding> by_lease;
     for (auto it = live_.begin(); it != live_.end();) {
       const journal::AllocPayload &record = it->second.record;
-      const Api api = record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(record.api) : Api::Unknown;
+      const Api api = api_from_wire(record.api);
       const bool recorded_before = destroy.begun_at_slot == 0 || it->second.slot < destroy.begun_at_slot;
       if (record.context != destroy.context || !recorded_before || !dies_with_context(api, static_cast<Kind>(record.kind))) {
         ++it;
@@ -433,7 +433,7 @@ class Replay : public journal::JournalVisitor {
 
   void note_if_double_free(const journal::FreePayload &free_record) {
     auto it = recently_freed_.find(free_record.address);
-    Api api = free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown;
+    Api api = api_from_wire(free_record.api);
     if (it == recently_freed_.end() || space_of(it->second.api) != space_of(api)) return;
     DoubleFree twice;
     twice.api = api;
@@ -448,7 +448,7 @@ class Replay : public journal::JournalVisitor {
   LateFree make_late_free(const journal::FreePayload &free_record, bool forwarded) const {
     LateFree late;
     late.id = free_record.id;
-    late.api = free_record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(free_record.api) : Api::Unknown;
+    late.api = api_from_wire(free_record.api);
     late.address = free_record.address;
     late.thread = free_record.thread;
     late.stack_id = free_record.stack_id;
@@ -460,7 +460,7 @@ class Replay : public journal::JournalVisitor {
   Leak make_leak(const journal::AllocPayload &record, uint64_t end_ns) const {
     Leak leak;
     leak.id = record.id;
-    leak.api = record.api < static_cast<uint16_t>(Api::Count) ? static_cast<Api>(record.api) : Api::Unknown;
+    leak.api = api_from_wire(record.api);
     leak.kind = record.kind < static_cast<uint8_t>(Kind::Count) ? static_cast<Kind>(record.kind) : Kind::Device;
     leak.bytes = record.bytes;
     leak.address = record.address;
@@ -540,66 +540,6 @@ class Replay : public journal::JournalVisitor {
 };
 
 }  // namespace
-
-uint64_t LeaseEnding::leaked_bytes() const {
-  uint64_t total = unjournaled_bytes;
-  for (const Leak &leak : leaks) total += leak.bytes;
-  return total;
-}
-
-uint64_t ProcessReport::leaked_bytes() const {
-  uint64_t total = 0;
-  for (const LeaseEnding &lease : leases) total += lease.leaked_bytes();
-  return total;
-}
-
-StackView ProcessReport::stack(uint32_t stack_id) const {
-  auto found = stacks.find(stack_id);
-  return found == stacks.end() ? StackView() : StackView(frames, found->second);
-}
-
-void ProcessReport::add_stack(uint32_t stack_id, const std::vector<Frame> &stack) {
-  std::vector<uint32_t> indices;
-  indices.reserve(stack.size());
-  for (const Frame &frame : stack) {
-    std::string key = frame.module.str() + '\x1f' + frame.build_id.str() + '\x1f' + std::to_string(frame.offset) +
-                      '\x1f' + std::to_string(frame.address) + '\x1f' +
-                      (frame.function ? "+" + *frame.function : "-") + '\x1f' +
-                      (frame.file ? "+" + *frame.file : "-") + '\x1f' + (frame.line ? std::to_string(*frame.line) : "-");
-    auto [known, added] = frame_ids.try_emplace(std::move(key), static_cast<uint32_t>(frames.size()));
-    if (added) frames.push_back(frame);
-    indices.push_back(known->second);
-  }
-  stacks[stack_id] = std::move(indices);
-}
-
-uint64_t ProcessReport::leaked_allocations() const {
-  uint64_t total = 0;
-  for (const LeaseEnding &lease : leases) total += lease.leaked_allocations();
-  return total;
-}
-
-uint64_t Report::leaked_bytes() const {
-  uint64_t total = 0;
-  for (const ProcessReport &process : processes) total += process.leaked_bytes();
-  return total;
-}
-
-uint64_t Report::leaked_allocations() const {
-  uint64_t total = 0;
-  for (const ProcessReport &process : processes) total += process.leaked_allocations();
-  return total;
-}
-
-size_t Report::lease_count() const {
-  size_t total = 0;
-  for (const ProcessReport &process : processes) {
-    std::set<uint32_t> ids;
-    for (const LeaseEnding &lease : process.leases) ids.insert(lease.id);
-    total += ids.size();
-  }
-  return total;
-}
 
 bool load_journal_replay(const std::string &path, ProcessReport &process, bool replaced_by_exec, std::string &error) {
   process = ProcessReport{};

@@ -11,12 +11,11 @@
 #include <vector>
 
 #include "files.h"
+#include "journal_replay.h"
 #include "output_file.h"
 #include "report_model.h"
 
 namespace leaseguard::report {
-
-bool load_journal_replay(const std::string &path, ProcessReport &process, bool replaced_by_exec, std::string &error);
 
 namespace {
 

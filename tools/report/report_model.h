@@ -235,11 +235,6 @@ struct ExitStatus {
 };
 using ExitStatuses = std::map<int32_t, ExitStatus>;
 
-// Replays one journal into a process report (stacks not yet symbolized).
-bool load_journal(const std::string &path, ProcessReport &process, std::string &error);
-// The same over bytes in memory (the fuzzer's entry point).
-bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &process, std::string &error);
-
 // Loads journals, applies exit statuses, orders processes by start time, and marks
 // journals replaced by exec. Journals that cannot be read at all are errors.
 bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
