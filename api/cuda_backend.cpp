@@ -14,6 +14,10 @@
 namespace leaseguard::api {
 namespace {
 
+// Device memory is allocated and freed with the table's entry points of this vendor.
+constexpr Api kAlloc = kDeviceAlloc[static_cast<size_t>(Vendor::Cuda)];
+constexpr Api kFree = kDeviceFree[static_cast<size_t>(Vendor::Cuda)];
+
 class CudaBackend final : public DeviceBackend {
  public:
   bool load(std::string &why) {
@@ -26,7 +30,7 @@ class CudaBackend final : public DeviceBackend {
                     resolve(device_count_, "cuDeviceGetCount") && resolve(attribute_, "cuDeviceGetAttribute") &&
                     resolve(retain_, "cuDevicePrimaryCtxRetain") && resolve(push_, "cuCtxPushCurrent_v2") &&
                     resolve(pop_, "cuCtxPopCurrent_v2") && resolve(synchronize_, "cuCtxSynchronize") &&
-                    resolve(alloc_, "cuMemAlloc_v2") && resolve(free_, "cuMemFree_v2") &&
+                    resolve(alloc_, api_name(kAlloc).data()) && resolve(free_, api_name(kFree).data()) &&
                     resolve(write_, "cuMemcpyHtoD_v2") && resolve(read_, "cuMemcpyDtoH_v2") &&
                     resolve(set_, "cuMemsetD8_v2") && resolve(load_, "cuModuleLoadData") &&
                     resolve(unload_, "cuModuleUnload") && resolve(function_, "cuModuleGetFunction") &&
@@ -109,8 +113,8 @@ class CudaBackend final : public DeviceBackend {
   bool means_gone(int status) const noexcept override {
     return status == CUDA_ERROR_DEINITIALIZED || status == CUDA_ERROR_CONTEXT_IS_DESTROYED;
   }
-  std::uint16_t alloc_api() const noexcept override { return static_cast<std::uint16_t>(Api::cuMemAlloc_v2); }
-  std::uint16_t free_api() const noexcept override { return static_cast<std::uint16_t>(Api::cuMemFree_v2); }
+  std::uint16_t alloc_api() const noexcept override { return static_cast<std::uint16_t>(kAlloc); }
+  std::uint16_t free_api() const noexcept override { return static_cast<std::uint16_t>(kFree); }
   std::uint64_t context_of(int device) noexcept override {
     CUcontext context = nullptr;
     return primary(device, &context) == CUDA_SUCCESS ? reinterpret_cast<std::uint64_t>(context) : 0;

@@ -13,6 +13,10 @@
 namespace leaseguard::api {
 namespace {
 
+// Device memory is allocated and freed with the table's entry points of this vendor.
+constexpr Api kAlloc = kDeviceAlloc[static_cast<size_t>(Vendor::Hip)];
+constexpr Api kFree = kDeviceFree[static_cast<size_t>(Vendor::Hip)];
+
 class HipBackend final : public DeviceBackend {
  public:
   bool load(std::string &why) {
@@ -26,7 +30,7 @@ class HipBackend final : public DeviceBackend {
     }
     bool complete = resolve(device_count_, "hipGetDeviceCount") && resolve(set_device_, "hipSetDevice") &&
                     resolve(get_device_, "hipGetDevice") && resolve(synchronize_, "hipDeviceSynchronize") &&
-                    resolve(alloc_, "hipMalloc") && resolve(free_, "hipFree") && resolve(copy_, "hipMemcpy") &&
+                    resolve(alloc_, api_name(kAlloc).data()) && resolve(free_, api_name(kFree).data()) && resolve(copy_, "hipMemcpy") &&
                     resolve(set_, "hipMemset") && resolve(load_, "hipModuleLoadData") &&
                     resolve(unload_, "hipModuleUnload") && resolve(function_, "hipModuleGetFunction") &&
                     resolve(launch_, "hipModuleLaunchKernel") && resolve(error_name_, "hipGetErrorName");
@@ -95,8 +99,8 @@ class HipBackend final : public DeviceBackend {
   bool means_gone(int status) const noexcept override {
     return status == hipErrorDeinitialized || status == hipErrorContextIsDestroyed;
   }
-  std::uint16_t alloc_api() const noexcept override { return static_cast<std::uint16_t>(Api::hipMalloc); }
-  std::uint16_t free_api() const noexcept override { return static_cast<std::uint16_t>(Api::hipFree); }
+  std::uint16_t alloc_api() const noexcept override { return static_cast<std::uint16_t>(kAlloc); }
+  std::uint16_t free_api() const noexcept override { return static_cast<std::uint16_t>(kFree); }
   std::uint64_t context_of(int device) noexcept override { return hip_device_token(device); }
 
  private:

@@ -212,9 +212,18 @@ constexpr const EntryPoint *entry_point(Api api) noexcept {
   return id < kEntryPointOf.size() && kEntryPointOf[id] < kEntryPointCount ? &kEntryPoints[kEntryPointOf[id]] : nullptr;
 }
 
-// What the C++ API allocates and frees device memory with, per vendor (api/backend.h).
-inline constexpr Api kApiDeviceAlloc[] = {Api::cuMemAlloc_v2, Api::hipMalloc};
-inline constexpr Api kApiDeviceFree[] = {Api::cuMemFree_v2, Api::hipFree};
+// A vendor's device-memory allocation and free of the current generation: what the C++ API
+// allocates and frees with (api/backend.h), and what a record of an id no row has (from a
+// damaged journal) is taken for. Indexed by Vendor.
+inline constexpr Api kDeviceAlloc[] = {Api::cuMemAlloc_v2, Api::hipMalloc};
+inline constexpr Api kDeviceFree[] = {Api::cuMemFree_v2, Api::hipFree};
+
+// The first row of `vendor` with `role` (Api::Unknown if none): a vendor's Unmaps, say.
+constexpr Api first_with(Role role, Vendor vendor) noexcept {
+  for (const EntryPoint &row : kEntryPoints)
+    if (row.role == role && row.vendor == vendor) return row.api;
+  return Api::Unknown;
+}
 
 namespace detail {
 constexpr bool rows_are_consistent() {
@@ -240,7 +249,7 @@ constexpr bool rows_are_consistent() {
 static_assert(detail::rows_are_consistent(),
               "every entry point has a unique id and name; every allocating one a kind, a description, and a release "
               "of its own family and vendor");
-static_assert(entry_point(kApiDeviceAlloc[0])->release == kApiDeviceFree[0] &&
-              entry_point(kApiDeviceAlloc[1])->release == kApiDeviceFree[1]);
+static_assert(entry_point(kDeviceAlloc[0])->release == kDeviceFree[0] && entry_point(kDeviceAlloc[0])->vendor == Vendor::Cuda &&
+              entry_point(kDeviceAlloc[1])->release == kDeviceFree[1] && entry_point(kDeviceAlloc[1])->vendor == Vendor::Hip);
 
 }  // namespace leaseguard

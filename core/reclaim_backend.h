@@ -1,15 +1,12 @@
 // The one thing the core asks of the driver: give an allocation back.
 //
 // Contract, for whoever sits on the driver (interpose/ for the preload; the C++ API's bridge):
-//   - release() frees `record` through the REAL driver (never a hook), with the free entry
-//     point that matches the entry point that allocated it, in the same generation
-//     (cuMemAlloc -> cuMemFree, cuMemAlloc_v2 -> cuMemFree_v2, host -> cuMemFreeHost,
-//     stream-ordered -> cuMemFreeAsync then a synchronize, _ptsz with _ptsz; a VMM handle
-//     -> cuMemRelease, a reserved range -> cuMemUnmap of what is mapped in it then
-//     cuMemAddressFree, a pool -> cuMemPoolDestroy, an array -> its destroy, an IPC
-//     mapping -> cuIpcCloseMemHandle, a registration -> cuMemHostUnregister, an external
-//     object -> cuDestroyExternalMemory), with the
-//     allocation's context current for the call and the caller's restored afterwards;
+//   - release() frees `record` through the REAL driver (never a hook), with the entry point
+//     the table names as its allocating entry point's release (core/entry_points.h: of the
+//     same family, vendor and generation; stream-ordered memory freed on the default stream
+//     of its generation and synchronized; a reserved range unmapped first), with the
+//     allocation's context current for the call (HIP: its device) and the caller's restored
+//     afterwards;
 //   - it returns the driver's status (0 is success) and never throws;
 //   - the core calls it with no core lock held, at most once per allocation, and only for an
 //     allocation the program has not freed (the core has already taken the record out of

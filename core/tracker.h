@@ -91,7 +91,7 @@ class Tracker {
   void on_alloc(const AllocationEvent &event) noexcept;
   // Called before the driver frees `value` (an address, or a handle in the namespace of
   // `api`); says whether to forward the free. A free entry point that does not release what
-  // the value is (cuMemFree of an IPC mapping) leaves the record live: the driver fails it.
+  // the value is (a device-memory free of an IPC mapping) leaves the record live: the driver fails it.
   // `owner_drop`: the C++ API's last handle is letting go (expected after its lease ended).
   FreeOutcome on_free(Api api, uint64_t value, bool owner_drop = false) noexcept;
   // Called before the driver is asked to destroy a context (or to release or reset a

@@ -57,7 +57,7 @@ LG_ALWAYS_INLINE CUresult primary_release(CUdevice dev) {
   uint64_t primary_id = 0;
   if (tracker != nullptr) {
     ErrnoKeeper keep;
-    primary = active_primary_context(anchor, dev);
+    primary = active_primary_context(anchor, dev, real_fn);
     primary_id = context_id(anchor, primary);
   }
   const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr);
@@ -81,7 +81,7 @@ LG_ALWAYS_INLINE CUresult primary_reset(CUdevice dev) {
   CUcontext primary = nullptr;
   if (tracker != nullptr) {
     ErrnoKeeper keep;
-    primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev);
+    primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev, real<Api::cuDevicePrimaryCtxRelease_v2>());
   }
   const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr);
   context_handles_may_be_reused();

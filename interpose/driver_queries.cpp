@@ -30,7 +30,6 @@ std::atomic<void *> g_ctx_get_current{nullptr};
 std::atomic<void *> g_ctx_get_device{nullptr};
 std::atomic<void *> g_primary_get_state{nullptr};
 std::atomic<void *> g_primary_retain{nullptr};
-std::atomic<void *> g_primary_release{nullptr};
 std::atomic<void *> g_ctx_get_id{nullptr};
 
 // One cached (context, device) pair per thread: most threads use one context. A destroyed
@@ -82,12 +81,10 @@ bool primary_context_active(void *anchor, CUdevice device) noexcept {
   return get_state != nullptr && get_state(device, &flags, &active) == CUDA_SUCCESS && active != 0;
 }
 
-CUcontext active_primary_context(void *anchor, CUdevice device) noexcept {
+CUcontext active_primary_context(void *anchor, CUdevice device, CUresult (*release)(CUdevice)) noexcept {
   if (!primary_context_active(anchor, device)) return nullptr;
   auto retain = reinterpret_cast<lg_pfn_cuDevicePrimaryCtxRetain>(
       driver_function(anchor, "cuDevicePrimaryCtxRetain", g_primary_retain));
-  auto release = reinterpret_cast<lg_pfn_cuDevicePrimaryCtxRelease_v2>(
-      driver_function(anchor, "cuDevicePrimaryCtxRelease_v2", g_primary_release));
   if (retain == nullptr || release == nullptr) return nullptr;
   // Active means its refcount is positive, so this retain creates nothing and the release
   // destroys nothing: the handle is learned with the driver's state unchanged.

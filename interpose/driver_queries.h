@@ -24,7 +24,9 @@ ContextInfo current_context(void *anchor) noexcept;
 void context_handles_may_be_reused() noexcept;
 
 // The primary context of `device` if it is active (refcount unchanged), else nullptr.
-CUcontext active_primary_context(void *anchor, CUdevice device) noexcept;
+// `release` is the driver's own release of a primary context's reference, which the
+// question needs (a retain and a release that leave its count as it was).
+CUcontext active_primary_context(void *anchor, CUdevice device, CUresult (*release)(CUdevice)) noexcept;
 
 // Whether the primary context of `device` is active.
 bool primary_context_active(void *anchor, CUdevice device) noexcept;

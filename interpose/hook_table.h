@@ -2,7 +2,7 @@
 // entry_points.h).
 //
 // A real function is remembered from whichever path first resolves it: RTLD_NEXT for programs
-// linked with -lcuda, dlsym on a handle, or cuGetProcAddress; so a hook calls exactly the
+// linked with -lcuda, dlsym on a handle, or the driver's proc-address lookup; so a hook calls exactly the
 // variant the program would have called.
 #pragma once
 

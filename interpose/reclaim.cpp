@@ -51,8 +51,8 @@ int synchronize_default_stream(void *anchor, bool per_thread) {
 // Unmaps what the program left mapped in a reserved range, with the vendor's Unmaps entry point.
 template <Vendor V>
 int unmap_within(void *anchor, const HandleRecord &record) {
-  constexpr Api unmap = V == Vendor::Cuda ? Api::cuMemUnmap : Api::hipMemUnmap;
-  static_assert(entry_point(unmap)->role == Role::Unmaps && entry_point(unmap)->vendor == V);
+  constexpr Api unmap = first_with(Role::Unmaps, V);
+  static_assert(unmap != Api::Unknown, "every vendor with reservations has an unmap");
   auto function = driver_function<typename Abi<unmap>::Function>(anchor, api_name(unmap));
   if (function == nullptr) return VendorAbi<V>::kNotFound;
   auto unmap_one = [&]<typename Status, typename Pointer>(Status (*f)(Pointer, size_t), uint64_t base, uint64_t size) {
@@ -97,7 +97,7 @@ int release_through(void *anchor, const HandleRecord &record) {
 // damaged record: device memory's).
 int release_by_table(void *anchor, const HandleRecord &record) {
   const EntryPoint *allocated_by = entry_point(record.api);
-  switch (allocated_by != nullptr ? allocated_by->release : Api::cuMemFree_v2) {
+  switch (allocated_by != nullptr ? allocated_by->release : kDeviceFree[static_cast<size_t>(Vendor::Cuda)]) {
 #define LG_RELEASE_CASE(name, ...) \
   case Api::name: return release_through<Api::name>(anchor, record);
     LG_ENTRY_POINTS(LG_RELEASE_CASE)
@@ -138,7 +138,7 @@ int in_place_of(void *anchor, const HandleRecord &record, Call call) {
 
 int DriverReclaimBackend::release(const HandleRecord &record) noexcept {
   // The driver is found through the allocating entry point's real function.
-  void *anchor = real_function(entry_point(record.api) != nullptr ? record.api : Api::cuMemAlloc_v2);
+  void *anchor = real_function(entry_point(record.api) != nullptr ? record.api : kDeviceAlloc[0]);
   if (anchor == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   auto call = [&] { return release_by_table(anchor, record); };
   return vendor_of(record.api) == Vendor::Hip ? in_place_of<Vendor::Hip>(anchor, record, call)

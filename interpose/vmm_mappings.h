@@ -1,4 +1,4 @@
-// The VMM mappings the program has made (cuMemMap) and not unmapped, so that reclaiming a
+// The VMM mappings the program has made (the Maps entry points) and not unmapped, so that reclaiming a
 // leaked address reservation can unmap what is still mapped in it first: the driver frees
 // a range only once it is unmapped, and unmaps only whole mappings.
 #pragma once

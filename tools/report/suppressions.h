@@ -3,7 +3,7 @@
 //   # a comment
 //   leak:libthirdparty.so            substring of a frame's module, function or file
 //   leak:^cache_init$                ^ and $ anchor; * matches any run of characters
-//   leak:pool_* api=cuMemAllocAsync* only leaks from matching entry points
+//   leak:pool_* api=cu*Async*       only leaks from matching entry points
 //   leak:warmup min_bytes=1M         only leaks of at least this size (K, M, G suffixes)
 //
 // A leak is suppressed when one of its frames matches a line's pattern (module path,
