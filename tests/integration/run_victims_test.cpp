@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "entry_points.h"
 #include "process_runner.h"
 #include "../unit/test_support.h"
 
@@ -171,18 +172,13 @@ TEST(Victims, DlopenAndDlsymOnTheHandle) {
   EXPECT_EQ(first_function(*leaks[0]), "leak_through_dlsym");
 }
 
-const std::vector<std::string> kHookedNames = {
-    "cuMemAlloc", "cuMemAlloc_v2", "cuMemAllocPitch", "cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocHost",
-    "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
-    "cuMemAllocFromPoolAsync_ptsz", "cuMemFree", "cuMemFree_v2", "cuMemFreeHost", "cuMemFreeAsync",
-    "cuMemFreeAsync_ptsz", "cuCtxDestroy", "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease",
-    "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", "cuGetProcAddress",
-    "cuGetProcAddress_v2", "cuMemCreate", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree", "cuMemMap",
-    "cuMemUnmap", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle", "cuMemPoolCreate",
-    "cuMemPoolDestroy", "cuArrayCreate", "cuArrayCreate_v2", "cuArray3DCreate", "cuArray3DCreate_v2",
-    "cuMipmappedArrayCreate", "cuArrayDestroy", "cuMipmappedArrayDestroy", "cuIpcOpenMemHandle",
-    "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle", "cuMemHostRegister", "cuMemHostRegister_v2",
-    "cuMemHostUnregister", "cuImportExternalMemory", "cuExternalMemoryGetMappedBuffer", "cuDestroyExternalMemory"};
+// The CUDA driver's entry points leaseguard hooks, from the table (core/entry_points.h).
+const std::vector<std::string> kHookedNames = [] {
+  std::vector<std::string> names;
+  for (const EntryPoint &row : kEntryPoints)
+    if (row.vendor == Vendor::Cuda) names.emplace_back(row.name);
+  return names;
+}();
 
 TEST(Victims, ReplayOfEveryCudartLookupThroughCuGetProcAddress) {
   TempDir out;
