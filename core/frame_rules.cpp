@@ -163,156 +163,215 @@ bool parse_cie(const uint8_t *record, Cie &cie) {
   return in.ok();
 }
 
-// Runs call frame instructions while the row's address is at most `target`.
-// Returns false on anything it does not model.
-bool run_instructions(Reader in, const Cie &cie, uintptr_t location, uintptr_t target, RowState &row,
-                      const RowState &initial) {
-  RowState remembered[8];
-  int remembered_count = 0;
-  auto set_register = [&](uint64_t reg, int64_t offset) {
-    if (reg == kRegRbp) {
-      row.rbp_saved = true;
-      row.rbp_offset = offset;
-      row.rbp_unusual = false;
-    } else if (reg == kRegReturnAddress) {
-      row.return_offset = offset;
-      row.return_undefined = false;
-      row.return_unusual = false;
+// Runs call frame instructions while the row's address is at most `target`, keeping in `row`
+// only what a frame rule needs (the CFA, and where rbp and the return address are).
+class Instructions {
+ public:
+  Instructions(Reader in, const Cie &cie, uintptr_t location, uintptr_t target, RowState &row, const RowState &initial)
+      : in_(in), cie_(cie), location_(location), target_(target), row_(row), initial_(initial) {}
+
+  // False on anything it does not model.
+  bool run() {
+    while (in_.more()) {
+      switch (step(in_.u8())) {
+        case Step::Next: break;
+        case Step::Done: return true;
+        case Step::Unmodelled: return false;
+      }
+      if (!in_.ok()) return false;
     }
-  };
-  auto restore_register = [&](uint64_t reg) {
-    if (reg == kRegRbp) {
-      row.rbp_saved = initial.rbp_saved;
-      row.rbp_offset = initial.rbp_offset;
-      row.rbp_unusual = initial.rbp_unusual;
-    } else if (reg == kRegReturnAddress) {
-      row.return_offset = initial.return_offset;
-      row.return_undefined = initial.return_undefined;
-      row.return_unusual = initial.return_unusual;
-    }
-  };
-  auto unusual_register = [&](uint64_t reg) {
-    if (reg == kRegRbp) row.rbp_unusual = true;
-    if (reg == kRegReturnAddress) row.return_unusual = true;
-  };
-  auto advance = [&](uint64_t delta) {
-    location += delta * cie.code_align;
-    return location <= target;
-  };
-  while (in.more()) {
-    uint8_t op = in.u8();
-    uint8_t low = op & 0x3f;
+    return in_.ok();
+  }
+
+ private:
+  enum class Step { Next, Done, Unmodelled };
+
+  Step step(uint8_t op) {
+    const uint8_t low = op & 0x3f;
     switch (op & 0xc0) {
-      case 0x40:  // advance_loc
-        if (!advance(low)) return true;
-        continue;
-      case 0x80:  // offset
-        set_register(low, static_cast<int64_t>(in.uleb()) * cie.data_align);
-        continue;
+      case 0x40: return advance(low);  // advance_loc
+      case 0x80:                       // offset
+        set_register(low, static_cast<int64_t>(in_.uleb()) * cie_.data_align);
+        return Step::Next;
       case 0xc0:  // restore
         restore_register(low);
-        continue;
+        return Step::Next;
       default:
         break;
     }
     switch (op) {
-      case 0x00: break;                                          // nop
-      case 0x02: if (!advance(in.u8())) return true; break;      // advance_loc1
-      case 0x03: if (!advance(in.fixed(2))) return true; break;  // advance_loc2
-      case 0x04: if (!advance(in.fixed(4))) return true; break;  // advance_loc4
-      case 0x05: {                                               // offset_extended
-        uint64_t reg = in.uleb();
-        set_register(reg, static_cast<int64_t>(in.uleb()) * cie.data_align);
-        break;
+      case 0x00: return Step::Next;                      // nop
+      case 0x02: return advance(in_.u8());               // advance_loc1
+      case 0x03: return advance(in_.fixed(2));           // advance_loc2
+      case 0x04: return advance(in_.fixed(4));           // advance_loc4
+      case 0x0a: return remember();                      // remember_state
+      case 0x0b: return restore();                       // restore_state
+      case 0x2e: in_.uleb(); return Step::Next;          // GNU_args_size
+      default: break;
+    }
+    if (cfa_rule(op) || register_rule(op)) return Step::Next;
+    return Step::Unmodelled;  // set_loc and vendor extensions
+  }
+
+  Step advance(uint64_t delta) {
+    location_ += delta * cie_.code_align;
+    return location_ <= target_ ? Step::Next : Step::Done;
+  }
+
+  Step remember() {
+    if (remembered_count_ == kRemembered) return Step::Unmodelled;
+    remembered_[remembered_count_++] = row_;
+    return Step::Next;
+  }
+
+  // The whole row, CFA rule included (as GCC emits and reads it).
+  Step restore() {
+    if (remembered_count_ == 0) return Step::Unmodelled;
+    row_ = remembered_[--remembered_count_];
+    return Step::Next;
+  }
+
+  // The def_cfa instructions; false if `op` is none of them.
+  bool cfa_rule(uint8_t op) {
+    switch (op) {
+      case 0x0c:  // def_cfa
+        row_.cfa_register = static_cast<unsigned>(in_.uleb());
+        row_.cfa_offset = static_cast<int64_t>(in_.uleb());
+        row_.cfa_expression = false;
+        return true;
+      case 0x0d:  // def_cfa_register
+        row_.cfa_register = static_cast<unsigned>(in_.uleb());
+        row_.cfa_expression = false;
+        return true;
+      case 0x0e:  // def_cfa_offset
+        row_.cfa_offset = static_cast<int64_t>(in_.uleb());
+        return true;
+      case 0x0f:  // def_cfa_expression
+        row_.cfa_expression = true;
+        in_.skip(in_.uleb());
+        return true;
+      case 0x12:  // def_cfa_sf
+        row_.cfa_register = static_cast<unsigned>(in_.uleb());
+        row_.cfa_offset = in_.sleb() * cie_.data_align;
+        row_.cfa_expression = false;
+        return true;
+      case 0x13:  // def_cfa_offset_sf
+        row_.cfa_offset = in_.sleb() * cie_.data_align;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // The instructions that say where a register is; false if `op` is none of them.
+  bool register_rule(uint8_t op) {
+    switch (op) {
+      case 0x05: {  // offset_extended
+        const uint64_t reg = in_.uleb();
+        set_register(reg, static_cast<int64_t>(in_.uleb()) * cie_.data_align);
+        return true;
       }
-      case 0x06: restore_register(in.uleb()); break;  // restore_extended
-      case 0x07: {                                    // undefined
-        uint64_t reg = in.uleb();
-        if (reg == kRegReturnAddress) row.return_undefined = true;
-        else if (reg == kRegRbp) row.rbp_unusual = true;
-        break;
+      case 0x06: restore_register(in_.uleb()); return true;  // restore_extended
+      case 0x07: {                                           // undefined
+        const uint64_t reg = in_.uleb();
+        if (reg == kRegReturnAddress) row_.return_undefined = true;
+        else if (reg == kRegRbp) row_.rbp_unusual = true;
+        return true;
       }
       case 0x08: {  // same_value
-        uint64_t reg = in.uleb();
-        if (reg == kRegRbp) row.rbp_saved = false;
-        else if (reg == kRegReturnAddress) row.return_unusual = true;
-        break;
-      }
-      case 0x09: {  // register
-        uint64_t reg = in.uleb();
-        in.uleb();
-        unusual_register(reg);
-        break;
-      }
-      case 0x0a:  // remember_state
-        if (remembered_count == 8) return false;
-        remembered[remembered_count++] = row;
-        break;
-      case 0x0b:  // restore_state: the whole row, CFA rule included (as GCC emits and reads it)
-        if (remembered_count == 0) return false;
-        row = remembered[--remembered_count];
-        break;
-      case 0x0c:  // def_cfa
-        row.cfa_register = static_cast<unsigned>(in.uleb());
-        row.cfa_offset = static_cast<int64_t>(in.uleb());
-        row.cfa_expression = false;
-        break;
-      case 0x0d:  // def_cfa_register
-        row.cfa_register = static_cast<unsigned>(in.uleb());
-        row.cfa_expression = false;
-        break;
-      case 0x0e:  // def_cfa_offset
-        row.cfa_offset = static_cast<int64_t>(in.uleb());
-        break;
-      case 0x0f:  // def_cfa_expression
-        row.cfa_expression = true;
-        in.skip(in.uleb());
-        break;
-      case 0x10: {  // expression
-        uint64_t reg = in.uleb();
-        in.skip(in.uleb());
-        unusual_register(reg);
-        break;
+        const uint64_t reg = in_.uleb();
+        if (reg == kRegRbp) row_.rbp_saved = false;
+        else if (reg == kRegReturnAddress) row_.return_unusual = true;
+        return true;
       }
       case 0x11: {  // offset_extended_sf
-        uint64_t reg = in.uleb();
-        set_register(reg, in.sleb() * cie.data_align);
-        break;
+        const uint64_t reg = in_.uleb();
+        set_register(reg, in_.sleb() * cie_.data_align);
+        return true;
       }
-      case 0x12:  // def_cfa_sf
-        row.cfa_register = static_cast<unsigned>(in.uleb());
-        row.cfa_offset = in.sleb() * cie.data_align;
-        row.cfa_expression = false;
-        break;
-      case 0x13:  // def_cfa_offset_sf
-        row.cfa_offset = in.sleb() * cie.data_align;
-        break;
-      case 0x14:  // val_offset
-      case 0x15: {  // val_offset_sf
-        uint64_t reg = in.uleb();
-        if (op == 0x14) in.uleb();
-        else in.sleb();
-        unusual_register(reg);
-        break;
-      }
-      case 0x16: {  // val_expression
-        uint64_t reg = in.uleb();
-        in.skip(in.uleb());
-        unusual_register(reg);
-        break;
-      }
-      case 0x2e: in.uleb(); break;  // GNU_args_size
-      case 0x2f: {                  // GNU_negative_offset_extended
-        uint64_t reg = in.uleb();
-        set_register(reg, -static_cast<int64_t>(in.uleb()) * cie.data_align);
-        break;
+      case 0x2f: {  // GNU_negative_offset_extended
+        const uint64_t reg = in_.uleb();
+        set_register(reg, -static_cast<int64_t>(in_.uleb()) * cie_.data_align);
+        return true;
       }
       default:
-        return false;  // set_loc and vendor extensions
+        return unusual_rule(op);
     }
-    if (!in.ok()) return false;
   }
-  return in.ok();
+
+  // The instructions that put a register somewhere a frame rule does not follow (another
+  // register, an expression, a value); false if `op` is none of them.
+  bool unusual_rule(uint8_t op) {
+    switch (op) {
+      case 0x09: {  // register
+        const uint64_t reg = in_.uleb();
+        in_.uleb();
+        unusual_register(reg);
+        return true;
+      }
+      case 0x10:    // expression
+      case 0x16: {  // val_expression
+        const uint64_t reg = in_.uleb();
+        in_.skip(in_.uleb());
+        unusual_register(reg);
+        return true;
+      }
+      case 0x14:    // val_offset
+      case 0x15: {  // val_offset_sf
+        const uint64_t reg = in_.uleb();
+        if (op == 0x14) in_.uleb();
+        else in_.sleb();
+        unusual_register(reg);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  void set_register(uint64_t reg, int64_t offset) {
+    if (reg == kRegRbp) {
+      row_.rbp_saved = true;
+      row_.rbp_offset = offset;
+      row_.rbp_unusual = false;
+    } else if (reg == kRegReturnAddress) {
+      row_.return_offset = offset;
+      row_.return_undefined = false;
+      row_.return_unusual = false;
+    }
+  }
+
+  void restore_register(uint64_t reg) {
+    if (reg == kRegRbp) {
+      row_.rbp_saved = initial_.rbp_saved;
+      row_.rbp_offset = initial_.rbp_offset;
+      row_.rbp_unusual = initial_.rbp_unusual;
+    } else if (reg == kRegReturnAddress) {
+      row_.return_offset = initial_.return_offset;
+      row_.return_undefined = initial_.return_undefined;
+      row_.return_unusual = initial_.return_unusual;
+    }
+  }
+
+  void unusual_register(uint64_t reg) {
+    if (reg == kRegRbp) row_.rbp_unusual = true;
+    if (reg == kRegReturnAddress) row_.return_unusual = true;
+  }
+
+  static constexpr int kRemembered = 8;
+  Reader in_;
+  const Cie &cie_;
+  uintptr_t location_;
+  const uintptr_t target_;
+  RowState &row_;
+  const RowState &initial_;
+  RowState remembered_[kRemembered];
+  int remembered_count_ = 0;
+};
+
+bool run_instructions(Reader in, const Cie &cie, uintptr_t location, uintptr_t target, RowState &row,
+                      const RowState &initial) {
+  return Instructions(in, cie, location, target, row, initial).run();
 }
 
 FrameRule rule_of(const RowState &row) {

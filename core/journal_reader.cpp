@@ -34,131 +34,98 @@ std::string hex(const unsigned char *data, size_t size) {
   return text;
 }
 
+// The records with a payload of fixed shape: loaded whole, handed to the visitor as they are.
+template <typename Payload, typename Visit>
+bool visit_fixed(const std::vector<unsigned char> &payload, Visit visit) {
+  Payload record;
+  if (!load(payload, record)) return false;
+  visit(record);
+  return true;
+}
+
+// Followed by the executable's path and each argument, each NUL-terminated.
+bool visit_process(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
+  ProcessPayload process;
+  if (!load(payload, process) || process.command_bytes > payload.size() - sizeof process) return false;
+  ProcessInfo info;
+  info.pid = process.pid;
+  info.ppid = process.ppid;
+  const char *text = reinterpret_cast<const char *>(payload.data() + sizeof process);
+  for (size_t position = 0; position < process.command_bytes;) {
+    const size_t length = strnlen(text + position, process.command_bytes - position);
+    std::string part(text + position, length);
+    if (position == 0) info.executable = std::move(part);
+    else info.argv.push_back(std::move(part));
+    position += length + 1;
+  }
+  visitor.on_process(info);
+  return true;
+}
+
+// Followed by the build-id, then the path.
+bool visit_module(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
+  ModulePayload module;
+  if (!load(payload, module)) return false;
+  const size_t available = payload.size() - sizeof module;
+  if (module.build_id_bytes > available || module.path_bytes > available - module.build_id_bytes) return false;
+  // Longer than a path can be (PATH_MAX) or than a build-id is: made by hand, and a path is
+  // copied into every report frame in the module.
+  if (module.path_bytes > 4096 || module.build_id_bytes > 64) return false;
+  ModuleInfo info;
+  info.module_id = module.module_id;
+  info.base = module.base;
+  const unsigned char *extra = payload.data() + sizeof module;
+  info.build_id = hex(extra, module.build_id_bytes);
+  info.path.assign(reinterpret_cast<const char *>(extra + module.build_id_bytes), module.path_bytes);
+  visitor.on_module(info);
+  return true;
+}
+
+// Followed by its frames.
+bool visit_stack(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
+  StackPayload stack;
+  if (!load(payload, stack)) return false;
+  if (stack.depth > (payload.size() - sizeof stack) / sizeof(StackFrame)) return false;
+  // Deeper than a stack is ever recorded: made by hand, and each frame would be rendered
+  // with its module's path in every leak that names the stack.
+  if (stack.depth > static_cast<uint32_t>(kMaxStackDepth)) return false;
+  std::vector<StackFrame> frames(stack.depth);
+  if (stack.depth > 0) std::memcpy(frames.data(), payload.data() + sizeof stack, stack.depth * sizeof(StackFrame));
+  visitor.on_stack(stack.stack_id, frames);
+  return true;
+}
+
+// Followed by the lease's name.
+bool visit_lease_begin(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
+  LeaseBeginPayload begin;
+  if (!load(payload, begin) || begin.name_bytes > payload.size() - sizeof begin) return false;
+  visitor.on_lease_begin(begin, std::string_view(reinterpret_cast<const char *>(payload.data() + sizeof begin),
+                                                 begin.name_bytes));
+  return true;
+}
+
+// False if the record's payload does not parse (a malformed record).
 bool dispatch(RecordType type, const std::vector<unsigned char> &payload, JournalVisitor &visitor,
               ReadStats &stats) {
+  auto to = [&visitor](auto member) { return [&visitor, member](const auto &record) { (visitor.*member)(record); }; };
   switch (type) {
-    case RecordType::Header: {
-      HeaderPayload header;
-      if (!load(payload, header)) return false;
-      visitor.on_header(header);
-      return true;
-    }
-    case RecordType::Process: {
-      ProcessPayload process;
-      if (!load(payload, process)) return false;
-      if (process.command_bytes > payload.size() - sizeof process) return false;
-      ProcessInfo info;
-      info.pid = process.pid;
-      info.ppid = process.ppid;
-      const char *text = reinterpret_cast<const char *>(payload.data() + sizeof process);
-      size_t position = 0;
-      bool first = true;
-      while (position < process.command_bytes) {
-        size_t length = strnlen(text + position, process.command_bytes - position);
-        std::string part(text + position, length);
-        if (first) info.executable = std::move(part);
-        else info.argv.push_back(std::move(part));
-        first = false;
-        position += length + 1;
-      }
-      visitor.on_process(info);
-      return true;
-    }
-    case RecordType::Module: {
-      ModulePayload module;
-      if (!load(payload, module)) return false;
-      size_t available = payload.size() - sizeof module;
-      if (module.build_id_bytes > available || module.path_bytes > available - module.build_id_bytes)
-        return false;
-      // Longer than a path can be (PATH_MAX) or than a build-id is: made by hand, and a path is
-      // copied into every report frame in the module.
-      if (module.path_bytes > 4096 || module.build_id_bytes > 64) return false;
-      ModuleInfo info;
-      info.module_id = module.module_id;
-      info.base = module.base;
-      const unsigned char *extra = payload.data() + sizeof module;
-      info.build_id = hex(extra, module.build_id_bytes);
-      info.path.assign(reinterpret_cast<const char *>(extra + module.build_id_bytes), module.path_bytes);
-      visitor.on_module(info);
-      return true;
-    }
-    case RecordType::Stack: {
-      StackPayload stack;
-      if (!load(payload, stack)) return false;
-      if (stack.depth > (payload.size() - sizeof stack) / sizeof(StackFrame)) return false;
-      // Deeper than a stack is ever recorded: made by hand, and each frame would be rendered
-      // with its module's path in every leak that names the stack.
-      if (stack.depth > static_cast<uint32_t>(kMaxStackDepth)) return false;
-      std::vector<StackFrame> frames(stack.depth);
-      if (stack.depth > 0)
-        std::memcpy(frames.data(), payload.data() + sizeof stack, stack.depth * sizeof(StackFrame));
-      visitor.on_stack(stack.stack_id, frames);
-      return true;
-    }
-    case RecordType::Alloc: {
-      AllocPayload alloc;
-      if (!load(payload, alloc)) return false;
-      visitor.on_alloc(alloc);
-      return true;
-    }
-    case RecordType::Free: {
-      FreePayload free_record;
-      if (!load(payload, free_record)) return false;
-      visitor.on_free(free_record);
-      return true;
-    }
-    case RecordType::LeaseBegin: {
-      LeaseBeginPayload begin;
-      if (!load(payload, begin)) return false;
-      if (begin.name_bytes > payload.size() - sizeof begin) return false;
-      visitor.on_lease_begin(begin, std::string_view(reinterpret_cast<const char *>(payload.data() + sizeof begin),
-                                                     begin.name_bytes));
-      return true;
-    }
-    case RecordType::LeaseEnd: {
-      LeaseEndPayload end;
-      if (!load(payload, end)) return false;
-      visitor.on_lease_end(end);
-      return true;
-    }
-    case RecordType::ContextDestroy: {
-      ContextDestroyPayload destroy;
-      if (!load(payload, destroy)) return false;
-      visitor.on_context_destroy(destroy);
-      return true;
-    }
-    case RecordType::ProcessEnd: {
-      ProcessEndPayload end;
-      if (!load(payload, end)) return false;
-      visitor.on_process_end(end);
-      return true;
-    }
-    case RecordType::PoolDestroy: {
-      PoolDestroyPayload destroy;
-      if (!load(payload, destroy)) return false;
-      visitor.on_pool_destroy(destroy);
-      return true;
-    }
-    case RecordType::Recycled: {
-      RecycledPayload recycled;
-      if (!load(payload, recycled)) return false;
-      visitor.on_recycled(recycled);
-      return true;
-    }
-    case RecordType::JournalFull: {
-      JournalFullPayload full;
-      if (!load(payload, full)) return false;
-      visitor.on_journal_full(full);
-      return true;
-    }
-    case RecordType::UnjournaledLeaks: {
-      UnjournaledLeaksPayload leaks;
-      if (!load(payload, leaks)) return false;
-      visitor.on_unjournaled_leaks(leaks);
-      return true;
-    }
-    case RecordType::Continuation:
-      return true;
+    case RecordType::Header: return visit_fixed<HeaderPayload>(payload, to(&JournalVisitor::on_header));
+    case RecordType::Process: return visit_process(payload, visitor);
+    case RecordType::Module: return visit_module(payload, visitor);
+    case RecordType::Stack: return visit_stack(payload, visitor);
+    case RecordType::Alloc: return visit_fixed<AllocPayload>(payload, to(&JournalVisitor::on_alloc));
+    case RecordType::Free: return visit_fixed<FreePayload>(payload, to(&JournalVisitor::on_free));
+    case RecordType::LeaseBegin: return visit_lease_begin(payload, visitor);
+    case RecordType::LeaseEnd: return visit_fixed<LeaseEndPayload>(payload, to(&JournalVisitor::on_lease_end));
+    case RecordType::ContextDestroy:
+      return visit_fixed<ContextDestroyPayload>(payload, to(&JournalVisitor::on_context_destroy));
+    case RecordType::ProcessEnd: return visit_fixed<ProcessEndPayload>(payload, to(&JournalVisitor::on_process_end));
+    case RecordType::PoolDestroy: return visit_fixed<PoolDestroyPayload>(payload, to(&JournalVisitor::on_pool_destroy));
+    case RecordType::Recycled: return visit_fixed<RecycledPayload>(payload, to(&JournalVisitor::on_recycled));
+    case RecordType::JournalFull: return visit_fixed<JournalFullPayload>(payload, to(&JournalVisitor::on_journal_full));
+    case RecordType::UnjournaledLeaks:
+      return visit_fixed<UnjournaledLeaksPayload>(payload, to(&JournalVisitor::on_unjournaled_leaks));
+    case RecordType::Continuation: return true;
   }
   ++stats.unknown_records;
   return true;
@@ -252,13 +219,19 @@ class FileSlots final : public SlotSource {
 }  // namespace
 
 // The reader proper, over any source of `slot_count` whole slots.
-bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, ReadStats &stats,
-                       std::string &error) {
-  auto tag_in = [](const unsigned char *slot) {
-    uint32_t tag;
-    std::memcpy(&tag, slot, sizeof tag);
-    return tag;
-  };
+namespace {
+
+uint32_t tag_in(const unsigned char *slot) {
+  uint32_t tag;
+  std::memcpy(&tag, slot, sizeof tag);
+  return tag;
+}
+
+// Checks the header in the first slot: a journal of a version this reader reads. A header
+// whose tag is gone but whose payload is whole makes a damaged journal, read for what it
+// holds and reported as damaged, never as an empty one (report_loader.cpp tells an empty
+// journal, which has no committed record at all, apart).
+bool check_header(SlotSource &source, size_t slot_count, ReadStats &stats, std::string &error) {
   const unsigned char *first = slot_count != 0 ? source.slots(0, 1) : nullptr;
   if (slot_count != 0 && first == nullptr) {
     error = "cannot read: " + source.error();
@@ -270,18 +243,12 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
   }
   HeaderPayload header;
   std::memcpy(&header, first + 4, sizeof header);
-  const bool header_committed = tag_in(first) == make_tag(RecordType::Header, 1);
+  const bool committed = tag_in(first) == make_tag(RecordType::Header, 1);
   const bool magic = std::memcmp(header.magic, kFileMagic, sizeof kFileMagic) == 0;
-  // A header whose tag is gone but whose payload is whole: a damaged journal, read for what
-  // it holds and reported as damaged, never as an empty one (report_loader.cpp tells an
-  // empty journal, which has no committed record at all, apart).
-  if (!header_committed && magic && tag_in(first) == 0) {
+  if (!committed && magic && tag_in(first) == 0) {
     stats.damaged_header = true;
-  } else if (!header_committed) {
-    error = "not a leaseguard journal (no header)";
-    return false;
-  } else if (!magic) {
-    error = "not a leaseguard journal (bad magic)";
+  } else if (!committed || !magic) {
+    error = !committed ? "not a leaseguard journal (no header)" : "not a leaseguard journal (bad magic)";
     return false;
   }
   if (header.version < kOldestReadableVersion || header.version > kVersion || header.slot_bytes != kSlotBytes) {
@@ -289,7 +256,14 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
             std::to_string(kOldestReadableVersion) + " to " + std::to_string(kVersion) + ")";
     return false;
   }
+  return true;
+}
 
+}  // namespace
+
+bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, ReadStats &stats,
+                       std::string &error) {
+  if (!check_header(source, slot_count, stats, error)) return false;
   std::vector<unsigned char> payload;
   size_t slot = 0;
   while (slot < slot_count) {

@@ -524,71 +524,17 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   lease.ending_thread.store(this_thread_id(), std::memory_order_relaxed);
   raise_barrier();
   size_t leaked = 0;
-  Unjournaled unjournaled;
   if (!reclaim) {
+    Unjournaled unjournaled;
     leaked = table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, records_); });
     write_lease_end(lease, ended_by, leaked, unjournaled);
   } else {
-    std::vector<HandleRecord> records;
-    try {
-      // Each record leaves the table and is registered as reclaimed in one step, under its
-      // shard's lock: a free of it by the program meanwhile either finds it live (and reaches
-      // the driver first; the reclaim then never sees it) or finds it reclaimed (and is
-      // swallowed), never neither (which would free it twice).
-      table_.extract_if([&](const LiveRecord &record) {
-        if (record.lease_id != lease.id || record.reported) return false;
-        records.push_back(records_.full(record));
-        try {
-          std::lock_guard lock(reclaimed_mutex_);
-          reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0},
-                             Reclaimed{records.back().id, lease.id, false});
-          reclaimed_count_.store(reclaimed_.size(), std::memory_order_release);
-        } catch (...) {
-          records.pop_back();  // stays live, and unreclaimed
-          throw;
-        }
-        return true;
-      });
-    } catch (...) {
-      log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
-    }
+    std::vector<HandleRecord> records = take_for_reclaim(lease);
     leaked = records.size();
+    Unjournaled unjournaled;
     for (const HandleRecord &record : records) unjournaled.count(record, records_);
     write_lease_end(lease, ended_by, leaked, unjournaled);  // reported first, then given back
-    // Newest first, as a program unwinding its own allocations would free them: by time,
-    // which has the event clock's tick for its grain; within a tick by journal slot, which is
-    // in allocation order across threads; records the journal could not take by id, which
-    // is in allocation order within a thread.
-    auto newest_first = [](const HandleRecord &record) {
-      return std::tuple(record.time_ns, record.in_journal(), record.in_journal() ? record.details_at : record.id);
-    };
-    std::sort(records.begin(), records.end(),
-              [&](const HandleRecord &a, const HandleRecord &b) { return newest_first(a) > newest_first(b); });
-    for (HandleRecord &record : records) {
-      int status = backend_->release(record);
-      if (journal_state_.load(std::memory_order_acquire) == 1)
-        write_free(record.id, record.address, Api::Unknown, journal::kFreeReclaimed, 0, status);
-      if (status == 0) records_.forget(record);
-      if (status != 0) {
-        // Still allocated on the device: the program's own free, when it comes, must reach
-        // the driver. It stays a reported leak.
-        log_warning("reclaiming %#llx (%llu bytes) failed with driver status %d; it stays allocated",
-                    static_cast<unsigned long long>(record.address), static_cast<unsigned long long>(record.bytes),
-                    status);
-        {
-          std::lock_guard lock(reclaimed_mutex_);
-          auto [first, last] = reclaimed_.equal_range(HandleKey{record.address, space_of(record.api), 0});
-          for (auto it = first; it != last; ++it) {
-            if (it->second.id != record.id) continue;
-            reclaimed_.erase(it);
-            reclaimed_count_.fetch_sub(1, std::memory_order_release);
-            break;
-          }
-        }
-        record.reported = true;
-        table_.insert(record, counts_references(record.api), [](LiveRecord &, const std::optional<LiveRecord> &) {});
-      }
-    }
+    give_back(records);
   }
   lease.settled.store(true, std::memory_order_release);
   if (leaked > 0 && ended_by != EndedBy::Exit)
@@ -605,6 +551,71 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
     std::raise(SIGABRT);
   }
   return leaked;
+}
+
+std::vector<HandleRecord> Tracker::take_for_reclaim(const Lease &lease) noexcept {
+  std::vector<HandleRecord> records;
+  try {
+    // Each record leaves the table and is registered as reclaimed in one step, under its
+    // shard's lock: a free of it by the program meanwhile either finds it live (and reaches
+    // the driver first; the reclaim then never sees it) or finds it reclaimed (and is
+    // swallowed), never neither (which would free it twice).
+    table_.extract_if([&](const LiveRecord &record) {
+      if (record.lease_id != lease.id || record.reported) return false;
+      records.push_back(records_.full(record));
+      try {
+        std::lock_guard lock(reclaimed_mutex_);
+        reclaimed_.emplace(HandleKey{record.address, space_of(record.api), 0},
+                           Reclaimed{records.back().id, lease.id, false});
+        reclaimed_count_.store(reclaimed_.size(), std::memory_order_release);
+      } catch (...) {
+        records.pop_back();  // stays live, and unreclaimed
+        throw;
+      }
+      return true;
+    });
+  } catch (...) {
+    log_warning("out of memory reclaiming lease %u; its leaks stay allocated", lease.id);
+  }
+  return records;
+}
+
+void Tracker::give_back(std::vector<HandleRecord> &records) noexcept {
+  // Newest first, as a program unwinding its own allocations would free them: by time,
+  // which has the event clock's tick for its grain; within a tick by journal slot, which is
+  // in allocation order across threads; records the journal could not take by id, which
+  // is in allocation order within a thread.
+  auto newest_first = [](const HandleRecord &record) {
+    return std::tuple(record.time_ns, record.in_journal(), record.in_journal() ? record.details_at : record.id);
+  };
+  std::sort(records.begin(), records.end(),
+            [&](const HandleRecord &a, const HandleRecord &b) { return newest_first(a) > newest_first(b); });
+  for (HandleRecord &record : records) {
+    const int status = backend_->release(record);
+    if (journal_state_.load(std::memory_order_acquire) == 1)
+      write_free(record.id, record.address, Api::Unknown, journal::kFreeReclaimed, 0, status);
+    if (status == 0) records_.forget(record);
+    else keep_after_failed_reclaim(record, status);
+  }
+}
+
+void Tracker::keep_after_failed_reclaim(HandleRecord &record, int status) noexcept {
+  // Still allocated on the device: the program's own free, when it comes, must reach the
+  // driver. It stays a reported leak.
+  log_warning("reclaiming %#llx (%llu bytes) failed with driver status %d; it stays allocated",
+              static_cast<unsigned long long>(record.address), static_cast<unsigned long long>(record.bytes), status);
+  {
+    std::lock_guard lock(reclaimed_mutex_);
+    auto [first, last] = reclaimed_.equal_range(HandleKey{record.address, space_of(record.api), 0});
+    for (auto it = first; it != last; ++it) {
+      if (it->second.id != record.id) continue;
+      reclaimed_.erase(it);
+      reclaimed_count_.fetch_sub(1, std::memory_order_release);
+      break;
+    }
+  }
+  record.reported = true;
+  table_.insert(record, counts_references(record.api), [](LiveRecord &, const std::optional<LiveRecord> &) {});
 }
 
 int Tracker::lease_end(uint64_t lease_id) noexcept {

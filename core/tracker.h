@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "api_ids.h"
 #include "allocation_records.h"
@@ -153,6 +154,12 @@ class Tracker {
   bool open_journal_in(int directory, const std::string &directory_path, std::string &error);
   Lease &current_lease() noexcept;
   size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
+  // Reclaiming a lease's leaks: taken out of the table (registered as reclaimed, so that the
+  // program's late free of one is kept from the driver), then given back through the
+  // backend, newest first; one the driver refuses stays live, a reported leak.
+  std::vector<HandleRecord> take_for_reclaim(const Lease &lease) noexcept;
+  void give_back(std::vector<HandleRecord> &records) noexcept;
+  void keep_after_failed_reclaim(HandleRecord &record, int status) noexcept;
   using Unjournaled = AllocationRecords::Unjournaled;
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked, const Unjournaled &unjournaled) noexcept;
   void write_free(uint64_t id, uint64_t address, Api api, uint8_t flags, uint32_t stack_id, int32_t status) noexcept;

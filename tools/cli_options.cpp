@@ -37,120 +37,121 @@ bool take_value(const std::vector<std::string> &arguments, size_t &index, const 
   return true;
 }
 
-// Options shared by run and report. Returns true if `name` was one of them.
+// What an option shared by run and report does with its value; false, with `error` set, if
+// the value is not one it takes.
+using ValueOption = bool (*)(const std::string &value, CommonOptions &common, std::string &error);
+
+bool parse_format(const std::string &value, CommonOptions &common, std::string &error) {
+  FormatRequest request;
+  const size_t equals = value.find('=');
+  request.format = value.substr(0, equals);
+  if (equals != std::string::npos) request.path = value.substr(equals + 1);
+  if (!known(kFormats, std::size(kFormats), request.format)) {
+    error = "unknown format '" + request.format + "' (text, json, sarif, junit, html, folded)";
+    return false;
+  }
+  if (!known(kAvailableFormats, std::size(kAvailableFormats), request.format)) {
+    error = "format '" + request.format + "' is not available in this version of leaseguard";
+    return false;
+  }
+  if (equals != std::string::npos && request.path.empty()) {
+    error = "--format " + request.format + "= needs a path after '='";
+    return false;
+  }
+  common.formats.push_back(request);
+  return true;
+}
+
+bool parse_min_bytes(const std::string &value, CommonOptions &common, std::string &error) {
+  const auto bytes = parse_integer(value, 0, INT64_MAX);
+  if (!bytes) error = "--min-bytes " + value + ": must be a byte count";
+  else common.min_bytes = static_cast<uint64_t>(*bytes);
+  return bytes.has_value();
+}
+
+bool parse_kind(const std::string &value, CommonOptions &common, std::string &error) {
+  for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
+    if (kind_name(static_cast<Kind>(i)) == value) common.kind = static_cast<Kind>(i);
+  if (!common.kind) error = "--kind " + value + ": must be device, pitched, managed, async, host, vmm or array";
+  return common.kind.has_value();
+}
+
+bool parse_max_groups(const std::string &value, CommonOptions &common, std::string &error) {
+  const auto groups = parse_integer(value, 1, 1000000);
+  if (!groups) error = "--max-groups " + value + ": must be a number from 1 to 1000000";
+  else common.max_groups = static_cast<size_t>(*groups);
+  return groups.has_value();
+}
+
+const std::pair<const char *, ValueOption> kValueOptions[] = {
+    {"--out",
+     [](const std::string &value, CommonOptions &common, std::string &) {
+       common.out_dir = value;
+       common.out_dir_given = true;
+       return true;
+     }},
+    {"--format", parse_format},
+    {"--suppressions",
+     [](const std::string &value, CommonOptions &common, std::string &) {
+       common.suppressions = value;
+       return true;
+     }},
+    {"--min-bytes", parse_min_bytes},
+    {"--lease",
+     [](const std::string &value, CommonOptions &common, std::string &) {
+       common.lease_pattern = value;
+       return true;
+     }},
+    {"--api",
+     [](const std::string &value, CommonOptions &common, std::string &) {
+       common.api_pattern = value;
+       return true;
+     }},
+    {"--kind", parse_kind},
+    {"--max-groups", parse_max_groups},
+    {"--baseline",
+     [](const std::string &value, CommonOptions &common, std::string &) {
+       common.baseline = value;
+       return true;
+     }},
+    {"--source-root",
+     [](const std::string &value, CommonOptions &common, std::string &) {
+       common.source_root = value;
+       return true;
+     }},
+};
+
+// --fail-on-leak[=CODE]: a value only after '=' (a word after it is the command's).
+bool parse_fail_on_leak(const std::optional<std::string> &inline_value, CommonOptions &common, std::string &error) {
+  common.fail_on_leak = kDefaultLeakExitCode;
+  if (!inline_value) return true;
+  const auto code = parse_integer(*inline_value, 1, 255);
+  if (!code) {
+    error = "--fail-on-leak=" + *inline_value + ": the exit code must be a number from 1 to 255";
+    return false;
+  }
+  common.fail_on_leak = static_cast<int>(*code);
+  return true;
+}
+
+// Options shared by run and report. Returns true if `name` was one of them (`ok` then says
+// whether it was given rightly).
 bool parse_common(const std::vector<std::string> &arguments, size_t &index, const std::string &name,
                   const std::optional<std::string> &inline_value, CommonOptions &common, bool &ok, std::string &error) {
-  std::string value;
-  if (name == "--out") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    common.out_dir = value;
-    common.out_dir_given = true;
-    return true;
-  }
-  if (name == "--format") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    if (!ok) return true;
-    FormatRequest request;
-    size_t equals = value.find('=');
-    request.format = value.substr(0, equals);
-    if (equals != std::string::npos) request.path = value.substr(equals + 1);
-    if (!known(kFormats, std::size(kFormats), request.format)) {
-      error = "unknown format '" + request.format + "' (text, json, sarif, junit, html, folded)";
-      ok = false;
-    } else if (!known(kAvailableFormats, std::size(kAvailableFormats), request.format)) {
-      error = "format '" + request.format +
-              "' is not available in this version of leaseguard";
-      ok = false;
-    } else if (equals != std::string::npos && request.path.empty()) {
-      error = "--format " + request.format + "= needs a path after '='";
-      ok = false;
-    }
-    common.formats.push_back(request);
-    return true;
-  }
   if (name == "--fail-on-leak") {
-    common.fail_on_leak = kDefaultLeakExitCode;
-    if (inline_value) {
-      auto code = parse_integer(*inline_value, 1, 255);
-      if (!code) {
-        error = "--fail-on-leak=" + *inline_value + ": the exit code must be a number from 1 to 255";
-        ok = false;
-      } else {
-        common.fail_on_leak = static_cast<int>(*code);
-      }
-    }
+    ok = parse_fail_on_leak(inline_value, common, error);
     return true;
   }
-  if (name == "--quiet") {
-    if (inline_value) {
-      error = "--quiet takes no value";
-      ok = false;
-    }
-    common.quiet = true;
+  if (name == "--quiet" || name == "--gen-suppressions") {
+    if (inline_value) error = name + " takes no value";
+    ok = !inline_value;
+    (name == "--quiet" ? common.quiet : common.gen_suppressions) = true;
     return true;
   }
-  if (name == "--suppressions") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    common.suppressions = value;
-    return true;
-  }
-  if (name == "--min-bytes") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    auto bytes = ok ? parse_integer(value, 0, INT64_MAX) : std::nullopt;
-    if (ok && !bytes) {
-      error = "--min-bytes " + value + ": must be a byte count";
-      ok = false;
-    }
-    if (bytes) common.min_bytes = static_cast<uint64_t>(*bytes);
-    return true;
-  }
-  if (name == "--lease") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    common.lease_pattern = value;
-    return true;
-  }
-  if (name == "--api") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    common.api_pattern = value;
-    return true;
-  }
-  if (name == "--kind") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    if (!ok) return true;
-    for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
-      if (kind_name(static_cast<Kind>(i)) == value) common.kind = static_cast<Kind>(i);
-    if (!common.kind) {
-      error = "--kind " + value + ": must be device, pitched, managed, async, host, vmm or array";
-      ok = false;
-    }
-    return true;
-  }
-  if (name == "--max-groups") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    auto groups = ok ? parse_integer(value, 1, 1000000) : std::nullopt;
-    if (ok && !groups) {
-      error = "--max-groups " + value + ": must be a number from 1 to 1000000";
-      ok = false;
-    }
-    if (groups) common.max_groups = static_cast<size_t>(*groups);
-    return true;
-  }
-  if (name == "--baseline") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    common.baseline = value;
-    return true;
-  }
-  if (name == "--source-root") {
-    ok = take_value(arguments, index, name, inline_value, value, error);
-    common.source_root = value;
-    return true;
-  }
-  if (name == "--gen-suppressions") {
-    if (inline_value) {
-      error = "--gen-suppressions takes no value";
-      ok = false;
-    }
-    common.gen_suppressions = true;
+  for (const auto &[option, apply] : kValueOptions) {
+    if (name != option) continue;
+    std::string value;
+    ok = take_value(arguments, index, name, inline_value, value, error) && apply(value, common, error);
     return true;
   }
   return false;

@@ -148,59 +148,49 @@ int status_to_exit_code(int status) {
 
 }  // namespace
 
-int run_command(const RunOptions &options) {
-  std::string error;
-  InstallPaths paths;
-  if (!find_install_paths(paths, options.sim, error)) {
-    fail(error);
-    return kUsageError;
-  }
-  std::string executable;
-  if (!find_executable(options.command[0], executable, error)) {
-    fail(error);
-    return kUsageError;
-  }
-  // A bad suppressions file is a usage error before the command runs, not after.
-  report::Suppressions suppressions;
-  if (!options.common.suppressions.empty() && !suppressions.load(options.common.suppressions, error)) {
-    fail(error);
-    return kUsageError;
-  }
-  const std::string out_dir = absolute(options.common.out_dir);
-  if (!make_output_directory(out_dir, error)) {
-    fail(error);
-    return kUsageError;
-  }
-  const std::string run_id = make_run_id();
-  std::vector<std::string> environment = child_environment(options, paths, executable, out_dir, run_id);
+namespace {
 
-  // Orphaned grandchildren come back to us, so every process of the tree is waited for.
+// What a run needs before the command starts, each checked so that a mistake is a usage
+// error before the command runs, not after: leaseguard's files, the command, the
+// suppressions file, the output directory.
+bool prepare(const RunOptions &options, InstallPaths &paths, std::string &executable, std::string &out_dir,
+             std::string &error) {
+  if (!find_install_paths(paths, options.sim, error) || !find_executable(options.command[0], executable, error))
+    return false;
+  report::Suppressions suppressions;
+  if (!options.common.suppressions.empty() && !suppressions.load(options.common.suppressions, error)) return false;
+  out_dir = absolute(options.common.out_dir);
+  return make_output_directory(out_dir, error);
+}
+
+// Starts the command with `environment`; 0 and `error` set if it cannot. leaseguard becomes
+// a child subreaper (orphaned grandchildren come back to it, so every process of the tree
+// is waited for), outlives a terminal's ^C to report (it reaches the whole foreground
+// group), and forwards SIGTERM and SIGHUP to the command.
+pid_t start_command(const std::vector<std::string> &command, const std::vector<std::string> &environment,
+                    std::string &error) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  struct sigaction forward {};
+  struct sigaction forward {}, ignore {};
   forward.sa_handler = forward_signal;
   sigemptyset(&forward.sa_mask);
-  struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   struct sigaction old_int, old_quit, old_term, old_hup;
-  // A terminal's ^C reaches the whole foreground group; leaseguard outlives it to report.
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
   sigaction(SIGTERM, &forward, &old_term);
   sigaction(SIGHUP, &forward, &old_hup);
 
-  std::vector<char *> argv;
-  for (const std::string &argument : options.command) argv.push_back(const_cast<char *>(argument.c_str()));
+  std::vector<char *> argv, envp;
+  for (const std::string &argument : command) argv.push_back(const_cast<char *>(argument.c_str()));
   argv.push_back(nullptr);
-  std::vector<char *> envp;
   for (const std::string &variable : environment) envp.push_back(const_cast<char *>(variable.c_str()));
   envp.push_back(nullptr);
-
   std::fflush(nullptr);
-  pid_t child = fork();
+  const pid_t child = fork();
   if (child < 0) {
-    fail(std::string("cannot start the command: ") + std::strerror(errno));
-    return kUsageError;
+    error = std::string("cannot start the command: ") + std::strerror(errno);
+    return 0;
   }
   if (child == 0) {
     sigaction(SIGINT, &old_int, nullptr);
@@ -213,24 +203,32 @@ int run_command(const RunOptions &options) {
     _exit(errno == ENOENT ? 127 : 126);
   }
   g_child_pid = child;
+  return child;
+}
 
+// Waits for every process of the tree; each one's exit status, and the command's own.
+report::ExitStatuses wait_for_the_tree(pid_t command, int &command_status) {
   report::ExitStatuses exits;
-  int child_status = 0;
   while (true) {
     int status = 0;
-    pid_t pid = waitpid(-1, &status, 0);
+    const pid_t pid = waitpid(-1, &status, 0);
     if (pid < 0) {
       if (errno == EINTR) continue;
       break;  // ECHILD: the whole tree has ended
     }
-    if (pid == child) child_status = status;
+    if (pid == command) command_status = status;
     report::ExitStatus &exit = exits[pid];
     if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
     else if (WIFEXITED(status)) exit.code = WEXITSTATUS(status);
   }
   g_child_pid = 0;
+  return exits;
+}
 
-  int exit_code = status_to_exit_code(child_status);
+// The run's report, from its journals and the exit statuses it collected; false on an error
+// that is leaseguard's own (unreadable journals).
+bool report_the_run(const RunOptions &options, const std::string &out_dir, const std::string &run_id,
+                    const report::ExitStatuses &exits, report::Report &report, std::string &error) {
   // For `leaseguard report` of the directory later. This run's own report has them in
   // memory, so a file system too full for them (often the one the journals filled) costs
   // only that, never the command's exit status.
@@ -238,22 +236,40 @@ int run_command(const RunOptions &options) {
     std::fprintf(stderr, "leaseguard: warning: %s; a later report of %s will not know how its processes ended\n",
                  error.c_str(), out_dir.c_str());
   Inputs inputs;
-  if (!collect_inputs({out_dir}, run_id, inputs, error)) {
-    fail(error);
-    return kUsageError;
-  }
+  if (!collect_inputs({out_dir}, run_id, inputs, error)) return false;
   inputs.exit_statuses = exits;
-  report::Report report;
   // A format file that cannot be written (a full disk) is said, but the exit status stays
   // the program's: the text report has been printed, and the journals are there.
   std::vector<std::string> unwritten;
-  if (!produce_report(inputs, options.common, out_dir, stderr, report, error, &unwritten)) {
+  if (!produce_report(inputs, options.common, out_dir, stderr, report, error, &unwritten)) return false;
+  for (const std::string &problem : unwritten) std::fprintf(stderr, "leaseguard: warning: %s\n", problem.c_str());
+  return true;
+}
+
+}  // namespace
+
+int run_command(const RunOptions &options) {
+  std::string error, executable, out_dir;
+  InstallPaths paths;
+  if (!prepare(options, paths, executable, out_dir, error)) {
     fail(error);
     return kUsageError;
   }
-  for (const std::string &problem : unwritten) std::fprintf(stderr, "leaseguard: warning: %s\n", problem.c_str());
+  const std::string run_id = make_run_id();
+  const pid_t command = start_command(options.command, child_environment(options, paths, executable, out_dir, run_id), error);
+  if (command == 0) {
+    fail(error);
+    return kUsageError;
+  }
+  int command_status = 0;
+  const report::ExitStatuses exits = wait_for_the_tree(command, command_status);
+  report::Report report;
+  if (!report_the_run(options, out_dir, run_id, exits, report, error)) {
+    fail(error);
+    return kUsageError;
+  }
   if (options.common.fail_on_leak && report.leaked_allocations() > 0) return *options.common.fail_on_leak;
-  return exit_code;
+  return status_to_exit_code(command_status);
 }
 
 }  // namespace leaseguard::cli

@@ -58,8 +58,8 @@ TEST(JsonWriter, HandsOverThePiecesOfExactlyTheWholeText) {
   EXPECT_LT(joined.size(), whole.text().size()) << "pieces are handed over before finish()";
   spilled.finish();
   EXPECT_EQ(joined, whole.text());
-  EXPECT_GT(pieces, whole.text().size() / JsonWriter::kSpillBytes / 2);
-  EXPECT_LT(largest, JsonWriter::kSpillBytes + 1024);
+  EXPECT_GT(pieces, whole.text().size() / kSinkPieceBytes / 2);
+  EXPECT_LT(largest, kSinkPieceBytes + 1024);
   spilled.finish();  // nothing more to hand over
   EXPECT_EQ(joined, whole.text());
 }

@@ -203,7 +203,7 @@ TEST(Replay, TheHtmlPagesDataCannotEndItsScript) {
     page.append(piece);
   });
   EXPECT_GT(pieces, 3u);
-  EXPECT_GT(page.size(), size_t{4} * JsonWriter::kSpillBytes);
+  EXPECT_GT(page.size(), size_t{4} * kSinkPieceBytes);
   const size_t closings = occurrences(render_html(Report{}), "</script");
   EXPECT_EQ(occurrences(page, "</script"), closings);
   // Each name twice: its lease's timeline and its ending.

@@ -46,8 +46,8 @@ std::string JsonWriter::escape(std::string_view text) {
 }
 
 void JsonWriter::finish() {
-  if (!spill_ || out_.empty()) return;
-  spill_(out_);
+  if (!sink_ || out_.empty()) return;
+  sink_(out_);
   out_.clear();
 }
 
@@ -73,7 +73,7 @@ JsonWriter &JsonWriter::begin_object() {
   before_value();
   out_.push_back('{');
   stack_.push_back({false, true});
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
@@ -82,7 +82,7 @@ JsonWriter &JsonWriter::end_object() {
   stack_.pop_back();
   if (!empty) newline();
   out_.push_back('}');
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
@@ -90,7 +90,7 @@ JsonWriter &JsonWriter::begin_array() {
   before_value();
   out_.push_back('[');
   stack_.push_back({true, true});
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
@@ -99,7 +99,7 @@ JsonWriter &JsonWriter::end_array() {
   stack_.pop_back();
   if (!empty) newline();
   out_.push_back(']');
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
@@ -108,28 +108,28 @@ JsonWriter &JsonWriter::key(std::string_view name) {
   out_ += escape(name);
   out_ += indent_ > 0 ? ": " : ":";
   after_key_ = true;
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
 JsonWriter &JsonWriter::value(std::string_view text) {
   before_value();
   out_ += escape(text);
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
 JsonWriter &JsonWriter::value(int64_t number) {
   before_value();
   out_ += std::to_string(number);
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
 JsonWriter &JsonWriter::value(uint64_t number) {
   before_value();
   out_ += std::to_string(number);
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
@@ -137,27 +137,27 @@ JsonWriter &JsonWriter::value(double number) {
   before_value();
   if (!std::isfinite(number)) {
     out_ += "null";
-    spill_if_full();
+    hand_over_if_full();
     return *this;
   }
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.3f", number);
   out_ += buffer;
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
 JsonWriter &JsonWriter::value(bool flag) {
   before_value();
   out_ += flag ? "true" : "false";
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 
 JsonWriter &JsonWriter::null() {
   before_value();
   out_ += "null";
-  spill_if_full();
+  hand_over_if_full();
   return *this;
 }
 

@@ -7,20 +7,18 @@
 #include <string_view>
 #include <vector>
 
+#include "text_sink.h"
+
 namespace leaseguard::report {
 
 class JsonWriter {
  public:
-  // Where a writer hands its text once it holds this much: a report of 1e5 leaks is ~150 MB
-  // of JSON, which held whole (and grown by doubling, then copied) took three times that.
-  using Spill = std::function<void(std::string_view)>;
-  static constexpr size_t kSpillBytes = 64 * 1024;
 
   // Keeps the whole text (text()).
   explicit JsonWriter(int indent = 2) : indent_(indent) {}
-  // Hands the text to `spill` a piece at a time, each piece ending after a key, a value or
-  // a bracket; finish() hands over the rest.
-  JsonWriter(int indent, Spill spill) : indent_(indent), spill_(std::move(spill)) { out_.reserve(kSpillBytes * 2); }
+  // Hands the text to `sink` a piece at a time (text_sink.h), each piece ending after a key,
+  // a value or a bracket; finish() hands over the rest.
+  JsonWriter(int indent, TextSink sink) : indent_(indent), sink_(std::move(sink)) { out_.reserve(kSinkPieceBytes * 2); }
   void finish();
 
   JsonWriter &begin_object();
@@ -39,7 +37,7 @@ class JsonWriter {
   JsonWriter &value(bool flag);
   JsonWriter &null();
 
-  // The text so far (with a spill: what has not been handed over yet).
+  // The text so far (with a sink: what has not been handed over yet).
   const std::string &text() const { return out_; }
 
   static std::string escape(std::string_view text);
@@ -47,14 +45,14 @@ class JsonWriter {
  private:
   void before_value();
   void newline();
-  // Hands the text over once it holds kSpillBytes; after each key, value or bracket.
-  void spill_if_full() {
-    if (spill_ && out_.size() >= kSpillBytes) finish();
+  // Hands the text over once it holds kSinkPieceBytes; after each key, value or bracket.
+  void hand_over_if_full() {
+    if (sink_ && out_.size() >= kSinkPieceBytes) finish();
   }
 
   std::string out_;
   int indent_;
-  Spill spill_;
+  TextSink sink_;
   struct Level {
     bool array;
     bool empty;

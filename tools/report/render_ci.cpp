@@ -163,7 +163,7 @@ std::string render_sarif(const Report &report, const std::string &source_root) {
   return text;
 }
 
-void render_sarif(const Report &report, const std::string &source_root, const JsonWriter::Spill &out) {
+void render_sarif(const Report &report, const std::string &source_root, const TextSink &out) {
   JsonWriter json(2, out);
   write_sarif(json, report, source_root);
   json.finish();
@@ -176,7 +176,7 @@ std::string render_junit(const Report &report) {
   return out;
 }
 
-void render_junit(const Report &report, const JsonWriter::Spill &spill) {
+void render_junit(const Report &report, const TextSink &sink) {
   // A lease ending is a test case, failed if it leaked: counted first, for the headers.
   auto failed = [](const LeaseEnding &lease) { return !lease.leaks.empty() || lease.unjournaled_allocations != 0; };
   size_t total_cases = 0, total_failures = 0;
@@ -188,8 +188,8 @@ void render_junit(const Report &report, const JsonWriter::Spill &spill) {
                     std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n";
   // Handed over once it holds kSpillBytes: after each leak group.
   auto hand_over_if_full = [&] {
-    if (out.size() < JsonWriter::kSpillBytes) return;
-    spill(out);
+    if (out.size() < kSinkPieceBytes) return;
+    sink(out);
     out.clear();
   };
   for (const ProcessReport &process : report.processes) {
@@ -229,7 +229,7 @@ void render_junit(const Report &report, const JsonWriter::Spill &spill) {
     out += "  </testsuite>\n";
   }
   out += "</testsuites>\n";
-  spill(out);
+  sink(out);
 }
 
 std::string render_folded(const Report &report) {
@@ -238,7 +238,7 @@ std::string render_folded(const Report &report) {
   return out;
 }
 
-void render_folded(const Report &report, const JsonWriter::Spill &spill) {
+void render_folded(const Report &report, const TextSink &sink) {
   std::string out;
   for (const ProcessReport &process : report.processes) {
     for (const LeaseEnding &lease : process.leases) {
@@ -254,14 +254,14 @@ void render_folded(const Report &report, const JsonWriter::Spill &spill) {
         }
         line += std::string(api_name(leak.api)) + " " + std::to_string(leak.bytes) + "\n";
         out += line;
-        if (out.size() >= JsonWriter::kSpillBytes) {  // one line per leak: handed over as it grows
-          spill(out);
+        if (out.size() >= kSinkPieceBytes) {  // one line per leak: handed over as it grows
+          sink(out);
           out.clear();
         }
       }
     }
   }
-  if (!out.empty()) spill(out);
+  if (!out.empty()) sink(out);
 }
 
 }  // namespace leaseguard::report

@@ -95,7 +95,7 @@ void write_data(JsonWriter &json, const Report &report) {
 // ends one waits to see whether the next begins with '/'.
 class ScriptSafe {
  public:
-  explicit ScriptSafe(const JsonWriter::Spill &out) : out_(out) {}
+  explicit ScriptSafe(const TextSink &out) : out_(out) {}
   void operator()(std::string_view piece) {
     if (piece.empty()) return;
     std::string safe;
@@ -121,7 +121,7 @@ class ScriptSafe {
   }
 
  private:
-  const JsonWriter::Spill &out_;
+  const TextSink &out_;
   bool held_less_than_ = false;
 };
 
@@ -329,7 +329,7 @@ std::string render_html(const Report &report) {
   return page;
 }
 
-void render_html(const Report &report, const JsonWriter::Spill &out) {
+void render_html(const Report &report, const TextSink &out) {
   const std::string_view page = kPage, marker = "@DATA@";
   const size_t at = page.find(marker);
   out(page.substr(0, at));

@@ -62,6 +62,87 @@ void write_late_free(JsonWriter &json, const ProcessReport &process, const LateF
   json.end_object();
 }
 
+void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEnding &lease) {
+  json.begin_object();
+  json.key("id").value(static_cast<uint64_t>(lease.id));
+  json.key("name").value(lease.name);
+  json.key("ended_by").value(ended_by_name(lease.ended_by));
+  json.key("signal");
+  if (lease.signal != 0) json.value(lease.signal);
+  else json.null();
+  json.key("policy").value(policy_name(lease.policy));
+  json.key("ttl_ms").value(lease.ttl_ms);
+  json.key("begin_ms").value(lease.begin_ms);
+  json.key("end_ms").value(lease.end_ms);
+  json.key("leaked_bytes").value(lease.leaked_bytes());
+  json.key("peak_bytes").value(lease.peak_bytes);
+  json.key("unjournaled_allocations").value(lease.unjournaled_allocations);
+  json.key("unjournaled_bytes").value(lease.unjournaled_bytes);
+  json.key("leaks").begin_array();
+  for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
+  json.end_array();
+  json.key("late_frees").begin_array();
+  for (const LateFree &late : lease.late_frees) write_late_free(json, process, late);
+  json.end_array();
+  json.end_object();
+}
+
+// What happened in a process besides its leases' ends: double frees, and pools destroyed
+// with allocations outstanding.
+void write_process_events(JsonWriter &json, const ProcessReport &process) {
+  json.key("double_frees").begin_array();
+  for (const DoubleFree &twice : process.double_frees) {
+    json.begin_object();
+    json.key("api").value(api_name(twice.api));
+    json.key("address").value(hex_address(twice.address));
+    json.key("thread").value(static_cast<uint64_t>(twice.thread));
+    json.key("time_ms").value(twice.time_ms);
+    json.key("first_freed_ms").value(twice.first_freed_ms);
+    write_stack(json, process, twice.stack_id);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("pools_destroyed_in_use").begin_array();
+  for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use) {
+    json.begin_object();
+    json.key("pool").value(hex_address(pool.pool));
+    json.key("time_ms").value(pool.time_ms);
+    json.key("outstanding_bytes").value(pool.outstanding_bytes);
+    json.end_object();
+  }
+  json.end_array();
+}
+
+void write_process(JsonWriter &json, const ProcessReport &process) {
+  json.begin_object();
+  json.key("pid").value(static_cast<int64_t>(process.pid));
+  json.key("ppid").value(static_cast<int64_t>(process.ppid));
+  json.key("command").begin_array();
+  for (const std::string &argument : process.command) json.value(argument);
+  json.end_array();
+  json.key("executable").value(process.executable);
+  json.key("exit");
+  if (process.exit_signal) json.begin_object().key("signal").value(*process.exit_signal).end_object();
+  else if (process.exit_code) json.begin_object().key("code").value(*process.exit_code).end_object();
+  else json.null();
+  json.key("complete").value(process.complete);
+  json.key("exec").value(process.exec_replaced);
+  json.key("journal").value(process.journal);
+  json.key("allocations").value(process.allocations);
+  json.key("frees").value(process.frees);
+  json.key("unknown_frees").value(process.unknown_frees);
+  json.key("late_frees").value(process.late_frees);
+  json.key("journal_mode").value(process.compact_journal ? "compact" : "full");
+  json.key("event_time_resolution_ms").value(process.event_time_resolution_ms);
+  json.key("recycled_allocations").value(process.recycled_allocations);
+  json.key("recycled_bytes").value(process.recycled_bytes);
+  write_process_events(json, process);
+  json.key("leases").begin_array();
+  for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);
+  json.end_array();
+  json.end_object();
+}
+
 void write_report(JsonWriter &json, const Report &report) {
   json.begin_object();
   json.key("schema").value("leaseguard-report/1");
@@ -75,78 +156,7 @@ void write_report(JsonWriter &json, const Report &report) {
   json.key("leases").value(static_cast<uint64_t>(report.lease_count()));
   json.end_object();
   json.key("processes").begin_array();
-  for (const ProcessReport &process : report.processes) {
-    json.begin_object();
-    json.key("pid").value(static_cast<int64_t>(process.pid));
-    json.key("ppid").value(static_cast<int64_t>(process.ppid));
-    json.key("command").begin_array();
-    for (const std::string &argument : process.command) json.value(argument);
-    json.end_array();
-    json.key("executable").value(process.executable);
-    json.key("exit");
-    if (process.exit_signal) json.begin_object().key("signal").value(*process.exit_signal).end_object();
-    else if (process.exit_code) json.begin_object().key("code").value(*process.exit_code).end_object();
-    else json.null();
-    json.key("complete").value(process.complete);
-    json.key("exec").value(process.exec_replaced);
-    json.key("journal").value(process.journal);
-    json.key("allocations").value(process.allocations);
-    json.key("frees").value(process.frees);
-    json.key("unknown_frees").value(process.unknown_frees);
-    json.key("late_frees").value(process.late_frees);
-    json.key("journal_mode").value(process.compact_journal ? "compact" : "full");
-    json.key("event_time_resolution_ms").value(process.event_time_resolution_ms);
-    json.key("recycled_allocations").value(process.recycled_allocations);
-    json.key("recycled_bytes").value(process.recycled_bytes);
-    json.key("double_frees").begin_array();
-    for (const DoubleFree &twice : process.double_frees) {
-      json.begin_object();
-      json.key("api").value(api_name(twice.api));
-      json.key("address").value(hex_address(twice.address));
-      json.key("thread").value(static_cast<uint64_t>(twice.thread));
-      json.key("time_ms").value(twice.time_ms);
-      json.key("first_freed_ms").value(twice.first_freed_ms);
-      write_stack(json, process, twice.stack_id);
-      json.end_object();
-    }
-    json.end_array();
-    json.key("pools_destroyed_in_use").begin_array();
-    for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use) {
-      json.begin_object();
-      json.key("pool").value(hex_address(pool.pool));
-      json.key("time_ms").value(pool.time_ms);
-      json.key("outstanding_bytes").value(pool.outstanding_bytes);
-      json.end_object();
-    }
-    json.end_array();
-    json.key("leases").begin_array();
-    for (const LeaseEnding &lease : process.leases) {
-      json.begin_object();
-      json.key("id").value(static_cast<uint64_t>(lease.id));
-      json.key("name").value(lease.name);
-      json.key("ended_by").value(ended_by_name(lease.ended_by));
-      json.key("signal");
-      if (lease.signal != 0) json.value(lease.signal);
-      else json.null();
-      json.key("policy").value(policy_name(lease.policy));
-      json.key("ttl_ms").value(lease.ttl_ms);
-      json.key("begin_ms").value(lease.begin_ms);
-      json.key("end_ms").value(lease.end_ms);
-      json.key("leaked_bytes").value(lease.leaked_bytes());
-      json.key("peak_bytes").value(lease.peak_bytes);
-      json.key("unjournaled_allocations").value(lease.unjournaled_allocations);
-      json.key("unjournaled_bytes").value(lease.unjournaled_bytes);
-      json.key("leaks").begin_array();
-      for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
-      json.end_array();
-      json.key("late_frees").begin_array();
-      for (const LateFree &late : lease.late_frees) write_late_free(json, process, late);
-      json.end_array();
-      json.end_object();
-    }
-    json.end_array();
-    json.end_object();
-  }
+  for (const ProcessReport &process : report.processes) write_process(json, process);
   json.end_array();
   json.key("problems").begin_array();
   for (const std::string &problem : report.problems) json.value(problem);
@@ -162,7 +172,7 @@ std::string render_json(const Report &report) {
   return text;
 }
 
-void render_json(const Report &report, const JsonWriter::Spill &out) {
+void render_json(const Report &report, const TextSink &out) {
   JsonWriter json(2, out);
   write_report(json, report);
   json.finish();

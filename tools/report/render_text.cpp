@@ -70,91 +70,120 @@ std::string render_text(const Report &report) {
   return out;
 }
 
-void render_text(const Report &report, const JsonWriter::Spill &spill) {
-  std::string out;
-  // Handed over once it holds kSpillBytes: after each leak group, late free or double free.
-  auto hand_over_if_full = [&] {
-    if (out.size() < JsonWriter::kSpillBytes) return;
-    spill(out);
-    out.clear();
-  };
-  for (const ProcessReport &process : report.processes) {
+namespace {
+
+// The text report, handed to its sink after each leak group, late free or double free.
+class TextReport {
+ public:
+  TextReport(const Report &report, const TextSink &sink) : report_(report), out_(sink) {}
+
+  void render() {
+    for (const ProcessReport &process : report_.processes) render_process(process);
+    render_footer();
+    out_.finish();
+  }
+
+ private:
+  void render_process(const ProcessReport &process) {
     bool any_late_free = false;
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
-    if (process.leaked_allocations() == 0 && !any_late_free && process.double_frees.empty()) continue;
-    std::string tag = "==" + std::to_string(process.pid) + "==";
+    if (process.leaked_allocations() == 0 && !any_late_free && process.double_frees.empty()) return;
+    const std::string tag = "==" + std::to_string(process.pid) + "==";
+    std::string &out = out_.text();
     out += "\n" + tag + "ERROR: leaseguard: detected device memory leaks\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
            how_it_ended(process) + "\n";
     if (!process.complete)
       out += tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
-    for (const LeaseEnding &lease : process.leases) {
-      if (lease.leaked_allocations() == 0 && lease.late_frees.empty()) continue;
-      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
-             ") ended by " + std::string(ended_by_name(lease.ended_by)) +
-             (lease.signal != 0 ? " (signal " + std::to_string(lease.signal) + ")" : "") + " at " +
-             milliseconds(lease.end_ms) + ": " +
-             std::to_string(lease.leaked_bytes()) + " byte(s) in " + std::to_string(lease.leaked_allocations()) +
-             " allocation(s)\n";
-      if (lease.unjournaled_allocations != 0)
-        out += "\nLeak of " + std::to_string(lease.unjournaled_bytes) + " byte(s) in " +
-               std::to_string(lease.unjournaled_allocations) +
-               " allocation(s) made while the journal was full: no stack or entry point was recorded for them\n";
-      std::vector<LeakGroup> groups = group_leaks(process, lease);
-      const size_t shown = report.max_groups != 0 && groups.size() > report.max_groups ? report.max_groups : groups.size();
-      for (size_t index = 0; index < shown; ++index) {
-        const LeakGroup &group = groups[index];
-        out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
-               " allocation(s) [" + std::string(api_name(group.api)) + ", " + describe(group.api, group.kind) +
-               ", device " + std::to_string(group.device) +
-               (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
-        render_stack(out, process, group.stack_id);
-        if (report.suggest_suppressions) {
-          std::string rule = suggest_suppression(process, group.stack_id);
-          if (!rule.empty()) out += "  Suppress with: " + rule + "\n";
-        }
-        hand_over_if_full();
-      }
-      if (shown < groups.size()) out += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
-      for (const LateFree &late : lease.late_frees) {
-        out += "\nLate free of " + hex_address(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
-               milliseconds(late.time_ms) + (late.forwarded ? "" : ", reclaimed memory: not passed to the driver") +
-               ", from:\n";
-        render_stack(out, process, late.stack_id);
-        hand_over_if_full();
-      }
+    for (const LeaseEnding &lease : process.leases) render_lease(process, lease, tag);
+    render_process_events(process, tag);
+  }
+
+  void render_lease(const ProcessReport &process, const LeaseEnding &lease, const std::string &tag) {
+    if (lease.leaked_allocations() == 0 && lease.late_frees.empty()) return;
+    std::string &out = out_.text();
+    out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
+           ") ended by " + std::string(ended_by_name(lease.ended_by)) +
+           (lease.signal != 0 ? " (signal " + std::to_string(lease.signal) + ")" : "") + " at " +
+           milliseconds(lease.end_ms) + ": " + std::to_string(lease.leaked_bytes()) + " byte(s) in " +
+           std::to_string(lease.leaked_allocations()) + " allocation(s)\n";
+    if (lease.unjournaled_allocations != 0)
+      out += "\nLeak of " + std::to_string(lease.unjournaled_bytes) + " byte(s) in " +
+             std::to_string(lease.unjournaled_allocations) +
+             " allocation(s) made while the journal was full: no stack or entry point was recorded for them\n";
+    render_groups(process, group_leaks(process, lease));
+    for (const LateFree &late : lease.late_frees) {
+      out_.text() += "\nLate free of " + hex_address(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
+                     milliseconds(late.time_ms) +
+                     (late.forwarded ? "" : ", reclaimed memory: not passed to the driver") + ", from:\n";
+      render_stack(out_.text(), process, late.stack_id);
+      out_.hand_over_if_full();
     }
+  }
+
+  void render_groups(const ProcessReport &process, const std::vector<LeakGroup> &groups) {
+    const size_t shown = report_.max_groups != 0 && groups.size() > report_.max_groups ? report_.max_groups : groups.size();
+    for (size_t index = 0; index < shown; ++index) {
+      const LeakGroup &group = groups[index];
+      std::string &out = out_.text();
+      out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
+             " allocation(s) [" + std::string(api_name(group.api)) + ", " + describe(group.api, group.kind) +
+             ", device " + std::to_string(group.device) + (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
+      render_stack(out, process, group.stack_id);
+      if (report_.suggest_suppressions) {
+        const std::string rule = suggest_suppression(process, group.stack_id);
+        if (!rule.empty()) out += "  Suppress with: " + rule + "\n";
+      }
+      out_.hand_over_if_full();
+    }
+    if (shown < groups.size())
+      out_.text() += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
+  }
+
+  void render_process_events(const ProcessReport &process, const std::string &tag) {
     for (const DoubleFree &twice : process.double_frees) {
-      out += "\n" + tag + "Double free of " + hex_address(twice.address) + " [" + std::string(api_name(twice.api)) +
-             "] at " + milliseconds(twice.time_ms) + " (already freed at " + milliseconds(twice.first_freed_ms) +
-             "; passed to the driver, which decided), from:\n";
-      render_stack(out, process, twice.stack_id);
-      hand_over_if_full();
+      out_.text() += "\n" + tag + "Double free of " + hex_address(twice.address) + " [" +
+                     std::string(api_name(twice.api)) + "] at " + milliseconds(twice.time_ms) + " (already freed at " +
+                     milliseconds(twice.first_freed_ms) + "; passed to the driver, which decided), from:\n";
+      render_stack(out_.text(), process, twice.stack_id);
+      out_.hand_over_if_full();
     }
     for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use)
-      out += "\n" + tag + "note: memory pool " + hex_address(pool.pool) + " was destroyed at " +
-             milliseconds(pool.time_ms) + " with " + std::to_string(pool.outstanding_bytes) +
-             " byte(s) still allocated from it; the driver releases the pool only when they are freed\n";
+      out_.text() += "\n" + tag + "note: memory pool " + hex_address(pool.pool) + " was destroyed at " +
+                     milliseconds(pool.time_ms) + " with " + std::to_string(pool.outstanding_bytes) +
+                     " byte(s) still allocated from it; the driver releases the pool only when they are freed\n";
   }
-  for (const std::string &problem : report.problems) out += "\nleaseguard: warning: " + problem + "\n";
-  if (!report.suppressions_used.empty()) {
-    // LeakSanitizer's table of the suppressions that matched.
-    char line[96];
-    out += "\nSuppressions used:\n  count      bytes template\n";
-    for (const SuppressionUse &use : report.suppressions_used) {
-      std::snprintf(line, sizeof line, "%7llu %10llu ", static_cast<unsigned long long>(use.allocations),
-                    static_cast<unsigned long long>(use.bytes));
-      out += line + use.rule + "\n";
+
+  // The problems, the suppressions that matched (LeakSanitizer's table), what filters and
+  // the baseline left out, and SUMMARY.
+  void render_footer() {
+    std::string &out = out_.text();
+    for (const std::string &problem : report_.problems) out += "\nleaseguard: warning: " + problem + "\n";
+    if (!report_.suppressions_used.empty()) {
+      char line[96];
+      out += "\nSuppressions used:\n  count      bytes template\n";
+      for (const SuppressionUse &use : report_.suppressions_used) {
+        std::snprintf(line, sizeof line, "%7llu %10llu ", static_cast<unsigned long long>(use.allocations),
+                      static_cast<unsigned long long>(use.bytes));
+        out += line + use.rule + "\n";
+      }
     }
+    if (report_.filtered_allocations != 0)
+      out += "\nleaseguard: " + std::to_string(report_.filtered_allocations) +
+             " leaked allocation(s) left out by filters\n";
+    if (report_.baseline_allocations != 0)
+      out += "\nleaseguard: " + std::to_string(report_.baseline_allocations) +
+             " leaked allocation(s) also in the baseline, left out\n";
+    out += "\nSUMMARY: leaseguard: " + std::to_string(report_.leaked_bytes()) + " byte(s) leaked in " +
+           std::to_string(report_.leaked_allocations()) + " allocation(s).\n";
   }
-  if (report.filtered_allocations != 0)
-    out += "\nleaseguard: " + std::to_string(report.filtered_allocations) + " leaked allocation(s) left out by filters\n";
-  if (report.baseline_allocations != 0)
-    out += "\nleaseguard: " + std::to_string(report.baseline_allocations) +
-           " leaked allocation(s) also in the baseline, left out\n";
-  out += "\nSUMMARY: leaseguard: " + std::to_string(report.leaked_bytes()) + " byte(s) leaked in " +
-         std::to_string(report.leaked_allocations()) + " allocation(s).\n";
-  spill(out);
-}
+
+  const Report &report_;
+  SinkBuffer out_;
+};
+
+}  // namespace
+
+void render_text(const Report &report, const TextSink &sink) { TextReport(report, sink).render(); }
 
 }  // namespace leaseguard::report

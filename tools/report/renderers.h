@@ -36,33 +36,33 @@ std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEndi
 // LeakSanitizer's shape: a header per process and leaking lease, a block per group, SUMMARY.
 // Whole, or handed to `out` a piece at a time.
 std::string render_text(const Report &report);
-void render_text(const Report &report, const JsonWriter::Spill &out);
+void render_text(const Report &report, const TextSink &out);
 
 // Schema leaseguard-report/1 (docs/report-format.md): whole, or handed to `out` a piece at
 // a time (a report of many leaks need not be held in memory twice to be written).
 std::string render_json(const Report &report);
-void render_json(const Report &report, const JsonWriter::Spill &out);
+void render_json(const Report &report, const TextSink &out);
 
 // SARIF 2.1.0: one result per leak group, the stack as a code flow, fingerprints stable
 // across runs; file URIs relative to `source_root` when under it. Whole, or handed to `out`
 // a piece at a time (each result carries its stack: ~13 KB a group with 32 frames).
 std::string render_sarif(const Report &report, const std::string &source_root);
-void render_sarif(const Report &report, const std::string &source_root, const JsonWriter::Spill &out);
+void render_sarif(const Report &report, const std::string &source_root, const TextSink &out);
 
 // JUnit XML: a testsuite per process, a testcase per lease ending, a failure per leak group.
 // Whole, or handed to `out` a piece at a time.
 std::string render_junit(const Report &report);
-void render_junit(const Report &report, const JsonWriter::Spill &out);
+void render_junit(const Report &report, const TextSink &out);
 
 // One self-contained HTML page: a timeline of live bytes per lease, a table of leak groups
 // with expandable stacks, a flame graph of leaked bytes. Whole, or handed to `out` a piece
 // at a time.
 std::string render_html(const Report &report);
-void render_html(const Report &report, const JsonWriter::Spill &out);
+void render_html(const Report &report, const TextSink &out);
 
 // Brendan Gregg's folded stacks ("root;...;leaf bytes"), one line per leak: whole, or handed
 // to `out` a piece at a time.
 std::string render_folded(const Report &report);
-void render_folded(const Report &report, const JsonWriter::Spill &out);
+void render_folded(const Report &report, const TextSink &out);
 
 }  // namespace leaseguard::report
