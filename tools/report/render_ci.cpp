@@ -186,7 +186,7 @@ void render_junit(const Report &report, const TextSink &sink) {
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"" +
                     std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n";
-  // Handed over once it holds kSpillBytes: after each leak group.
+  // Handed over once it holds kSinkPieceBytes: after each leak group.
   auto hand_over_if_full = [&] {
     if (out.size() < kSinkPieceBytes) return;
     sink(out);
