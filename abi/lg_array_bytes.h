@@ -11,17 +11,22 @@
 
 static inline size_t lg_array_element_bytes(CUarray_format format) {
   switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
     default: return 0;
   }
 }
 
 /* levels: 1 for a plain array; each further mipmap level halves width, height and (unless
  * the array is layered) depth, down to 1. */
-static inline size_t lg_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format,
-                                    unsigned channels, unsigned flags, unsigned levels) {
+static inline size_t lg_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels,
+                                    unsigned flags, unsigned levels) {
   size_t element = lg_array_element_bytes(format);
   size_t total = 0;
   unsigned level;

@@ -247,6 +247,7 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
 } CUDA_EXTERNAL_MEMORY_BUFFER_DESC;
 
 /* X(name, (parameters), (arguments)) for every entry point. */
+/* clang-format off */
 #define LG_CUDA_FUNCTIONS(X)                                                                    \
   X(cuInit, (unsigned int Flags), (Flags))                                                      \
   X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                                  \
@@ -419,6 +420,7 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
      CUdriverProcAddressQueryResult *symbolStatus),                                             \
     (symbol, pfn, cudaVersion, flags, symbolStatus))
 
+/* clang-format on */
 #define LG_CUDA_DECLARE_PFN(name, params, args) typedef CUresult(*lg_pfn_##name) params;
 LG_CUDA_FUNCTIONS(LG_CUDA_DECLARE_PFN)
 #undef LG_CUDA_DECLARE_PFN

@@ -73,15 +73,15 @@ typedef struct hipChannelFormatDesc {
   int w;
   enum hipChannelFormatKind f;
 } hipChannelFormatDesc;
-typedef enum hipArray_Format {  /* the values of CUarray_format */
-  HIP_AD_FORMAT_UNSIGNED_INT8 = 0x01,
-  HIP_AD_FORMAT_UNSIGNED_INT16 = 0x02,
-  HIP_AD_FORMAT_UNSIGNED_INT32 = 0x03,
-  HIP_AD_FORMAT_SIGNED_INT8 = 0x08,
-  HIP_AD_FORMAT_SIGNED_INT16 = 0x09,
-  HIP_AD_FORMAT_SIGNED_INT32 = 0x0a,
-  HIP_AD_FORMAT_HALF = 0x10,
-  HIP_AD_FORMAT_FLOAT = 0x20
+typedef enum hipArray_Format { /* the values of CUarray_format */
+                               HIP_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+                               HIP_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+                               HIP_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+                               HIP_AD_FORMAT_SIGNED_INT8 = 0x08,
+                               HIP_AD_FORMAT_SIGNED_INT16 = 0x09,
+                               HIP_AD_FORMAT_SIGNED_INT32 = 0x0a,
+                               HIP_AD_FORMAT_HALF = 0x10,
+                               HIP_AD_FORMAT_FLOAT = 0x20
 } hipArray_Format;
 typedef struct HIP_ARRAY_DESCRIPTOR {
   size_t Width;
@@ -173,6 +173,7 @@ typedef struct hipIpcMemHandle_st {
 #define LG_HIP_LAUNCH_PARAM_END ((void *)0x03)
 
 /* X(name, (parameters), (arguments)) for every entry point that returns hipError_t. */
+/* clang-format off */
 #define LG_HIP_FUNCTIONS(X)                                                                           \
   X(hipInit, (unsigned int flags), (flags))                                                           \
   X(hipGetDeviceCount, (int *count), (count))                                                         \
@@ -256,6 +257,7 @@ typedef struct hipIpcMemHandle_st {
   X(hipHostFree, (void *ptr), (ptr))                                                                  \
   X(hipFreeHost, (void *ptr), (ptr))
 
+/* clang-format on */
 #define LG_HIP_DECLARE_PFN(name, params, args) typedef hipError_t(*lg_pfn_##name) params;
 LG_HIP_FUNCTIONS(LG_HIP_DECLARE_PFN)
 #undef LG_HIP_DECLARE_PFN

@@ -38,8 +38,8 @@ class DeviceBackend {
   // Statuses that mean the memory is gone with its context or the driver (a free that gets
   // one has nothing left to free).
   virtual bool means_gone(int status) const noexcept = 0;
-  virtual std::uint16_t alloc_api() const noexcept = 0;  // leaseguard::Api of alloc()
-  virtual std::uint16_t free_api() const noexcept = 0;   // leaseguard::Api of free()
+  virtual std::uint16_t alloc_api() const noexcept = 0;       // leaseguard::Api of alloc()
+  virtual std::uint16_t free_api() const noexcept = 0;        // leaseguard::Api of free()
   virtual std::uint64_t context_of(int device) noexcept = 0;  // what records carry as context
 };
 

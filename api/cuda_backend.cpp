@@ -90,8 +90,8 @@ class CudaBackend final : public DeviceBackend {
   }
   int launch(int device, void *function, Dim3 grid, Dim3 block, void **params, void **extra) noexcept override {
     return in_context(device, [&] {
-      CUresult status = launch_(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                0, nullptr, params, extra);
+      CUresult status = launch_(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y, block.z, 0,
+                                nullptr, params, extra);
       return status == CUDA_SUCCESS ? synchronize_() : status;
     });
   }

@@ -1,7 +1,6 @@
 // The HIP runtime behind a GpuSession (see backend.h).
 #include <dlfcn.h>
 
-
 #include "api_ids.h"
 #include "backend.h"
 #include "open_once.h"
@@ -30,8 +29,8 @@ class HipBackend final : public DeviceBackend {
     }
     bool complete = resolve(device_count_, "hipGetDeviceCount") && resolve(set_device_, "hipSetDevice") &&
                     resolve(get_device_, "hipGetDevice") && resolve(synchronize_, "hipDeviceSynchronize") &&
-                    resolve(alloc_, api_name(kAlloc).data()) && resolve(free_, api_name(kFree).data()) && resolve(copy_, "hipMemcpy") &&
-                    resolve(set_, "hipMemset") && resolve(load_, "hipModuleLoadData") &&
+                    resolve(alloc_, api_name(kAlloc).data()) && resolve(free_, api_name(kFree).data()) &&
+                    resolve(copy_, "hipMemcpy") && resolve(set_, "hipMemset") && resolve(load_, "hipModuleLoadData") &&
                     resolve(unload_, "hipModuleUnload") && resolve(function_, "hipModuleGetFunction") &&
                     resolve(launch_, "hipModuleLaunchKernel") && resolve(error_name_, "hipGetErrorName");
     if (!complete) {

@@ -38,10 +38,8 @@ void **KernelArgs::extra() { return extra_for(Backend::Cuda); }
 void **KernelArgs::extra_for(Backend backend) {
   extra_size_ = buffer_.size();
   const bool hip = backend == Backend::Hip;
-  extra_ = {hip ? LG_HIP_LAUNCH_PARAM_BUFFER_POINTER : CU_LAUNCH_PARAM_BUFFER_POINTER,
-            buffer_.data(),
-            hip ? LG_HIP_LAUNCH_PARAM_BUFFER_SIZE : CU_LAUNCH_PARAM_BUFFER_SIZE,
-            &extra_size_,
+  extra_ = {hip ? LG_HIP_LAUNCH_PARAM_BUFFER_POINTER : CU_LAUNCH_PARAM_BUFFER_POINTER, buffer_.data(),
+            hip ? LG_HIP_LAUNCH_PARAM_BUFFER_SIZE : CU_LAUNCH_PARAM_BUFFER_SIZE, &extra_size_,
             hip ? LG_HIP_LAUNCH_PARAM_END : CU_LAUNCH_PARAM_END};
   return extra_.data();
 }
@@ -50,7 +48,8 @@ namespace {
 
 const detail::SessionState &open_session(const std::shared_ptr<detail::SessionState> &state) {
   if (!state) detail::fail(ErrorKind::LeaseExpired, "the session was moved from");
-  if (state->lease_over()) detail::fail(ErrorKind::LeaseExpired, "session \"" + state->name + "\": its lease has ended");
+  if (state->lease_over())
+    detail::fail(ErrorKind::LeaseExpired, "session \"" + state->name + "\": its lease has ended");
   return *state;
 }
 
@@ -63,9 +62,8 @@ GpuFunction GpuSession::load_function(std::span<const std::byte> module_image, s
     session.fail_driver(status, "loading a module");
   // The module is unloaded when its last function goes (never throwing, like a handle).
   auto owner = state_;
-  std::shared_ptr<void> loaded(module, [owner](void *unloading) {
-    owner->backend->unload_module(owner->device, unloading);
-  });
+  std::shared_ptr<void> loaded(module,
+                               [owner](void *unloading) { owner->backend->unload_module(owner->device, unloading); });
   void *function = nullptr;
   std::string kernel(name);
   if (int status = session.backend->get_function(session.device, module, kernel.c_str(), &function); status != 0)
@@ -83,7 +81,8 @@ void GpuSession::launch(const GpuFunction &function, Dim3 grid, Dim3 block, Kern
   std::size_t limit = session.backend->max_parameter_bytes(session.device);
   if (args.size() > limit)
     detail::fail(ErrorKind::ArgumentsTooBig, "kernel " + function.name() + " gets " + std::to_string(args.size()) +
-                                                 " bytes of arguments; this target takes at most " + std::to_string(limit));
+                                                 " bytes of arguments; this target takes at most " +
+                                                 std::to_string(limit));
   void **params = as_extra ? nullptr : args.params();
   void **extra = as_extra ? args.extra_for(session.backend->kind()) : nullptr;
   if (int status = session.backend->launch(session.device, function.function_, grid, block, params, extra); status != 0)

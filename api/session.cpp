@@ -88,10 +88,12 @@ Policy policy_of(OnExpiry on_expiry) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the contract's signature
 GpuSession::GpuSession(SessionOptions options) : state_(std::make_shared<detail::SessionState>()) {
   std::string why;
   state_->backend = api::open_backend(options.backend, why);
-  if (state_->backend == nullptr) detail::fail(ErrorKind::NoBackend, "no GPU backend for session \"" + options.name + "\": " + why);
+  if (state_->backend == nullptr)
+    detail::fail(ErrorKind::NoBackend, "no GPU backend for session \"" + options.name + "\": " + why);
   state_->device = options.device;
   state_->name = options.name;
   state_->on_expiry = options.on_expiry;
@@ -175,7 +177,8 @@ void GpuSession::mem_write(const GpuMemHandle &handle, std::size_t offset, std::
   const detail::Allocation &allocation = allocation_of(state_, handle.state_);
   check_range(allocation, offset, data.size());
   if (data.empty()) return;
-  if (int status = session.backend->write(session.device, allocation.pointer + offset, data.data(), data.size()); status != 0)
+  if (int status = session.backend->write(session.device, allocation.pointer + offset, data.data(), data.size());
+      status != 0)
     session.fail_driver(status, "mem_write");
 }
 
@@ -184,7 +187,8 @@ void GpuSession::mem_read(const GpuMemHandle &handle, std::size_t offset, std::s
   const detail::Allocation &allocation = allocation_of(state_, handle.state_);
   check_range(allocation, offset, out.size());
   if (out.empty()) return;
-  if (int status = session.backend->read(session.device, out.data(), allocation.pointer + offset, out.size()); status != 0)
+  if (int status = session.backend->read(session.device, out.data(), allocation.pointer + offset, out.size());
+      status != 0)
     session.fail_driver(status, "mem_read");
 }
 
@@ -197,12 +201,13 @@ void GpuSession::mem_set(const GpuMemHandle &handle, std::size_t offset, std::ui
     session.fail_driver(status, "mem_set");
 }
 
-void GpuSession::mem_free(GpuMemHandle handle) {
+// By value, as the contract declares it: the caller gives its handle up.
+void GpuSession::mem_free(GpuMemHandle handle) {  // NOLINT(performance-unnecessary-value-param)
   if (!handle.state_ || handle.state_->freed.load(std::memory_order_acquire))
     detail::fail(ErrorKind::HandleFreed, "mem_free of a handle that was freed (or is empty)");
   if (state_ && handle.state_->session != state_)
-    detail::fail(ErrorKind::WrongSession, "mem_free of a handle that belongs to another session (\"" +
-                                              handle.state_->session->name + "\")");
+    detail::fail(ErrorKind::WrongSession,
+                 "mem_free of a handle that belongs to another session (\"" + handle.state_->session->name + "\")");
   detail::SessionState &session = *handle.state_->session;
   // Every copy is freed from now on, whatever follows: their drops do nothing.
   if (handle.state_->freed.exchange(true, std::memory_order_acq_rel))

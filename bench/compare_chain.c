@@ -53,11 +53,11 @@ __attribute__((noinline)) static int level12(void) {
   return g_free(pointer);
 }
 
-#define LEVEL(n, next)                                           \
-  __attribute__((noinline)) static int level##n(void) {          \
-    int status = next();                                         \
-    __asm__ volatile("" ::: "memory"); /* not a tail call */     \
-    return status;                                               \
+#define LEVEL(n, next)                                       \
+  __attribute__((noinline)) static int level##n(void) {      \
+    int status = next();                                     \
+    __asm__ volatile("" ::: "memory"); /* not a tail call */ \
+    return status;                                           \
   }
 LEVEL(11, level12)
 LEVEL(10, level11)
@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS [alternating]\n");
     return 2;
   }
-  const long alternate = argc == 4;  /* odd pairs through level1b */
+  const long alternate = argc == 4; /* odd pairs through level1b */
   long pairs = atol(argv[2]);
   if (strcmp(argv[1], "malloc") == 0) {
     g_alloc = malloc_alloc;

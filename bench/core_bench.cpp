@@ -28,8 +28,8 @@ namespace {
 using namespace leaseguard;
 
 std::string scratch_directory(const char *name) {
-  std::string path = std::filesystem::temp_directory_path() / ("leaseguard-bench-" + std::string(name) + "-" +
-                                                               std::to_string(getpid()));
+  std::string path = std::filesystem::temp_directory_path() /
+                     ("leaseguard-bench-" + std::string(name) + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
   return path;

@@ -37,7 +37,13 @@ void BM_LeaseExpiryLatency(benchmark::State &state) {
   }
   state.SetLabel("Time = how long after its deadline the expiry ran");
 }
-BENCHMARK(BM_LeaseExpiryLatency)->Arg(1)->Arg(10)->Arg(100)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(30);
+BENCHMARK(BM_LeaseExpiryLatency)
+    ->Arg(1)
+    ->Arg(10)
+    ->Arg(100)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(30);
 
 }  // namespace
 

@@ -63,7 +63,7 @@ AllocationDetails AllocationRecords::details(const LiveRecord &record) const noe
     details.bytes = alloc.bytes;
     details.time_ns = alloc.time_ns;
     details.context = alloc.context;
-    details.device = alloc.device;
+    details.device = alloc.device;  // NOLINT(bugprone-signed-char-misuse): signed; -1 is unknown
     details.kind = static_cast<Kind>(alloc.kind);
     return details;
   }

@@ -36,6 +36,7 @@
 
 #include "handle_record.h"
 #include "journal_writer.h"
+#include "lg_assert.h"
 #include "options.h"
 #include "side_store.h"
 
@@ -54,6 +55,8 @@ class AllocationRecords {
     if (journaling) {
       const uint64_t slot = mode_ == JournalMode::Compact ? write_compact(alloc, barriers)
                                                           : journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+      // A journal holds fewer slots than the bit that marks the side store.
+      LG_ASSERT(slot == journal::JournalWriter::kNoSlot || slot < LiveRecord::kInSideStoreBit);
       if (slot < LiveRecord::kInSideStoreBit) return static_cast<uint32_t>(slot);
     }
     return keep_in_side_store(alloc, device);
@@ -64,12 +67,14 @@ class AllocationRecords {
   bool free_in_place(const LiveRecord &record, Api api, uint64_t free_slot, uint32_t barriers) noexcept {
     static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
     if (!record.in_journal() || record.barrier != barriers) return false;
+    LG_ASSERT(record.details_at < journal_.next_slot());  // a slot this writer handed out
     const auto api_id = static_cast<uint32_t>(api);
     if (api_id == 0) return false;
     // Past the record's own slot: a program cannot free a value before its allocation returns.
     if (free_slot <= record.details_at || free_slot - record.details_at > journal::kFreedInPlaceMaxSlots) return false;
     journal_.store_in_place<journal::kFreedInPlaceOffset>(
-        record.details_at, api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.details_at));
+        record.details_at,
+        api_id << journal::kFreedInPlaceApiShift | static_cast<uint32_t>(free_slot - record.details_at));
     return true;
   }
 

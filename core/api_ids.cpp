@@ -12,8 +12,8 @@ constexpr std::array<std::string_view, static_cast<size_t>(Kind::Count)> kKindNa
 constexpr std::array<std::string_view, static_cast<size_t>(EndedBy::Count)> kEndedByNames = {
     "exit", "end", "expiry", "context_destroy", "crash"};
 
-constexpr std::array<std::string_view, static_cast<size_t>(Policy::Count)> kPolicyNames = {
-    "report", "reclaim", "abort"};
+constexpr std::array<std::string_view, static_cast<size_t>(Policy::Count)> kPolicyNames = {"report", "reclaim",
+                                                                                           "abort"};
 
 }  // namespace
 

@@ -46,7 +46,8 @@ int on_free(uint16_t api, uint64_t value) {
 
 int on_owner_drop(uint16_t api, uint64_t value) {
   Tracker *tracker = core();
-  return static_cast<int>(tracker == nullptr ? FreeOutcome::Unknown : tracker->on_free(api_from_wire(api), value, true));
+  return static_cast<int>(tracker == nullptr ? FreeOutcome::Unknown
+                                             : tracker->on_free(api_from_wire(api), value, true));
 }
 
 void exclude_code(uint64_t begin, uint64_t end) {
@@ -56,8 +57,17 @@ void exclude_code(uint64_t begin, uint64_t end) {
 }  // namespace
 
 leaseguard_core_link core_link(void *(*real_function)(void *driver_handle, const char *name)) noexcept {
-  return leaseguard_core_link{1,       sizeof(leaseguard_core_link), real_function, lease_begin, lease_end, lease_state,
-                              on_alloc, on_free, exclude_code, on_owner_drop, on_alloc_from};
+  return leaseguard_core_link{1,
+                              sizeof(leaseguard_core_link),
+                              real_function,
+                              lease_begin,
+                              lease_end,
+                              lease_state,
+                              on_alloc,
+                              on_free,
+                              exclude_code,
+                              on_owner_drop,
+                              on_alloc_from};
 }
 
 }  // namespace leaseguard

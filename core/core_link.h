@@ -31,7 +31,7 @@ struct leaseguard_core_link {
   void *(*real_function)(void *driver_handle, const char *name);
   uint64_t (*lease_begin)(const char *name, uint64_t ttl_ms, int policy);  // 0 if not recording
   int (*lease_end)(uint64_t lease);                                        // leaked, or -1
-  int (*lease_state)(uint64_t lease);  // leaseguard::LeaseState
+  int (*lease_state)(uint64_t lease);                                      // leaseguard::LeaseState
   void (*on_alloc)(const leaseguard_alloc_event *event);
   int (*on_free)(uint16_t api, uint64_t value);  // 0: free it, 1: unknown, free it, 2: reclaimed, do not
   // Frames in [begin, end) (the API library) are dropped from the top of recorded stacks.
@@ -51,7 +51,7 @@ struct leaseguard_core_link {
 // The first tables had every member up to on_owner_drop: a provider's table is accepted from
 // that size on, and a later member used only where the provider's size covers it.
 #define LEASEGUARD_CORE_LINK_FIRST_SIZE (offsetof(leaseguard_core_link, on_owner_drop) + sizeof(void *))
-#define leaseguard_core_link_has(link, member)                                                     \
+#define leaseguard_core_link_has(link, member) \
   ((link).size >= offsetof(leaseguard_core_link, member) + sizeof((link).member) && (link).member != NULL)
 
 // Exported by libleaseguard_preload.so; NULL when it records nothing (disabled, setuid).

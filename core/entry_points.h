@@ -44,11 +44,36 @@ namespace leaseguard {
 // Kinds of allocation, as reports name them. `Ipc` is another process's memory opened here,
 // `Registered` host memory pinned for the device, `External` memory imported from another
 // API (the imported object or a buffer mapped from it), `Pool` a memory pool the program made.
-enum class Kind : uint8_t { Device = 0, Pitched, Managed, Async, Host, Vmm, Array, Pool, Ipc, Registered, External, Count };
+enum class Kind : uint8_t {
+  Device = 0,
+  Pitched,
+  Managed,
+  Async,
+  Host,
+  Vmm,
+  Array,
+  Pool,
+  Ipc,
+  Registered,
+  External,
+  Count
+};
 
 // The family an entry point creates or releases (see resource_rules.h for what follows).
-enum class Family : uint8_t { DeviceMemory, HostMemory, Reservation, VmmHandle, Array, MipmappedArray, Pool, Ipc,
-                              Registration, ExternalMemory, Context, Other };
+enum class Family : uint8_t {
+  DeviceMemory,
+  HostMemory,
+  Reservation,
+  VmmHandle,
+  Array,
+  MipmappedArray,
+  Pool,
+  Ipc,
+  Registration,
+  ExternalMemory,
+  Context,
+  Other
+};
 
 enum class Vendor : uint8_t { Cuda, Hip };
 enum class Role : uint8_t { Allocates, Releases, EndsContext, Maps, Unmaps, LooksUp };
@@ -162,6 +187,7 @@ enum class AtContextEnd : uint8_t { Dies, Outlives };
   X(cuGetProcAddress_v2,         88, Cuda, LooksUp,   Other,        Count,   cuGetProcAddress_v2,  Dies,     "cuGetProcAddress",        12000, false, "")
 // clang-format on
 
+// clang-format off
 enum class Api : uint16_t {
   Unknown = 0,
 #define LG_API_ENUM(name, id, ...) name = id,
@@ -169,6 +195,7 @@ enum class Api : uint16_t {
 #undef LG_API_ENUM
   Count
 };
+// clang-format on
 
 // One row of the table, as data.
 struct EntryPoint {
@@ -249,7 +276,9 @@ constexpr bool rows_are_consistent() {
 static_assert(detail::rows_are_consistent(),
               "every entry point has a unique id and name; every allocating one a kind, a description, and a release "
               "of its own family and vendor");
-static_assert(entry_point(kDeviceAlloc[0])->release == kDeviceFree[0] && entry_point(kDeviceAlloc[0])->vendor == Vendor::Cuda &&
-              entry_point(kDeviceAlloc[1])->release == kDeviceFree[1] && entry_point(kDeviceAlloc[1])->vendor == Vendor::Hip);
+static_assert(entry_point(kDeviceAlloc[0])->release == kDeviceFree[0] &&
+              entry_point(kDeviceAlloc[0])->vendor == Vendor::Cuda &&
+              entry_point(kDeviceAlloc[1])->release == kDeviceFree[1] &&
+              entry_point(kDeviceAlloc[1])->vendor == Vendor::Hip);
 
 }  // namespace leaseguard

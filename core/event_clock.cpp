@@ -41,7 +41,8 @@ void choose_event_clock() noexcept {
   if (chosen.exchange(true, std::memory_order_acq_rel)) return;
   timespec resolution{};
   const bool coarse_exists = clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0;
-  if (!coarse_exists || !coarse_clock_is_cheap_enough(cost_of_reading(CLOCK_MONOTONIC_COARSE), cost_of_reading(CLOCK_MONOTONIC)))
+  if (!coarse_exists ||
+      !coarse_clock_is_cheap_enough(cost_of_reading(CLOCK_MONOTONIC_COARSE), cost_of_reading(CLOCK_MONOTONIC)))
     detail::g_event_clock.store(CLOCK_MONOTONIC, std::memory_order_relaxed);
 }
 

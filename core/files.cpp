@@ -29,9 +29,7 @@ std::deque<std::string> components_of(const std::string &path) {
   return components;
 }
 
-int open_root_or_working_directory(bool root) {
-  return ::open(root ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
+int open_root_or_working_directory(bool root) { return ::open(root ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC); }
 
 // Walks `path` as files.h says, creating missing directories if `create`. Returns the last
 // directory's descriptor, or -1 with `error` set.

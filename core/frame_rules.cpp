@@ -71,9 +71,13 @@ class Reader {
   void skip_encoded(uint8_t encoding) {
     if (encoding == 0xff) return;  // DW_EH_PE_omit
     switch (encoding & 0x0f) {
-      case 0x00: case 0x04: case 0x0c: skip(8); break;  // absptr, udata8, sdata8
-      case 0x02: case 0x0a: skip(2); break;             // udata2, sdata2
-      case 0x03: case 0x0b: skip(4); break;             // udata4, sdata4
+      case 0x00:
+      case 0x04:
+      case 0x0c: skip(8); break;  // absptr, udata8, sdata8
+      case 0x02:
+      case 0x0a: skip(2); break;  // udata2, sdata2
+      case 0x03:
+      case 0x0b: skip(4); break;  // udata4, sdata4
       case 0x01: uleb(); break;
       case 0x09: sleb(); break;
       default: fail();
@@ -96,7 +100,7 @@ struct RowState {
   bool cfa_expression = false;
   bool rbp_saved = false;
   int64_t rbp_offset = 0;
-  bool rbp_unusual = false;         // kept in another register, or by an expression
+  bool rbp_unusual = false;  // kept in another register, or by an expression
   int64_t return_offset = -8;
   bool return_undefined = false;
   bool return_unusual = false;
@@ -196,17 +200,16 @@ class Instructions {
       case 0xc0:  // restore
         restore_register(low);
         return Step::Next;
-      default:
-        break;
+      default: break;
     }
     switch (op) {
-      case 0x00: return Step::Next;                      // nop
-      case 0x02: return advance(in_.u8());               // advance_loc1
-      case 0x03: return advance(in_.fixed(2));           // advance_loc2
-      case 0x04: return advance(in_.fixed(4));           // advance_loc4
-      case 0x0a: return remember();                      // remember_state
-      case 0x0b: return restore();                       // restore_state
-      case 0x2e: in_.uleb(); return Step::Next;          // GNU_args_size
+      case 0x00: return Step::Next;              // nop
+      case 0x02: return advance(in_.u8());       // advance_loc1
+      case 0x03: return advance(in_.fixed(2));   // advance_loc2
+      case 0x04: return advance(in_.fixed(4));   // advance_loc4
+      case 0x0a: return remember();              // remember_state
+      case 0x0b: return restore();               // restore_state
+      case 0x2e: in_.uleb(); return Step::Next;  // GNU_args_size
       default: break;
     }
     if (cfa_rule(op) || register_rule(op)) return Step::Next;
@@ -258,8 +261,7 @@ class Instructions {
       case 0x13:  // def_cfa_offset_sf
         row_.cfa_offset = in_.sleb() * cie_.data_align;
         return true;
-      default:
-        return false;
+      default: return false;
     }
   }
 
@@ -294,8 +296,7 @@ class Instructions {
         set_register(reg, -static_cast<int64_t>(in_.uleb()) * cie_.data_align);
         return true;
       }
-      default:
-        return unusual_rule(op);
+      default: return unusual_rule(op);
     }
   }
 
@@ -324,8 +325,7 @@ class Instructions {
         unusual_register(reg);
         return true;
       }
-      default:
-        return false;
+      default: return false;
     }
   }
 

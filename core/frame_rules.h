@@ -17,10 +17,10 @@ namespace leaseguard {
 
 struct FrameRule {
   enum class Cfa : uint8_t {
-    Unknown = 0,    // no usable rule: the caller falls back to the full DWARF unwinder
-    StackPointer,   // CFA = %rsp + cfa_offset
-    FramePointer,   // CFA = %rbp + cfa_offset
-    Outermost,      // the return address is undefined: the stack ends here
+    Unknown = 0,   // no usable rule: the caller falls back to the full DWARF unwinder
+    StackPointer,  // CFA = %rsp + cfa_offset
+    FramePointer,  // CFA = %rbp + cfa_offset
+    Outermost,     // the return address is undefined: the stack ends here
   };
   int32_t cfa_offset = 0;
   int16_t rbp_offset = 0;  // with rbp_saved: the caller's %rbp is at CFA + rbp_offset
@@ -56,7 +56,8 @@ class PackedFrameRule {
     const FrameRule::Cfa cfa = fits ? rule.cfa : FrameRule::Cfa::Unknown;
     const uint64_t body = cfa == FrameRule::Cfa::Unknown
                               ? 0
-                              : uint64_t{rule.rbp_saved} << 27 | (static_cast<uint64_t>(rule.rbp_offset / 8) & 0x7f) << 20 |
+                              : uint64_t{rule.rbp_saved} << 27 |
+                                    (static_cast<uint64_t>(rule.rbp_offset / 8) & 0x7f) << 20 |
                                     (static_cast<uint64_t>(rule.cfa_offset) & 0xfffff);
     return PackedFrameRule(tag << kTagShift | static_cast<uint64_t>(cfa) << 28 | body);
   }
@@ -77,7 +78,8 @@ class PackedFrameRule {
  private:
   static constexpr uint64_t kRuleBits = (uint64_t{1} << kTagShift) - 1;
   static const uint64_t kFramePointerFrame;
-  static constexpr uint64_t kStackPointerKeepingRbp = static_cast<uint64_t>(FrameRule::Cfa::StackPointer) << 1;  // bits 29..27
+  static constexpr uint64_t kStackPointerKeepingRbp = static_cast<uint64_t>(FrameRule::Cfa::StackPointer)
+                                                      << 1;  // bits 29..27
   uint64_t word_;
 };
 inline constexpr uint64_t PackedFrameRule::kFramePointerFrame =

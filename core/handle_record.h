@@ -28,7 +28,7 @@ struct LiveRecord {
   uint16_t reference = 0;  // which reference to a value that counts references
   bool reported = false;   // already counted as a leak by an ended or expired lease
 
-  bool in_journal() const noexcept { return details_at < kInSideStoreBit; }
+  bool in_journal() const noexcept { return details_at < kInSideStoreBit; }  // then never in_side_store()
   bool in_side_store() const noexcept { return details_at != kNowhere && (details_at & kInSideStoreBit) != 0; }
 };
 // 25 bytes of fields; the table's slot keeps its namespace and occupancy in the tail padding
@@ -57,8 +57,8 @@ struct HandleKey {
 
 struct HandleKeyHash {
   size_t operator()(const HandleKey &key) const noexcept {
-    return static_cast<size_t>((key.value ^ (uint64_t{key.reference} << 48) ^ (uint64_t(key.space) << 56)) *
-                               0x9E3779B97F4A7C15ull >> 16);
+    return static_cast<size_t>(
+        (key.value ^ (uint64_t{key.reference} << 48) ^ (uint64_t(key.space) << 56)) * 0x9E3779B97F4A7C15ull >> 16);
   }
 };
 

@@ -84,8 +84,8 @@ class HandleTable {
     return record;
   }
   std::optional<LiveRecord> remove(uint64_t address) {
-    return remove(Space::Address, address, [](const LiveRecord &) { return true; },
-                  [](const LiveRecord *, bool) {});
+    return remove(
+        Space::Address, address, [](const LiveRecord &) { return true; }, [](const LiveRecord *, bool) {});
   }
 
   // Marks every unreported record of `lease_id` as reported, calling `marked(record)` for

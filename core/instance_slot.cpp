@@ -36,7 +36,8 @@ void InstanceSlot::store(void *value) noexcept {
   }
   __atomic_store_n(&g_last_stored, value, __ATOMIC_RELEASE);
   __atomic_store_n(g_slot, value, __ATOMIC_RELEASE);
-  if (g_slot != &g_ordinary_slot) __atomic_store_n(reinterpret_cast<uintptr_t *>(g_slot + 1), kUnclaimed, __ATOMIC_RELEASE);
+  if (g_slot != &g_ordinary_slot)
+    __atomic_store_n(reinterpret_cast<uintptr_t *>(g_slot + 1), kUnclaimed, __ATOMIC_RELEASE);
 }
 
 bool InstanceSlot::claim() noexcept {

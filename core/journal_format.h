@@ -152,10 +152,10 @@ inline constexpr uint32_t kFirstVersionWithFreesAtSlots = 5;
 inline constexpr size_t kFreedInPlaceOffset = 56;  // in the payload: 4-byte aligned in its slot
 
 enum FreeFlags : uint8_t {
-  kFreeUnknown = 1,    // the address was not a live allocation leaseguard knew of
-  kFreeImplicit = 2,   // the driver handed the address out again: the old record is gone
-  kFreeReclaimed = 4,  // leaseguard freed it when its lease ended (status: the driver's)
-  kFreeLate = 8,       // the program freed a reclaimed allocation: not passed to the driver
+  kFreeUnknown = 1,      // the address was not a live allocation leaseguard knew of
+  kFreeImplicit = 2,     // the driver handed the address out again: the old record is gone
+  kFreeReclaimed = 4,    // leaseguard freed it when its lease ended (status: the driver's)
+  kFreeLate = 8,         // the program freed a reclaimed allocation: not passed to the driver
   kFreeMismatched = 16,  // with kFreeUnknown: a live value, but this entry point does not free
                          // its kind (the driver fails the call; the allocation stays live)
   kFreeOwnerDrop = 32,   // with kFreeLate: the C++ API's handle let go of memory leaseguard
@@ -261,8 +261,9 @@ struct ProcessEndPayload {
 static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes && sizeof(RecycledPayload) == 32);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
 static_assert(sizeof(HeaderPayload) == 48 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
-              sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 40 &&
-              sizeof(AllocPayload) == 60, "payload layouts are part of the journal format");
+                  sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 40 &&
+                  sizeof(AllocPayload) == 60,
+              "payload layouts are part of the journal format");
 static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);

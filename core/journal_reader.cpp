@@ -99,14 +99,13 @@ bool visit_stack(const std::vector<unsigned char> &payload, JournalVisitor &visi
 bool visit_lease_begin(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
   LeaseBeginPayload begin;
   if (!load(payload, begin) || begin.name_bytes > payload.size() - sizeof begin) return false;
-  visitor.on_lease_begin(begin, std::string_view(reinterpret_cast<const char *>(payload.data() + sizeof begin),
-                                                 begin.name_bytes));
+  visitor.on_lease_begin(
+      begin, std::string_view(reinterpret_cast<const char *>(payload.data() + sizeof begin), begin.name_bytes));
   return true;
 }
 
 // False if the record's payload does not parse (a malformed record).
-bool dispatch(RecordType type, const std::vector<unsigned char> &payload, JournalVisitor &visitor,
-              ReadStats &stats) {
+bool dispatch(RecordType type, const std::vector<unsigned char> &payload, JournalVisitor &visitor, ReadStats &stats) {
   auto to = [&visitor](auto member) { return [&visitor, member](const auto &record) { (visitor.*member)(record); }; };
   switch (type) {
     case RecordType::Header: return visit_fixed<HeaderPayload>(payload, to(&JournalVisitor::on_header));
@@ -194,8 +193,8 @@ class FileSlots final : public SlotSource {
     const size_t wanted = std::min(window_slots_, slot_count_ - first) * kSlotBytes;
     size_t done = 0;
     while (done < wanted) {
-      const ssize_t got = pread(fd_, window_.data() + done, wanted - done,
-                                static_cast<off_t>(first * kSlotBytes + done));
+      const ssize_t got =
+          pread(fd_, window_.data() + done, wanted - done, static_cast<off_t>(first * kSlotBytes + done));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) {
         error_ = std::strerror(errno);
@@ -261,8 +260,7 @@ bool check_header(SlotSource &source, size_t slot_count, ReadStats &stats, std::
 
 }  // namespace
 
-bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, ReadStats &stats,
-                       std::string &error) {
+bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, ReadStats &stats, std::string &error) {
   if (!check_header(source, slot_count, stats, error)) return false;
   std::vector<unsigned char> payload;
   size_t slot = 0;
@@ -295,7 +293,8 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
     at = source.slots(slot, slots);
     if (at == nullptr) break;
     bool continuations_ok = true;
-    for (size_t i = 1; i < slots; ++i) continuations_ok = continuations_ok && tag_in(at + i * kSlotBytes) == kContinuationTag;
+    for (size_t i = 1; i < slots; ++i)
+      continuations_ok = continuations_ok && tag_in(at + i * kSlotBytes) == kContinuationTag;
     if (!continuations_ok) {
       ++stats.malformed_records;
       ++slot;
@@ -316,8 +315,8 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
   return true;
 }
 
-bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor,
-                        ReadStats &stats, std::string &error) {
+bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor, ReadStats &stats,
+                        std::string &error) {
   stats = ReadStats{};
   stats.truncated_bytes = size % kSlotBytes;
   MemorySlots source(data);

@@ -77,7 +77,7 @@ bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &s
                   size_t window_slots = kDefaultReadWindowSlots);
 
 // The same over bytes in memory (used by the fuzzer and tests).
-bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor,
-                        ReadStats &stats, std::string &error);
+bool read_journal_bytes(const unsigned char *data, size_t size, JournalVisitor &visitor, ReadStats &stats,
+                        std::string &error);
 
 }  // namespace leaseguard::journal

@@ -144,15 +144,17 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
     full_.store(true, std::memory_order_release);
     // Not from a signal handler (may_block false): formatting is not safe there.
     if (!may_block) return false;
-    const char *consequence = "allocations from now on are tracked, and their leaks counted, but not listed in its report";
+    const char *consequence =
+        "allocations from now on are tracked, and their leaks counted, but not listed in its report";
     if (grow_error_ == EBADF)
-      log_warning("the journal %s was taken away from leaseguard (the program closed or replaced its descriptor, and "
-                  "the file cannot be opened again): %s", path_.c_str(), consequence);
+      log_warning(
+          "the journal %s was taken away from leaseguard (the program closed or replaced its descriptor, and "
+          "the file cannot be opened again): %s",
+          path_.c_str(), consequence);
     else if (grow_error_ == EFBIG && file_size_limit() != UINT64_MAX)
       log_warning("the journal %s reached the file size limit (ulimit -f: %llu bytes): %s", path_.c_str(),
                   static_cast<unsigned long long>(file_size_limit()), consequence);
-    else
-      log_warning("cannot grow the journal %s (%s): %s", path_.c_str(), std::strerror(grow_error_), consequence);
+    else log_warning("cannot grow the journal %s (%s): %s", path_.c_str(), std::strerror(grow_error_), consequence);
     return false;
   }
   return true;
@@ -330,9 +332,8 @@ void JournalWriter::prefault_loop() noexcept {
   uint64_t populated = 0;  // slots faulted in so far (or written by the writers themselves)
   std::unique_lock lock(prefault_mutex_);
   while (!prefault_stop_) {
-    prefault_wake_.wait_for(lock, std::chrono::milliseconds(20), [this] {
-      return prefault_stop_ || prefault_wanted_.load(std::memory_order_acquire);
-    });
+    prefault_wake_.wait_for(lock, std::chrono::milliseconds(20),
+                            [this] { return prefault_stop_ || prefault_wanted_.load(std::memory_order_acquire); });
     if (prefault_stop_) break;
     if (!prefault_wanted_.load(std::memory_order_acquire)) continue;
     lock.unlock();

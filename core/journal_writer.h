@@ -44,6 +44,7 @@
 
 #include "background_thread.h"
 #include "journal_format.h"
+#include "lg_assert.h"
 
 namespace leaseguard::journal {
 
@@ -87,6 +88,7 @@ class JournalWriter {
         return kNoSlot;
       }
     }
+    LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // room_for made it so
     unsigned char *at = slot_address(slot);
     // A slot is a fresh cache line, most likely not in this core's cache (the prefaulter
     // zeroed its page elsewhere): ask for the one a few records on now, so that its miss is
@@ -250,7 +252,8 @@ class JournalWriter {
         prefaulter_start_.compare_exchange_strong(state, kStartWanted, std::memory_order_relaxed);
       return;
     }
-    if (!prefault_wanted_.load(std::memory_order_relaxed) && !prefault_wanted_.exchange(true, std::memory_order_acq_rel))
+    if (!prefault_wanted_.load(std::memory_order_relaxed) &&
+        !prefault_wanted_.exchange(true, std::memory_order_acq_rel))
       wake_prefaulter();
   }
   void wake_prefaulter() noexcept;
@@ -279,8 +282,8 @@ class JournalWriter {
   std::atomic<uint64_t> next_slot_{0};
   std::atomic<uint64_t> mapped_slots_{0};
   std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: in the file, blocks allocated
-  int grow_error_ = 0;  // the errno that stopped the file from growing; then it never grows again
-  std::atomic<bool> full_{false};  // the file cannot grow: only endings are still written (room_for)
+  int grow_error_ = 0;                       // the errno that stopped the file from growing; then it never grows again
+  std::atomic<bool> full_{false};            // the file cannot grow: only endings are still written (room_for)
   std::atomic<bool> full_written_{false};
   std::atomic<int> full_error_{0};  // grow_error_, for the JournalFull record
   std::atomic<uint64_t> dropped_{0};

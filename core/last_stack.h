@@ -13,8 +13,8 @@ namespace leaseguard {
 struct LastStack {
   uint64_t tracker_number = 0;   // the tracker that interned it (Tracker::instance_number_)
   uint64_t code_generation = 0;  // code_generation() when it was walked
-  size_t max_frames = 0;    // the depth it was captured at
-  uint32_t stack_id = 0;    // 0: none
+  size_t max_frames = 0;         // the depth it was captured at
+  uint32_t stack_id = 0;         // 0: none
   WalkTrace trace;
 
   // True if a walk from `start`, for this tracker, depth and code generation, would

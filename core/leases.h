@@ -43,8 +43,8 @@ class LeaseRegistry {
 
   // `process_deadline_ns` (CLOCK_MONOTONIC, 0: none) ends the process lease earlier than its
   // time-to-live would.
-  LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms, Policy process_policy,
-                ExpiryCallback on_expiry, uint64_t process_deadline_ns = 0);
+  LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms, Policy process_policy, ExpiryCallback on_expiry,
+                uint64_t process_deadline_ns = 0);
   ~LeaseRegistry();
   LeaseRegistry(const LeaseRegistry &) = delete;
   LeaseRegistry &operator=(const LeaseRegistry &) = delete;
@@ -92,9 +92,9 @@ class LeaseRegistry {
   uint32_t next_id_ = kProcessLeaseId + 1;
   ExpiryCallback on_expiry_;
   bool watchdog_running_ = false;
-  bool stopping_ = false;         // the watchdog leaves its loop
+  bool stopping_ = false;          // the watchdog leaves its loop
   bool stopped_for_good_ = false;  // and is never started again
-  BackgroundThread watchdog_;  // joined by the destructor; never destroyed in the preload
+  BackgroundThread watchdog_;      // joined by the destructor; never destroyed in the preload
 };
 
 }  // namespace leaseguard

@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+
+#include "lg_assert.h"
 
 namespace leaseguard {
 namespace {
@@ -55,3 +58,16 @@ void log_debug(const char *format, ...) noexcept {
 }
 
 }  // namespace leaseguard
+
+namespace leaseguard::detail {
+
+void assertion_failed(const char *condition, const char *file, int line) noexcept {
+  char text[512];
+  const int length =
+      std::snprintf(text, sizeof text, "leaseguard: internal check failed: %s (%s:%d)\n", condition, file, line);
+  if (length > 0)
+    (void)!write(STDERR_FILENO, text, static_cast<size_t>(length) < sizeof text ? length : sizeof text - 1);
+  std::abort();
+}
+
+}  // namespace leaseguard::detail

@@ -55,8 +55,7 @@ int find_object(struct dl_phdr_info *info, size_t, void *argument) {
       size_t desc_at = name_at + ((entry.n_namesz + 3) & ~size_t{3});
       size_t next = desc_at + ((entry.n_descsz + 3) & ~size_t{3});
       if (next > header.p_memsz) break;
-      if (entry.n_type == NT_GNU_BUILD_ID && entry.n_namesz == 4 &&
-          std::memcmp(note + name_at, "GNU", 4) == 0) {
+      if (entry.n_type == NT_GNU_BUILD_ID && entry.n_namesz == 4 && std::memcmp(note + name_at, "GNU", 4) == 0) {
         object->build_id.assign(reinterpret_cast<const char *>(note + desc_at), entry.n_descsz);
         return 1;
       }

@@ -86,10 +86,9 @@ std::optional<uint64_t> parse_deadline_ns(std::string_view text) {
     return static_cast<uint64_t>(*seconds) * 1'000'000'000ull + nanoseconds;
   }
   int year, month, day, hour, minute, second;
-  if (text.size() < 20 || !digits(text, 0, 4, year) || text[4] != '-' || !digits(text, 5, 2, month) ||
-      text[7] != '-' || !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't') ||
-      !digits(text, 11, 2, hour) || text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' ||
-      !digits(text, 17, 2, second))
+  if (text.size() < 20 || !digits(text, 0, 4, year) || text[4] != '-' || !digits(text, 5, 2, month) || text[7] != '-' ||
+      !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(text, 11, 2, hour) ||
+      text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' || !digits(text, 17, 2, second))
     return std::nullopt;
   if (year < 1970 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
       minute > 59 || second > 60)
@@ -134,8 +133,7 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
     return std::string_view(value);
   };
   auto warn = [&](const char *name, std::string_view value, std::string_view instead) {
-    warnings.push_back(std::string(name) + "='" + std::string(value) + "' is not valid; using " +
-                       std::string(instead));
+    warnings.push_back(std::string(name) + "='" + std::string(value) + "' is not valid; using " + std::string(instead));
   };
 
   if (auto value = get("LEASEGUARD_DISABLE")) {

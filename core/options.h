@@ -26,15 +26,15 @@ inline constexpr int kDefaultStackDepth = 16;
 inline constexpr int kMaxStackDepth = 64;
 
 struct Options {
-  bool disabled = false;            // LEASEGUARD_DISABLE=1: pure pass-through
+  bool disabled = false;  // LEASEGUARD_DISABLE=1: pure pass-through
   std::string out_dir = "leaseguard-out";
-  uint64_t ttl_ms = 0;              // process lease time-to-live; 0: none
+  uint64_t ttl_ms = 0;                       // process lease time-to-live; 0: none
   std::optional<uint64_t> deadline_unix_ns;  // LEASEGUARD_DEADLINE: the process lease ends then
   Policy on_expiry = Policy::Report;
   int stack_depth = kDefaultStackDepth;
   JournalMode journal_mode = JournalMode::Full;  // LEASEGUARD_JOURNAL: full | compact
   LogLevel log_level = LogLevel::Info;
-  std::string run_id;               // set by `leaseguard run` to tell its journals apart
+  std::string run_id;  // set by `leaseguard run` to tell its journals apart
 };
 
 // Reads LEASEGUARD_* through `lookup` (getenv in production). Each problem found is

@@ -10,8 +10,8 @@
 namespace leaseguard {
 
 struct FrontEnd {
-  uintptr_t own_code = 0;              // an address in the front end: its module is left out of stacks
-  ReclaimBackend *reclaim = nullptr;   // frees reclaimed allocations; never destroyed
+  uintptr_t own_code = 0;             // an address in the front end: its module is left out of stacks
+  ReclaimBackend *reclaim = nullptr;  // frees reclaimed allocations; never destroyed
 };
 
 // Reads the LEASEGUARD_* variables once, says what is wrong with them (unless `leaseguard

@@ -115,7 +115,9 @@ class RecordSlots {
 
   void grow() {
     // 8, 12, 16, 24, 32, 48...: from a power of two by 3/2, from the size between by 4/3.
-    const size_t capacity = capacity_ == 0 ? 8 : (capacity_ & (capacity_ - 1)) == 0 ? capacity_ / 2 * 3 : capacity_ / 3 * 4;
+    const size_t capacity = capacity_ == 0                       ? 8
+                            : (capacity_ & (capacity_ - 1)) == 0 ? capacity_ / 2 * 3
+                                                                 : capacity_ / 3 * 4;
     std::unique_ptr<Slot[]> grown(new Slot[capacity]);  // may throw: nothing is lost then
     std::unique_ptr<Slot[]> old = std::move(slots_);
     const size_t old_capacity = capacity_;

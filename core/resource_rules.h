@@ -22,7 +22,8 @@ namespace detail {
 constexpr Space space_of_family(Family family) noexcept {
   switch (family) {
     case Family::VmmHandle: return Space::VmmHandle;
-    case Family::Array: case Family::MipmappedArray: return Space::Array;
+    case Family::Array:
+    case Family::MipmappedArray: return Space::Array;
     case Family::Pool: return Space::Pool;
     case Family::ExternalMemory: return Space::ExternalMemory;
     default: return Space::Address;

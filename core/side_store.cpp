@@ -3,6 +3,8 @@
 
 #include <atomic>
 
+#include "lg_assert.h"
+
 namespace leaseguard {
 namespace {
 
@@ -46,6 +48,7 @@ uint32_t SideStore::put(const AllocationDetails &fields) noexcept {
 }
 
 AllocationDetails SideStore::get(uint32_t details_at) const noexcept {
+  LG_ASSERT((details_at & LiveRecord::kInSideStoreBit) != 0 && details_at != LiveRecord::kNowhere);
   const Shard &shard = shards_[shard_of(details_at)];
   std::lock_guard lock(shard.mutex);
   const uint32_t index = index_of(details_at);

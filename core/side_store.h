@@ -39,7 +39,9 @@ class SideStore {
     std::vector<AllocationDetails> fields;
     std::vector<uint32_t> free;
   };
-  static uint32_t shard_of(uint32_t details_at) noexcept { return (details_at & ~LiveRecord::kInSideStoreBit) >> kIndexBits; }
+  static uint32_t shard_of(uint32_t details_at) noexcept {
+    return (details_at & ~LiveRecord::kInSideStoreBit) >> kIndexBits;
+  }
   static uint32_t index_of(uint32_t details_at) noexcept { return details_at & ((1u << kIndexBits) - 1); }
   std::array<Shard, 1u << kShardBits> shards_;
 };

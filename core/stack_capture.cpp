@@ -29,8 +29,7 @@ _Unwind_Reason_Code visit(struct _Unwind_Context *context, void *argument) {
   if (walk->skipping_top) {
     // Our own frames (capture, tracker, hook) come first; the first foreign frame is the
     // application's call into the driver API.
-    if (walk->excluded.contains(ip))
-      return _URC_NO_REASON;
+    if (walk->excluded.contains(ip)) return _URC_NO_REASON;
     walk->skipping_top = false;
   }
   walk->frames[walk->count++] = ip;
@@ -131,7 +130,8 @@ __attribute__((always_inline)) inline Step step_frame(uintptr_t rule_pc, WalkSta
   if (cfa_rule != FrameRule::Cfa::StackPointer && cfa_rule != FrameRule::Cfa::FramePointer)
     return cfa_rule == FrameRule::Cfa::Outermost ? Step::Outermost : Step::NeedsFullUnwinder;
   if (cfa_rule == FrameRule::Cfa::FramePointer) note_bp_use<kTraced>(trace);
-  const uintptr_t cfa = (cfa_rule == FrameRule::Cfa::StackPointer ? walk.sp : walk.bp) + static_cast<intptr_t>(rule.cfa_offset());
+  const uintptr_t cfa =
+      (cfa_rule == FrameRule::Cfa::StackPointer ? walk.sp : walk.bp) + static_cast<intptr_t>(rule.cfa_offset());
   // The return address is at cfa - 8.
   const uintptr_t return_address_at = cfa - sizeof(uintptr_t);
   if (return_address_at < walk.sp || return_address_at > walk.last_word) return Step::NeedsFullUnwinder;
@@ -246,8 +246,8 @@ void WalkTrace::remember_where_it_differs() const noexcept {
   }
 }
 
-size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
-                            const WalkStart &start, WalkTrace &trace) noexcept {
+size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded, const WalkStart &start,
+                            WalkTrace &trace) noexcept {
   trace.clear();
   if (max_frames == 0) return 0;
   // Traced only from a known start inside the application, within the trace's room: a walk

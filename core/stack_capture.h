@@ -70,8 +70,8 @@ size_t capture_stack(uintptr_t *frames, size_t max_frames, const ExcludedCode &e
 // The cached walk alone: Done, or NeedsFullUnwinder if some frame has no usable cached rule
 // (then `frames` is incomplete).
 enum class WalkResult { Done, NeedsFullUnwinder };
-WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
-                                size_t &count, const WalkStart &start = {}) noexcept;
+WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded, size_t &count,
+                                const WalkStart &start = {}) noexcept;
 
 // What one cached walk from a known start read from the stack: the start, and the address
 // and value of every word it loaded. A walk is a function of its start, the cached rules
@@ -80,7 +80,7 @@ WalkResult capture_stack_cached(uintptr_t *frames, size_t max_frames, const Excl
 // it costs (a loop that allocates from one place captures one stack again and again).
 class WalkTrace {
  public:
-  static constexpr size_t kMaxFrames = 64;           // walks deeper than this are not traced
+  static constexpr size_t kMaxFrames = 64;             // walks deeper than this are not traced
   static constexpr size_t kMaxWords = 2 * kMaxFrames;  // a step loads at most two words
   WalkStart start;
   bool complete = false;  // the cached walk finished and every word it read is here
@@ -148,7 +148,8 @@ class WalkTrace {
     return _mm_movemask_epi8(_mm_cmpeq_epi8(difference, _mm_setzero_si128())) == 0xFFFF;
   }
   bool holds(size_t check) const noexcept {
-    return check < pairs_ ? is_zero(pair_difference(pair_at(check))) : single_difference(single_at(check - pairs_)) == 0;
+    return check < pairs_ ? is_zero(pair_difference(pair_at(check)))
+                          : single_difference(single_at(check - pairs_)) == 0;
   }
   bool all_hold() const noexcept {
     __m128i pairs_differ = _mm_setzero_si128();
@@ -166,17 +167,17 @@ class WalkTrace {
   // Out of line: only when the walk no longer holds.
   void remember_where_it_differs() const noexcept;
 
-  size_t words_ = 0;    // while walking: words noted
-  size_t pairs_ = 0;    // after fold()
+  size_t words_ = 0;  // while walking: words noted
+  size_t pairs_ = 0;  // after fold()
   size_t singles_ = 0;
-  mutable size_t differed_ = kNone;  // the check that failed last
+  mutable size_t differed_ = kNone;              // the check that failed last
   alignas(16) uintptr_t buffer_[2 * kMaxWords];  // while walking: (address, value) per word
 };
 
 // capture_stack from a known start (start.pc != 0), recording the walk into `trace`
 // (trace.complete says whether the cached walk did it all, so that it can be reused).
-size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded,
-                            const WalkStart &start, WalkTrace &trace) noexcept;
+size_t capture_stack_traced(uintptr_t *frames, size_t max_frames, const ExcludedCode &excluded, const WalkStart &start,
+                            WalkTrace &trace) noexcept;
 
 // The same with the C++ runtime's unwinder alone: the reference the fast walk is tested
 // against, and its fallback.

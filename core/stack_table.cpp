@@ -28,7 +28,8 @@ __attribute__((always_inline)) inline uint64_t StackTable::hash(const uintptr_t 
 }
 
 bool StackTable::Entry::matches(const uintptr_t *other, size_t depth, uint64_t now) const {
-  return code_generation == now && frames.size() == depth && std::memcmp(frames.data(), other, depth * sizeof(uintptr_t)) == 0;
+  return code_generation == now && frames.size() == depth &&
+         std::memcmp(frames.data(), other, depth * sizeof(uintptr_t)) == 0;
 }
 
 const StackTable::Entry *StackTable::find_locked(const Shard &shard, uint64_t key, const uintptr_t *frames,
@@ -44,7 +45,8 @@ uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::Jour
   const uint64_t key = hash(frames, depth);
   const uint64_t code_now = code_generation();
   std::atomic<const Entry *> &recent = recent_[(key >> 20) % kRecentStacks];
-  if (const Entry *seen = recent.load(std::memory_order_acquire); seen != nullptr && seen->matches(frames, depth, code_now))
+  if (const Entry *seen = recent.load(std::memory_order_acquire);
+      seen != nullptr && seen->matches(frames, depth, code_now))
     return seen->id;
   return intern_locked(frames, depth, key, code_now, recent, journal);
 }

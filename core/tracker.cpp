@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <new>
 #include <tuple>
 #include <vector>
 
@@ -23,11 +24,11 @@
 #include "event_clock.h"
 #include "files.h"
 #include "last_stack.h"
+#include "lg_assert.h"
 #include "thread_id.h"
 #include "log.h"
 
 namespace leaseguard {
-
 
 namespace {
 
@@ -103,8 +104,9 @@ Tracker::Tracker(Options options)
       start_monotonic_ns_(monotonic_ns()),
       start_realtime_ns_(realtime_ns()),
       instance_number_(g_instance_numbers.fetch_add(1, std::memory_order_relaxed) + 1),
-      leases_(start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
-              deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {
+      leases_(
+          start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
+          deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {
   choose_event_clock();
 }
 
@@ -131,7 +133,12 @@ void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   // do not exist in this process. Its journal mapping is the parent's file; drop it.
   parent->journal_.abandon(close_descriptor);
   Options options = parent->options_;
-  auto *child = new Tracker(options);
+  auto *child = new (std::nothrow) Tracker(options);
+  if (child == nullptr) {
+    // No memory for a core of its own: the child records nothing rather than into its parent's.
+    InstanceSlot::store(nullptr);
+    return;
+  }
   child->excluded_ = parent->excluded_;
   child->backend_ = parent->backend_;
   InstanceSlot::store(child);
@@ -224,7 +231,8 @@ void Tracker::write_lease_begin(const Lease &lease) noexcept {
   size_t name_bytes = lease.name.size() < 256 ? lease.name.size() : 256;
   begin.name_bytes = static_cast<uint32_t>(name_bytes);
   std::memcpy(buffer, &begin, sizeof begin);
-  std::memcpy(buffer + sizeof begin, lease.name.data(), name_bytes);
+  // The name's bytes, no terminator: the record says how many.
+  std::memcpy(buffer + sizeof begin, lease.name.data(), name_bytes);  // NOLINT(bugprone-not-null-terminated-result)
   journal_.append(journal::RecordType::LeaseBegin, buffer, sizeof begin + name_bytes);
 }
 
@@ -281,8 +289,9 @@ __attribute__((always_inline)) inline uint64_t Tracker::take_allocation_id() noe
 
 void Tracker::on_alloc(const AllocationEvent &event) noexcept {
   const bool journaling = ensure_journal();
-  Lease *named = event.lease_id != 0 && event.lease_id <= UINT32_MAX ? leases_.find(static_cast<uint32_t>(event.lease_id))
-                                                                     : nullptr;
+  Lease *named = event.lease_id != 0 && event.lease_id <= UINT32_MAX
+                     ? leases_.find(static_cast<uint32_t>(event.lease_id))
+                     : nullptr;
   Lease &lease = named != nullptr ? *named : current_lease();
   LiveRecord record;
   record.address = event.address;
@@ -310,14 +319,14 @@ void Tracker::on_alloc(const AllocationEvent &event) noexcept {
     // process lease, so every allocation is counted by exactly one lease ending.
     std::optional<LiveRecord> displaced = table_.insert(
         record, counts_references(record.api), [&](LiveRecord &stored, const std::optional<LiveRecord> &replaced) {
-      // The driver handed this value out again, so the allocation that held it was freed by
-      // a path leaseguard did not see: closed first, where that free happened.
-      if (replaced && journaling) write_implicit_free(*replaced);
-      if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
-      alloc.lease_id = stored.lease_id;
-      stored.barrier = barriers_.load(std::memory_order_acquire);
-      stored.details_at = records_.write(alloc, event.device, stored.barrier, journaling);
-    });
+          // The driver handed this value out again, so the allocation that held it was freed by
+          // a path leaseguard did not see: closed first, where that free happened.
+          if (replaced && journaling) write_implicit_free(*replaced);
+          if (stored.lease_id != kProcessLeaseId && lease.ended.load()) stored.lease_id = kProcessLeaseId;
+          alloc.lease_id = stored.lease_id;
+          stored.barrier = barriers_.load(std::memory_order_acquire);
+          stored.details_at = records_.write(alloc, event.device, stored.barrier, journaling);
+        });
     if (journal_.wants_prefaulter()) journal_.start_prefaulting();  // once, after a megabyte
     if (displaced) records_.forget(*displaced);
   } catch (...) {
@@ -434,7 +443,8 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
   // Recorded before the destroy began: by its journal slot where it has one, as the replay
   // decides, so the two always agree; else by the barrier count it was recorded under.
   auto recorded_before = [&](const LiveRecord &record) {
-    return record.in_journal() ? record.details_at < mark.slot : static_cast<int32_t>(record.barrier - mark.barrier) < 0;
+    return record.in_journal() ? record.details_at < mark.slot
+                               : static_cast<int32_t>(record.barrier - mark.barrier) < 0;
   };
   std::vector<LiveRecord> freed;
   try {
@@ -478,8 +488,8 @@ void Tracker::on_context_destroyed(Api api, uint64_t context, int32_t device, co
 }
 
 void Tracker::on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes) noexcept {
-  log_debug("memory pool %#llx destroyed with %llu bytes still allocated from it", static_cast<unsigned long long>(pool),
-            static_cast<unsigned long long>(outstanding_bytes));
+  log_debug("memory pool %#llx destroyed with %llu bytes still allocated from it",
+            static_cast<unsigned long long>(pool), static_cast<unsigned long long>(outstanding_bytes));
   raise_barrier();
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   journal::PoolDestroyPayload destroy{};
@@ -504,8 +514,8 @@ void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leake
   // A lease that ends before anything was allocated (a deadline already past, a short
   // time-to-live) opens the journal, as its beginning does: its ending is part of the
   // report. Not at exit: a process that recorded nothing leaves no journal.
-  const bool journaling = ended_by == EndedBy::Exit ? journal_state_.load(std::memory_order_acquire) == 1
-                                                     : ensure_journal();
+  const bool journaling =
+      ended_by == EndedBy::Exit ? journal_state_.load(std::memory_order_acquire) == 1 : ensure_journal();
   if (!journaling) return;
   journal::LeaseEndPayload end{};
   end.lease_id = lease.id;
@@ -518,6 +528,7 @@ void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leake
 }
 
 size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
+  LG_ASSERT(lease.ended.load() && !lease.settled.load());  // try_end chose this caller, once
   // At exit the process gives everything back anyway, and the driver may already be going
   // away: reclaim applies to leases that end or expire while the program runs.
   const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
@@ -526,7 +537,8 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   size_t leaked = 0;
   if (!reclaim) {
     Unjournaled unjournaled;
-    leaked = table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, records_); });
+    leaked =
+        table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, records_); });
     write_lease_end(lease, ended_by, leaked, unjournaled);
   } else {
     std::vector<HandleRecord> records = take_for_reclaim(lease);

@@ -48,7 +48,7 @@ enum class LeaseState { Unknown = -1, Open = 0, Ended = 1, Expired = 2 };
 // recorded after it may be a new context's that was given the destroyed one's handle.
 struct ContextDestroyMark {
   uint32_t barrier = 0;  // the tracker's barrier count from the mark on
-  uint64_t slot = 1;   // the journal slot from the mark on (slot 0 is the header)
+  uint64_t slot = 1;     // the journal slot from the mark on (slot 0 is the header)
 };
 
 // What a free hook must do with the program's free.
@@ -198,7 +198,6 @@ class Tracker {
   // journal (instance_slot.h).
   __attribute__((noinline, cold)) static Tracker *instance_in_new_process() noexcept;
 
-
   Options options_;
   uint64_t start_monotonic_ns_;
   uint64_t start_realtime_ns_;
@@ -213,7 +212,7 @@ class Tracker {
   // threads: the report orders allocations by their place in the journal, not by id.
   const uint64_t instance_number_;  // tells this tracker's blocks from another's (tests make several)
   std::atomic<uint64_t> next_allocation_id_{1};
-  std::atomic<uint32_t> barriers_{0};  // raise_barrier()
+  std::atomic<uint32_t> barriers_{0};                                             // raise_barrier()
   AllocationRecords records_{journal_, options_.journal_mode, instance_number_};  // what the table does not keep
   ExcludedCode excluded_;
   ReclaimBackend *backend_ = nullptr;
@@ -232,6 +231,5 @@ class Tracker {
 
   LeaseRegistry leases_;  // last: its watchdog calls back into the members above
 };
-
 
 }  // namespace leaseguard

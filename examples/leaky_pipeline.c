@@ -9,15 +9,15 @@
 
 #include "lg_cuda.h"
 
-#define CHECK(call)                                                          \
-  do {                                                                       \
-    CUresult status_ = (call);                                               \
-    if (status_ != CUDA_SUCCESS) {                                           \
-      const char *name_ = "?";                                               \
-      cuGetErrorName(status_, &name_);                                       \
-      fprintf(stderr, "%s failed: %s\n", #call, name_);                      \
-      return -1;                                                             \
-    }                                                                        \
+#define CHECK(call)                                     \
+  do {                                                  \
+    CUresult status_ = (call);                          \
+    if (status_ != CUDA_SUCCESS) {                      \
+      const char *name_ = "?";                          \
+      cuGetErrorName(status_, &name_);                  \
+      fprintf(stderr, "%s failed: %s\n", #call, name_); \
+      return -1;                                        \
+    }                                                   \
   } while (0)
 
 enum { kWidth = 64, kHeight = 32 };

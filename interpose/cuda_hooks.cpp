@@ -39,7 +39,8 @@ LG_ALWAYS_INLINE CUresult context_destroy(CUcontext ctx) {
   context_handles_may_be_reused();
   const CUresult status = real_fn(ctx);
   context_handles_may_be_reused();
-  if (tracker != nullptr && status == CUDA_SUCCESS && ctx != nullptr) record_context_destroyed(tracker, A, ctx, -1, mark);
+  if (tracker != nullptr && status == CUDA_SUCCESS && ctx != nullptr)
+    record_context_destroyed(tracker, A, ctx, -1, mark);
   return status;
 }
 
@@ -66,7 +67,8 @@ LG_ALWAYS_INLINE CUresult primary_release(CUdevice dev) {
   context_handles_may_be_reused();
   if (tracker != nullptr && status == CUDA_SUCCESS && primary != nullptr) {
     ErrnoKeeper keep;
-    if (primary_context_destroyed(anchor, dev, primary, primary_id)) record_context_destroyed(tracker, A, primary, dev, mark);
+    if (primary_context_destroyed(anchor, dev, primary, primary_id))
+      record_context_destroyed(tracker, A, primary, dev, mark);
   }
   return status;
 }

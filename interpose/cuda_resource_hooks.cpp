@@ -41,8 +41,7 @@ uint64_t array_bytes(const Descriptor *d, unsigned levels = 1) {
   if (d == nullptr) return 0;
   if constexpr (requires { d->Depth; })
     return lg_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, d->Flags, levels);
-  else
-    return lg_array_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels, 0, levels);
+  else return lg_array_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels, 0, levels);
 }
 
 template <Api A, typename Descriptor>
@@ -56,8 +55,8 @@ LG_ALWAYS_INLINE CUresult array_create(CUarray *pHandle, const Descriptor *pAllo
 template <Api A>
 LG_ALWAYS_INLINE CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
   const auto anchor = reinterpret_cast<void *>(real<A>());
-  return allocating_call<A>(
-      [&] { return pdptr != nullptr ? made(*pdptr, allocation_size(anchor, *pdptr)) : Made{}; }, pdptr, handle, Flags);
+  return allocating_call<A>([&] { return pdptr != nullptr ? made(*pdptr, allocation_size(anchor, *pdptr)) : Made{}; },
+                            pdptr, handle, Flags);
 }
 
 // A registration: the value is the program's own buffer, an argument.
@@ -73,7 +72,9 @@ LG_ALWAYS_INLINE CUresult host_register(void *p, size_t bytesize, unsigned int F
 LG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags) {
   return allocating_call<Api::cuMemCreate>(
-      [&] { return handle != nullptr ? made(*handle, size, prop != nullptr ? device_of(prop->location) : -1) : Made{}; },
+      [&] {
+        return handle != nullptr ? made(*handle, size, prop != nullptr ? device_of(prop->location) : -1) : Made{};
+      },
       handle, size, prop, flags);
 }
 
@@ -123,9 +124,8 @@ LG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poo
 }
 
 LG_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
-  return pool_release<Api::cuMemPoolDestroy>(pool, [](void *anchor, CUmemoryPool in_use_of) {
-    return pool_bytes_in_use(anchor, in_use_of);
-  });
+  return pool_release<Api::cuMemPoolDestroy>(
+      pool, [](void *anchor, CUmemoryPool in_use_of) { return pool_bytes_in_use(anchor, in_use_of); });
 }
 
 // --- Arrays ----------------------------------------------------------------------------------
@@ -181,9 +181,8 @@ LG_EXPORT CUresult cuImportExternalMemory(CUexternalMemory *extMem_out,
                                           const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc) {
   return allocating_call<Api::cuImportExternalMemory>(
       [&] {
-        return extMem_out != nullptr
-                   ? made(value_of(*extMem_out), memHandleDesc != nullptr ? memHandleDesc->size : 0)
-                   : Made{};
+        return extMem_out != nullptr ? made(value_of(*extMem_out), memHandleDesc != nullptr ? memHandleDesc->size : 0)
+                                     : Made{};
       },
       extMem_out, memHandleDesc);
 }

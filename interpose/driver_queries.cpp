@@ -49,7 +49,8 @@ void *driver_symbol(void *anchor, const char *name) noexcept {
 
 ContextInfo current_context(void *anchor) noexcept {
   ContextInfo info;
-  auto get_current = reinterpret_cast<lg_pfn_cuCtxGetCurrent>(driver_function(anchor, "cuCtxGetCurrent", g_ctx_get_current));
+  auto get_current =
+      reinterpret_cast<lg_pfn_cuCtxGetCurrent>(driver_function(anchor, "cuCtxGetCurrent", g_ctx_get_current));
   if (get_current == nullptr) return info;
   // Read before asking: a destruction that overlaps the questions makes the answer stale.
   const uint64_t generation = g_context_generation.load(std::memory_order_acquire);
@@ -60,7 +61,8 @@ ContextInfo current_context(void *anchor) noexcept {
     info.device = t_cached_device;
     return info;
   }
-  auto get_device = reinterpret_cast<lg_pfn_cuCtxGetDevice>(driver_function(anchor, "cuCtxGetDevice", g_ctx_get_device));
+  auto get_device =
+      reinterpret_cast<lg_pfn_cuCtxGetDevice>(driver_function(anchor, "cuCtxGetDevice", g_ctx_get_device));
   CUdevice device = -1;
   if (get_device != nullptr && get_device(&device) == CUDA_SUCCESS) {
     info.device = device;

@@ -29,11 +29,11 @@ struct VendorAbi<Vendor::Hip> {
 // Abi<A>::Function: the type of entry point A (from its declaration); Abi<A>::Vendor.
 template <Api A>
 struct Abi;
-#define LG_ABI_OF(name, id, vendor, ...)                   \
-  template <>                                              \
-  struct Abi<Api::name> {                                  \
-    using Function = decltype(&::name);                    \
-    static constexpr Vendor kVendor = Vendor::vendor;      \
+#define LG_ABI_OF(name, id, vendor, ...)              \
+  template <>                                         \
+  struct Abi<Api::name> {                             \
+    using Function = decltype(&::name);               \
+    static constexpr Vendor kVendor = Vendor::vendor; \
   };
 LG_ENTRY_POINTS(LG_ABI_OF)
 #undef LG_ABI_OF

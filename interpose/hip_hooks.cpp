@@ -30,8 +30,8 @@ int32_t device_of(const hipMemLocation &location) {
 // An allocation whose value the runtime writes to `out`, of `bytes` read after the call.
 template <Api A, typename Out, typename Bytes, typename... Args>
 LG_ALWAYS_INLINE hipError_t allocation_of(Out *out, Bytes bytes, Args... args) {
-  return allocating_call<A>(
-      [&] { return out != nullptr && *out != nullptr ? made(value_of(*out), bytes()) : Made{}; }, args...);
+  return allocating_call<A>([&] { return out != nullptr && *out != nullptr ? made(value_of(*out), bytes()) : Made{}; },
+                            args...);
 }
 
 // A handle that adds no memory of its own (a VMM reference): 0 bytes, host-located.
@@ -181,15 +181,14 @@ LG_EXPORT hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool, const hipMemPoolPr
       mem_pool, pool_props);
 }
 LG_EXPORT hipError_t hipMemPoolDestroy(hipMemPool_t mem_pool) {
-  return pool_release<Api::hipMemPoolDestroy>(mem_pool, [](void *anchor, hipMemPool_t pool) {
-    return pool_bytes_in_use(anchor, pool);
-  });
+  return pool_release<Api::hipMemPoolDestroy>(
+      mem_pool, [](void *anchor, hipMemPool_t pool) { return pool_bytes_in_use(anchor, pool); });
 }
 
 // --- Virtual memory management -----------------------------------------------------------------
 
-LG_EXPORT hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size, const hipMemAllocationProp *prop,
-                                  unsigned long long flags) {
+LG_EXPORT hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size,
+                                  const hipMemAllocationProp *prop, unsigned long long flags) {
   return allocating_call<Api::hipMemCreate>(
       [&] {
         if (handle == nullptr || *handle == nullptr) return Made{};
@@ -197,7 +196,9 @@ LG_EXPORT hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_
       },
       handle, size, prop, flags);
 }
-LG_EXPORT hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle) { return release<Api::hipMemRelease>(handle); }
+LG_EXPORT hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle) {
+  return release<Api::hipMemRelease>(handle);
+}
 LG_EXPORT hipError_t hipMemRetainAllocationHandle(hipMemGenericAllocationHandle_t *handle, void *addr) {
   return reference<Api::hipMemRetainAllocationHandle>(handle, addr);
 }
@@ -208,8 +209,8 @@ LG_EXPORT hipError_t hipMemImportFromShareableHandle(hipMemGenericAllocationHand
 LG_EXPORT hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment, void *addr,
                                           unsigned long long flags) {
   return allocating_call<Api::hipMemAddressReserve>(
-      [&] { return ptr != nullptr && *ptr != nullptr ? made(value_of(*ptr), size, -1) : Made{}; }, ptr, size,
-      alignment, addr, flags);
+      [&] { return ptr != nullptr && *ptr != nullptr ? made(value_of(*ptr), size, -1) : Made{}; }, ptr, size, alignment,
+      addr, flags);
 }
 LG_EXPORT hipError_t hipMemAddressFree(void *devPtr, size_t size) {
   return release<Api::hipMemAddressFree>(devPtr, size);

@@ -9,9 +9,7 @@ namespace leaseguard::interpose {
 extern bool g_pass_through;
 
 // The tracker to record into, or nullptr for pure forwarding.
-inline Tracker *recording_tracker() noexcept {
-  return g_pass_through ? nullptr : Tracker::instance();
-}
+inline Tracker *recording_tracker() noexcept { return g_pass_through ? nullptr : Tracker::instance(); }
 
 // A hook called from inside another hook (a driver that calls its own exported entry
 // points, or another interposer between us and the driver) forwards without recording,

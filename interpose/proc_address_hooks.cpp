@@ -35,7 +35,8 @@ Api identify_variant(const char *family, void *function, int cuda_version, cuuin
     if (row.vendor != Vendor::Cuda || row.proc_family != family) continue;
     family_hooked = true;
     if (handle != nullptr && real_dlsym()(handle, row.name.data()) == function) return row.api;
-    if (row.since <= cuda_version && row.per_thread == per_thread && (by_rule == nullptr || by_rule->since <= row.since))
+    if (row.since <= cuda_version && row.per_thread == per_thread &&
+        (by_rule == nullptr || by_rule->since <= row.since))
       by_rule = &row;
   }
   if (!family_hooked || by_rule == nullptr) return Api::Unknown;

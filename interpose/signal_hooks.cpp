@@ -60,9 +60,7 @@ struct sigaction our_action(const struct sigaction &program) {
   return action;
 }
 
-bool ignores(const struct sigaction &action) {
-  return !(action.sa_flags & SA_SIGINFO) && action.sa_handler == SIG_IGN;
-}
+bool ignores(const struct sigaction &action) { return !(action.sa_flags & SA_SIGINFO) && action.sa_handler == SIG_IGN; }
 
 // Puts the real disposition in line with the program's: ours, unless it ignores the signal.
 int apply(int index) {
@@ -151,7 +149,8 @@ extern "C" __attribute__((visibility("default"))) sighandler_t signal(int signal
   const int index = g_active ? index_of(signal_number) : -1;
   if (index < 0) {
     // glibc's signal() has BSD semantics: a handler stays installed and calls restart.
-    struct sigaction action {}, old_action {};
+    struct sigaction action {
+    }, old_action{};
     action.sa_handler = handler;
     action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
@@ -159,7 +158,8 @@ extern "C" __attribute__((visibility("default"))) sighandler_t signal(int signal
     if (real == nullptr || real(signal_number, &action, &old_action) != 0) return SIG_ERR;
     return old_action.sa_handler;
   }
-  struct sigaction action {}, old_action {};
+  struct sigaction action {
+  }, old_action{};
   action.sa_handler = handler;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);

@@ -16,7 +16,6 @@
 using leaseguard::sim::MemoryKind;
 using leaseguard::sim::SimDriver;
 
-
 namespace {
 
 constexpr int kDriverVersion = 13000;
@@ -49,12 +48,11 @@ bool reenter_through_exports() {
 
 CUresult free_device(CUdeviceptr dptr) {
   if (dptr == 0) return CUDA_SUCCESS;
-  return driver().release(dptr, {MemoryKind::Device, MemoryKind::Pitched, MemoryKind::Managed,
-                                 MemoryKind::Async, MemoryKind::Legacy32, MemoryKind::ExternalBuffer});
+  return driver().release(dptr, {MemoryKind::Device, MemoryKind::Pitched, MemoryKind::Managed, MemoryKind::Async,
+                                 MemoryKind::Legacy32, MemoryKind::ExternalBuffer});
 }
 
-CUresult pitch_alloc(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
-                     unsigned element_bytes) {
+CUresult pitch_alloc(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned element_bytes) {
   if (dptr == nullptr || pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
   if (element_bytes != 4 && element_bytes != 8 && element_bytes != 16) return CUDA_ERROR_INVALID_VALUE;
   size_t row = (width + 511) / 512 * 512;  // the real driver pads rows to its texture pitch
@@ -75,7 +73,8 @@ CUresult host_alloc(void **pp, size_t bytes) {
 CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool = nullptr) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   uint64_t address = 0;
-  CUresult status = driver().allocate(bytes, MemoryKind::Async, &address, reinterpret_cast<leaseguard::sim::SimPool *>(pool));
+  CUresult status =
+      driver().allocate(bytes, MemoryKind::Async, &address, reinterpret_cast<leaseguard::sim::SimPool *>(pool));
   if (status == CUDA_SUCCESS) *dptr = address;
   return status;
 }
@@ -114,7 +113,8 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
     {CUDA_ERROR_NOT_MAPPED, "CUDA_ERROR_NOT_MAPPED", "resource not mapped"},
-    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
+    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM",
+     "OS call failed or operation not supported on this OS"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -222,8 +222,8 @@ LG_SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdev
   return driver().create_context(dev, pctx);
 }
 
-LG_SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
-                                      int numParams, unsigned int flags, CUdevice dev) {
+LG_SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                      unsigned int flags, CUdevice dev) {
   LG_SIM_ENTRY(cuCtxCreate_v3);
   (void)paramsArray;
   (void)flags;
@@ -231,8 +231,8 @@ LG_SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *para
   return driver().create_context(dev, pctx);
 }
 
-LG_SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
-                                      unsigned int flags, CUdevice dev) {
+LG_SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                                      CUdevice dev) {
   LG_SIM_ENTRY(cuCtxCreate_v4);
   (void)ctxCreateParams;
   (void)flags;
@@ -296,8 +296,7 @@ LG_SIM_EXPORT CUresult cuCtxSynchronize(void) {
 LG_SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   LG_SIM_ENTRY(cuCtxSynchronize_v2);
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return ctx == nullptr && driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT
-                                                         : CUDA_SUCCESS;
+  return ctx == nullptr && driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }
 
 LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
@@ -363,12 +362,10 @@ LG_SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return free_device(dptr);
 }
 
-LG_SIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
-                                       unsigned int WidthInBytes, unsigned int Height,
-                                       unsigned int ElementSizeBytes) {
+LG_SIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                                       unsigned int Height, unsigned int ElementSizeBytes) {
   LG_SIM_ENTRY(cuMemAllocPitch);
-  if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
   (void)ElementSizeBytes;
   size_t row = (WidthInBytes + 511u) / 512u * 512u;
   uint64_t address = 0;
@@ -380,8 +377,8 @@ LG_SIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitc
   return status;
 }
 
-LG_SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
-                                          size_t Height, unsigned int ElementSizeBytes) {
+LG_SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                          unsigned int ElementSizeBytes) {
   LG_SIM_ENTRY(cuMemAllocPitch_v2);
   return pitch_alloc(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
 }
@@ -432,16 +429,16 @@ LG_SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, 
   return async_alloc(dptr, bytesize);
 }
 
-LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-                                               CUmemoryPool pool, CUstream hStream) {
+LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                               CUstream hStream) {
   LG_SIM_ENTRY(cuMemAllocFromPoolAsync);
   (void)hStream;
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return async_alloc(dptr, bytesize, pool);
 }
 
-LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-                                                    CUmemoryPool pool, CUstream hStream) {
+LG_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                                    CUstream hStream) {
   LG_SIM_ENTRY(cuMemAllocFromPoolAsync_ptsz);
   (void)hStream;
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -468,29 +465,24 @@ LG_SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevic
   return CUDA_SUCCESS;
 }
 
-#define LG_SIM_COPY_HTOD(name)                                                             \
-  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) { \
-    LG_SIM_ENTRY(name);                                                                    \
-    if (CUresult status = check_device_range(dstDevice, ByteCount); status != CUDA_SUCCESS) \
-      return status;                                                                       \
-    return copy(reinterpret_cast<void *>(dstDevice), srcHost, ByteCount);                  \
+#define LG_SIM_COPY_HTOD(name)                                                                             \
+  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) {              \
+    LG_SIM_ENTRY(name);                                                                                    \
+    if (CUresult status = check_device_range(dstDevice, ByteCount); status != CUDA_SUCCESS) return status; \
+    return copy(reinterpret_cast<void *>(dstDevice), srcHost, ByteCount);                                  \
   }
-#define LG_SIM_COPY_DTOH(name)                                                             \
-  LG_SIM_EXPORT CUresult name(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {    \
-    LG_SIM_ENTRY(name);                                                                    \
-    if (CUresult status = check_device_range(srcDevice, ByteCount); status != CUDA_SUCCESS) \
-      return status;                                                                       \
-    return copy(dstHost, reinterpret_cast<const void *>(srcDevice), ByteCount);            \
+#define LG_SIM_COPY_DTOH(name)                                                                             \
+  LG_SIM_EXPORT CUresult name(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {                    \
+    LG_SIM_ENTRY(name);                                                                                    \
+    if (CUresult status = check_device_range(srcDevice, ByteCount); status != CUDA_SUCCESS) return status; \
+    return copy(dstHost, reinterpret_cast<const void *>(srcDevice), ByteCount);                            \
   }
-#define LG_SIM_COPY_DTOD(name)                                                                 \
-  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) { \
-    LG_SIM_ENTRY(name);                                                                        \
-    if (CUresult status = check_device_range(srcDevice, ByteCount); status != CUDA_SUCCESS)    \
-      return status;                                                                           \
-    if (CUresult status = check_device_range(dstDevice, ByteCount); status != CUDA_SUCCESS)    \
-      return status;                                                                           \
-    return copy(reinterpret_cast<void *>(dstDevice), reinterpret_cast<const void *>(srcDevice), \
-                ByteCount);                                                                    \
+#define LG_SIM_COPY_DTOD(name)                                                                              \
+  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {             \
+    LG_SIM_ENTRY(name);                                                                                     \
+    if (CUresult status = check_device_range(srcDevice, ByteCount); status != CUDA_SUCCESS) return status;  \
+    if (CUresult status = check_device_range(dstDevice, ByteCount); status != CUDA_SUCCESS) return status;  \
+    return copy(reinterpret_cast<void *>(dstDevice), reinterpret_cast<const void *>(srcDevice), ByteCount); \
   }
 LG_SIM_COPY_HTOD(cuMemcpyHtoD_v2)
 LG_SIM_COPY_HTOD(cuMemcpyHtoD_v2_ptds)
@@ -499,15 +491,14 @@ LG_SIM_COPY_DTOH(cuMemcpyDtoH_v2_ptds)
 LG_SIM_COPY_DTOD(cuMemcpyDtoD_v2)
 LG_SIM_COPY_DTOD(cuMemcpyDtoD_v2_ptds)
 
-#define LG_SIM_MEMSET(name, type)                                                           \
-  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, type value, size_t N) {                \
-    LG_SIM_ENTRY(name);                                                                     \
-    if (N > SIZE_MAX / sizeof(type)) return CUDA_ERROR_INVALID_VALUE;                      \
-    if (CUresult status = check_device_range(dstDevice, N * sizeof(type)); status != CUDA_SUCCESS) \
-      return status;                                                                        \
-    auto *out = reinterpret_cast<type *>(dstDevice);                                        \
-    for (size_t i = 0; i < N; ++i) out[i] = value;                                          \
-    return CUDA_SUCCESS;                                                                    \
+#define LG_SIM_MEMSET(name, type)                                                                                 \
+  LG_SIM_EXPORT CUresult name(CUdeviceptr dstDevice, type value, size_t N) {                                      \
+    LG_SIM_ENTRY(name);                                                                                           \
+    if (N > SIZE_MAX / sizeof(type)) return CUDA_ERROR_INVALID_VALUE;                                             \
+    if (CUresult status = check_device_range(dstDevice, N * sizeof(type)); status != CUDA_SUCCESS) return status; \
+    auto *out = reinterpret_cast<type *>(dstDevice);                                                              \
+    for (size_t i = 0; i < N; ++i) out[i] = value;                                                                \
+    return CUDA_SUCCESS;                                                                                          \
   }
 LG_SIM_MEMSET(cuMemsetD8_v2, unsigned char)
 LG_SIM_MEMSET(cuMemsetD8_v2_ptds, unsigned char)

@@ -35,7 +35,8 @@ CUresult host_register(void *p, size_t bytesize, unsigned flags) {
 }  // namespace
 
 // Pools.
-LG_SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type) {
+LG_SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                              CUmemAllocationType type) {
   LG_SIM_ENTRY(cuMemGetDefaultMemPool);
   if (pool_out == nullptr || location == nullptr || type != CU_MEM_ALLOCATION_TYPE_PINNED ||
       location->type != CU_MEM_LOCATION_TYPE_DEVICE)
@@ -113,8 +114,8 @@ LG_SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
 LG_SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                                      CUmemAllocationGranularity_flags option) {
   LG_SIM_ENTRY(cuMemGetAllocationGranularity);
-  if (granularity == nullptr || prop == nullptr || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
-                                                    option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+  if (granularity == nullptr || prop == nullptr ||
+      (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
     return CUDA_ERROR_INVALID_VALUE;
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   *granularity = SimDriver::kVmmGranularity;
@@ -304,9 +305,9 @@ LG_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsig
   if (threads == 0 || blockDimX * uint64_t{blockDimY} * blockDimZ > 1024) return CUDA_ERROR_INVALID_VALUE;
   leaseguard::sim::KernelLaunch launch;
   launch.threads = threads > UINT32_MAX ? UINT32_MAX : static_cast<unsigned>(threads);
-  CUresult status = static_cast<CUresult>(leaseguard::sim::resolve_arguments(
-      *kernel, kernelParams, extra, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
-      launch));
+  CUresult status = static_cast<CUresult>(
+      leaseguard::sim::resolve_arguments(*kernel, kernelParams, extra, CU_LAUNCH_PARAM_BUFFER_POINTER,
+                                         CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END, launch));
   if (status != CUDA_SUCCESS) return status;
   return static_cast<CUresult>(kernel->run(launch));
 }

@@ -46,20 +46,22 @@ size_t parse_bytes(const char *variable, size_t fallback) {
   unsigned shift = 0;
   if (end != text && *end != '\0') {
     switch (*end) {
-      case 'K': case 'k': shift = 10; break;
-      case 'M': case 'm': shift = 20; break;
-      case 'G': case 'g': shift = 30; break;
-      case 'T': case 't': shift = 40; break;
+      case 'K':
+      case 'k': shift = 10; break;
+      case 'M':
+      case 'm': shift = 20; break;
+      case 'G':
+      case 'g': shift = 30; break;
+      case 'T':
+      case 't': shift = 40; break;
       default: shift = 64;
     }
     if (shift != 64 && end[1] != '\0' && !(end[1] == 'i' && end[2] == 'B' && end[3] == '\0') &&
         !(end[1] == 'B' && end[2] == '\0'))
       shift = 64;
   }
-  if (end == text || errno != 0 || text[0] == '-' || shift == 64 ||
-      (shift != 0 && value > (~0ull >> shift))) {
-    std::fprintf(stderr, "leaseguard-sim: %s='%s' is not a byte count; using %zu\n", variable,
-                 text, fallback);
+  if (end == text || errno != 0 || text[0] == '-' || shift == 64 || (shift != 0 && value > (~0ull >> shift))) {
+    std::fprintf(stderr, "leaseguard-sim: %s='%s' is not a byte count; using %zu\n", variable, text, fallback);
     return fallback;
   }
   return static_cast<size_t>(value << shift);
@@ -71,8 +73,7 @@ int parse_count(const char *variable, int fallback, int max) {
   char *end = nullptr;
   long value = std::strtol(text, &end, 10);
   if (end == text || *end != '\0' || value < 0 || value > max) {
-    std::fprintf(stderr, "leaseguard-sim: %s='%s' is not a count in 0..%d; using %d\n", variable,
-                 text, max, fallback);
+    std::fprintf(stderr, "leaseguard-sim: %s='%s' is not a count in 0..%d; using %d\n", variable, text, max, fallback);
     return fallback;
   }
   return static_cast<int>(value);
@@ -126,8 +127,7 @@ size_t SimDriver::used() const {
 
 bool SimDriver::context_valid_locked(CUcontext ctx) const {
   auto *context = reinterpret_cast<SimContext *>(ctx);
-  return std::find(contexts_.begin(), contexts_.end(), context) != contexts_.end() &&
-         context->alive;
+  return std::find(contexts_.begin(), contexts_.end(), context) != contexts_.end() && context->alive;
 }
 
 CUresult SimDriver::create_context(int device, CUcontext *out) {
@@ -334,8 +334,7 @@ CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, S
   if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   size_t reserved = round_up(bytes, kAlignment);
   if (reserved < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (takes_capacity(kind) && (reserved > capacity_ || used_ > capacity_ - reserved))
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (takes_capacity(kind) && (reserved > capacity_ || used_ > capacity_ - reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (kind == MemoryKind::Async && pool == nullptr)
     pool = default_pools_[static_cast<size_t>(reinterpret_cast<SimContext *>(ctx)->device)];
   else if (kind == MemoryKind::Async && usable_pool_locked(reinterpret_cast<CUmemoryPool>(pool)) == nullptr)
@@ -380,8 +379,7 @@ CUresult SimDriver::release(uint64_t address, std::initializer_list<MemoryKind> 
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = allocations_.find(address);
   if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
-  if (std::find(allowed.begin(), allowed.end(), it->second.kind) == allowed.end())
-    return CUDA_ERROR_INVALID_VALUE;
+  if (std::find(allowed.begin(), allowed.end(), it->second.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
   unmap_locked(it->first, it->second);
   allocations_.erase(it);
   return CUDA_SUCCESS;
@@ -410,8 +408,7 @@ bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
   if (vmm_range_accessible_locked(address, bytes)) return true;
   // Allocations are few in tests and copies are rare next to them; a linear scan is enough.
   for (const auto &[base, allocation] : allocations_) {
-    if (address >= base && address - base <= allocation.bytes &&
-        bytes <= allocation.bytes - (address - base))
+    if (address >= base && address - base <= allocation.bytes && bytes <= allocation.bytes - (address - base))
       return true;
   }
   return false;

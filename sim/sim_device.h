@@ -43,10 +43,10 @@ struct SimPool {
 struct SimPhysical {
   size_t size = 0;
   int fd = -1;
-  int device = -1;        // -1: host-located
+  int device = -1;  // -1: host-located
   bool exportable = false;
-  bool counted = false;   // counts against the device's capacity (not imported copies)
-  int handles = 0;        // cuMemCreate / retain / import references not yet released
+  bool counted = false;  // counts against the device's capacity (not imported copies)
+  int handles = 0;       // cuMemCreate / retain / import references not yet released
   int mappings = 0;
 };
 
@@ -75,13 +75,13 @@ struct SimExternalMemory {
 };
 
 struct SimAllocation {
-  size_t bytes = 0;        // what the caller asked for
-  size_t reserved = 0;     // what was mapped or allocated
+  size_t bytes = 0;     // what the caller asked for
+  size_t reserved = 0;  // what was mapped or allocated
   SimContext *context = nullptr;
   MemoryKind kind = MemoryKind::Device;
-  bool mapped = false;     // mmap'd (large or 32-bit) rather than heap-allocated
+  bool mapped = false;         // mmap'd (large or 32-bit) rather than heap-allocated
   void *heap_block = nullptr;  // heap-allocated: the block malloc returned, the address within it aligned
-  SimPool *pool = nullptr;  // stream-ordered memory: the pool it came from
+  SimPool *pool = nullptr;     // stream-ordered memory: the pool it came from
 };
 
 class SimDriver {
@@ -181,16 +181,16 @@ class SimDriver {
   uint64_t last_context_id_ = 0;
   size_t capacity_ = 0;
   size_t used_ = 0;
-  std::vector<SimContext *> contexts_;         // never deleted: handles stay comparable (or are reused on request)
-  std::vector<SimContext *> primaries_;        // one per device
-  std::vector<SimPool *> default_pools_;       // one per device
-  std::vector<SimPool *> pools_;               // every pool ever made; never deleted
+  std::vector<SimContext *> contexts_;    // never deleted: handles stay comparable (or are reused on request)
+  std::vector<SimContext *> primaries_;   // one per device
+  std::vector<SimPool *> default_pools_;  // one per device
+  std::vector<SimPool *> pools_;          // every pool ever made; never deleted
   std::unordered_map<uint64_t, SimAllocation> allocations_;
-  std::unordered_map<uint64_t, SimPhysical *> physicals_;    // by handle value
-  std::map<uint64_t, size_t> reservations_;                  // base -> size
-  std::map<uint64_t, SimMapping> mappings_;                  // base -> mapping
+  std::unordered_map<uint64_t, SimPhysical *> physicals_;  // by handle value
+  std::map<uint64_t, size_t> reservations_;                // base -> size
+  std::map<uint64_t, SimMapping> mappings_;                // base -> mapping
   std::unordered_map<void *, SimArray *> arrays_;
-  std::map<uint64_t, SimRegistration> registrations_;        // host base -> registration
+  std::map<uint64_t, SimRegistration> registrations_;  // host base -> registration
   std::unordered_map<void *, SimExternalMemory *> external_;
 };
 

@@ -46,8 +46,7 @@ struct FaultPlan {
       size_t colon = item.find(':');
       size_t equals = item.find('=');
       if (colon == std::string::npos || equals == std::string::npos || equals < colon) {
-        std::fprintf(stderr, "leaseguard-sim: ignoring malformed fault '%s' (want NAME:N=STATUS)\n",
-                     item.c_str());
+        std::fprintf(stderr, "leaseguard-sim: ignoring malformed fault '%s' (want NAME:N=STATUS)\n", item.c_str());
         continue;
       }
       auto *fault = new Fault;  // lives for the whole process, like the plan
@@ -56,8 +55,7 @@ struct FaultPlan {
       fault->nth = nth == "*" ? 0 : std::strtol(nth.c_str(), nullptr, 10);
       fault->status = static_cast<int>(std::strtol(item.c_str() + equals + 1, nullptr, 10));
       if (nth != "*" && fault->nth <= 0) {
-        std::fprintf(stderr, "leaseguard-sim: ignoring fault '%s': N must be positive or *\n",
-                     item.c_str());
+        std::fprintf(stderr, "leaseguard-sim: ignoring fault '%s': N must be positive or *\n", item.c_str());
         delete fault;
         continue;
       }

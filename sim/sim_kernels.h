@@ -26,8 +26,8 @@ struct KernelParameter {
 };
 
 struct KernelLaunch {
-  unsigned threads = 0;                    // grid x block, all dimensions
-  std::vector<const void *> arguments;     // one pointer per parameter, to its bytes
+  unsigned threads = 0;                 // grid x block, all dimensions
+  std::vector<const void *> arguments;  // one pointer per parameter, to its bytes
 };
 
 struct SimKernel {

@@ -66,8 +66,7 @@ CUresult SimDriver::ipc_get_handle(CUipcMemHandle *handle, CUdeviceptr address) 
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = allocations_.find(address);
-  if (it == allocations_.end() ||
-      (it->second.kind != MemoryKind::Device && it->second.kind != MemoryKind::Pitched))
+  if (it == allocations_.end() || (it->second.kind != MemoryKind::Device && it->second.kind != MemoryKind::Pitched))
     return CUDA_ERROR_INVALID_VALUE;
   IpcHandleContents contents{};
   std::memcpy(contents.magic, kIpcMagic, sizeof kIpcMagic);

@@ -91,7 +91,8 @@ const Variant kVariants[] = {
     {"cuMemGetAllocationGranularity", "cuMemGetAllocationGranularity", 10020, false, FN(cuMemGetAllocationGranularity)},
     {"cuMemRetainAllocationHandle", "cuMemRetainAllocationHandle", 11000, false, FN(cuMemRetainAllocationHandle)},
     {"cuMemExportToShareableHandle", "cuMemExportToShareableHandle", 10020, false, FN(cuMemExportToShareableHandle)},
-    {"cuMemImportFromShareableHandle", "cuMemImportFromShareableHandle", 10020, false, FN(cuMemImportFromShareableHandle)},
+    {"cuMemImportFromShareableHandle", "cuMemImportFromShareableHandle", 10020, false,
+     FN(cuMemImportFromShareableHandle)},
     {"cuArrayCreate", "cuArrayCreate", 2000, false, FN(cuArrayCreate)},
     {"cuArrayCreate", "cuArrayCreate_v2", 3020, false, FN(cuArrayCreate_v2)},
     {"cuArray3DCreate", "cuArray3DCreate", 2000, false, FN(cuArray3DCreate)},
@@ -107,7 +108,8 @@ const Variant kVariants[] = {
     {"cuMemHostRegister", "cuMemHostRegister_v2", 6050, false, FN(cuMemHostRegister_v2)},
     {"cuMemHostUnregister", "cuMemHostUnregister", 4000, false, FN(cuMemHostUnregister)},
     {"cuImportExternalMemory", "cuImportExternalMemory", 10000, false, FN(cuImportExternalMemory)},
-    {"cuExternalMemoryGetMappedBuffer", "cuExternalMemoryGetMappedBuffer", 10000, false, FN(cuExternalMemoryGetMappedBuffer)},
+    {"cuExternalMemoryGetMappedBuffer", "cuExternalMemoryGetMappedBuffer", 10000, false,
+     FN(cuExternalMemoryGetMappedBuffer)},
     {"cuDestroyExternalMemory", "cuDestroyExternalMemory", 10000, false, FN(cuDestroyExternalMemory)},
     {"cuMemcpyHtoD", "cuMemcpyHtoD", 2000, false, nullptr},
     {"cuMemcpyHtoD", "cuMemcpyHtoD_v2", 3020, false, FN(cuMemcpyHtoD_v2)},
@@ -188,15 +190,14 @@ CUresult get_proc_address(const char *symbol, void **pfn, int cudaVersion, cuuin
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress(
-    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress(const char *symbol, void **pfn,
+                                                                            int cudaVersion, cuuint64_t flags) {
   LG_SIM_ENTRY(cuGetProcAddress);
   return get_proc_address(symbol, pfn, cudaVersion, flags, nullptr);
 }
 
 extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
-    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-    CUdriverProcAddressQueryResult *symbolStatus) {
+    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus) {
   LG_SIM_ENTRY(cuGetProcAddress_v2);
   return get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus);
 }

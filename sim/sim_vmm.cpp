@@ -170,8 +170,8 @@ CUresult SimDriver::vmm_unmap(CUdeviceptr ptr, size_t size) {
   if (end != ptr + size) return CUDA_ERROR_INVALID_VALUE;
   for (auto it = first; it != last;) {
     // Back to reserved, inaccessible address space.
-    mmap(reinterpret_cast<void *>(it->first), it->second.size, PROT_NONE,
-         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    (void)mmap(reinterpret_cast<void *>(it->first), it->second.size, PROT_NONE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     SimPhysical *physical = it->second.physical;
     --physical->mappings;
     it = mappings_.erase(it);

@@ -27,16 +27,16 @@ struct CommonOptions {
   std::vector<FormatRequest> formats;
   std::optional<int> fail_on_leak;  // the exit code when an unsuppressed leak remains
   bool quiet = false;
-  std::string suppressions;         // file of leak: lines; empty: none
-  bool gen_suppressions = false;    // print a ready suppression for each leak group
-  std::string source_root;          // SARIF paths are relative to it; empty: the cwd
+  std::string suppressions;       // file of leak: lines; empty: none
+  bool gen_suppressions = false;  // print a ready suppression for each leak group
+  std::string source_root;        // SARIF paths are relative to it; empty: the cwd
   // Filters: only leaks that pass all of them are reported.
   uint64_t min_bytes = 0;
-  std::string lease_pattern;        // lease name, * wildcard
-  std::string api_pattern;          // entry point, * wildcard
+  std::string lease_pattern;  // lease name, * wildcard
+  std::string api_pattern;    // entry point, * wildcard
   std::optional<Kind> kind;
-  size_t max_groups = 0;            // text: groups shown per lease ending; 0: all
-  std::string baseline;             // journals or a JSON report: their leak groups are not new
+  size_t max_groups = 0;  // text: groups shown per lease ending; 0: all
+  std::string baseline;   // journals or a JSON report: their leak groups are not new
 };
 
 struct RunOptions {

@@ -8,7 +8,7 @@
 namespace leaseguard::cli {
 
 struct InstallPaths {
-  std::string preload;      // lib/libleaseguard_preload.so
+  std::string preload;          // lib/libleaseguard_preload.so
   std::string sim_library_dir;  // lib/leaseguard/sim (holds libcuda.so.1)
 };
 

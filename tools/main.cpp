@@ -54,18 +54,11 @@ int dispatch(int argc, char **argv) {
     return kUsageError;
   }
   switch (command.subcommand) {
-    case Subcommand::Help:
-      std::fputs(usage_text().c_str(), stdout);
-      return 0;
-    case Subcommand::Version:
-      std::printf("leaseguard %s\n", LEASEGUARD_VERSION);
-      return 0;
-    case Subcommand::Run:
-      return run_command(command.run);
-    case Subcommand::Report:
-      return report_command(command.report, false);
-    case Subcommand::Diff:
-      return report_command(command.report, true);
+    case Subcommand::Help: std::fputs(usage_text().c_str(), stdout); return 0;
+    case Subcommand::Version: std::printf("leaseguard %s\n", LEASEGUARD_VERSION); return 0;
+    case Subcommand::Run: return run_command(command.run);
+    case Subcommand::Report: return report_command(command.report, false);
+    case Subcommand::Diff: return report_command(command.report, true);
   }
   return kUsageError;
 }

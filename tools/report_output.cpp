@@ -83,7 +83,7 @@ void remove_leaks(report::Report &report, uint64_t &counter, Keep keep) {
     for (report::LeaseEnding &lease : process.leases) {
       std::vector<report::Leak> kept;
       for (report::Leak &leak : lease.leaks) {
-        if (keep(process, lease, leak)) kept.push_back(std::move(leak));
+        if (keep(process, lease, leak)) kept.push_back(leak);
         else ++counter;
       }
       lease.leaks = std::move(kept);
@@ -106,7 +106,8 @@ bool apply_baseline(report::Report &report, const std::string &baseline_path, re
   std::set<std::string> known;
   for (const report::ProcessReport &process : baseline.processes)
     for (const report::LeaseEnding &lease : process.leases)
-      for (const report::Leak &leak : lease.leaks) known.insert(report::leak_signature(process, leak.stack_id, leak.api));
+      for (const report::Leak &leak : lease.leaks)
+        known.insert(report::leak_signature(process, leak.stack_id, leak.api));
   remove_leaks(report, report.baseline_allocations,
                [&](const report::ProcessReport &process, const report::LeaseEnding &, const report::Leak &leak) {
                  return known.count(report::leak_signature(process, leak.stack_id, leak.api)) == 0;
@@ -124,12 +125,13 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
   for (const auto &[module, why] : symbolizer.unusable_modules())
     report.problems.push_back("no symbols for " + module + ": it " + why);
   suppressions.apply(report);  // matches symbolized frames, never raw addresses
-  remove_leaks(report, report.filtered_allocations,
-               [&](const report::ProcessReport &, const report::LeaseEnding &lease, const report::Leak &leak) {
-                 return leak.bytes >= options.min_bytes && (!options.kind || leak.kind == *options.kind) &&
-                        (options.lease_pattern.empty() || report::wildcard_matches(options.lease_pattern, lease.name)) &&
-                        (options.api_pattern.empty() || report::wildcard_matches(options.api_pattern, api_name(leak.api)));
-               });
+  remove_leaks(
+      report, report.filtered_allocations,
+      [&](const report::ProcessReport &, const report::LeaseEnding &lease, const report::Leak &leak) {
+        return leak.bytes >= options.min_bytes && (!options.kind || leak.kind == *options.kind) &&
+               (options.lease_pattern.empty() || report::wildcard_matches(options.lease_pattern, lease.name)) &&
+               (options.api_pattern.empty() || report::wildcard_matches(options.api_pattern, api_name(leak.api)));
+      });
   // Leaks made while the journal was full have a lease and nothing else to filter by.
   if (!options.lease_pattern.empty())
     for (report::ProcessReport &process : report.processes)
@@ -152,11 +154,11 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     if (getcwd(cwd, sizeof cwd) != nullptr) source_root = std::string(cwd) + "/" + source_root;
   }
   for (const FormatRequest &request : options.formats) {
-    static const std::map<std::string, std::string> kExtensions = {
-        {"text", "txt"}, {"json", "json"}, {"sarif", "sarif"}, {"junit", "junit.xml"}, {"html", "html"},
-        {"folded", "folded"}};
-    std::string path = request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format)
-                                            : request.path;
+    static const std::map<std::string, std::string> kExtensions = {{"text", "txt"},    {"json", "json"},
+                                                                   {"sarif", "sarif"}, {"junit", "junit.xml"},
+                                                                   {"html", "html"},   {"folded", "folded"}};
+    std::string path =
+        request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format) : request.path;
     // Every format is handed to its file as it is made: with a line, an object or a stack
     // per leak or leak group, a report of many leaks is hundreds of megabytes.
     report::OutputFile file(path);
@@ -176,7 +178,8 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     unwritten->push_back(write_error);
   }
   if (!options.quiet && text_stream != nullptr) {
-    report::render_text(report, [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), text_stream); });
+    report::render_text(report,
+                        [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), text_stream); });
     std::fflush(text_stream);
   }
   return true;

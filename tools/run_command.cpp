@@ -59,7 +59,8 @@ bool find_executable(const std::string &command, std::string &found, std::string
   };
   if (command.find('/') != std::string::npos) {
     if (runnable(command)) return true;
-    error = "cannot run '" + command + "': " + (access(command.c_str(), F_OK) == 0 ? "not an executable file" : "no such file");
+    error = "cannot run '" + command +
+            "': " + (access(command.c_str(), F_OK) == 0 ? "not an executable file" : "no such file");
     return false;
   }
   const char *path = std::getenv("PATH");
@@ -81,9 +82,10 @@ std::string make_run_id() {
   timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "lg-%llx-%d", static_cast<unsigned long long>(now.tv_sec) * 1000000ull +
-                                                       static_cast<unsigned long long>(now.tv_nsec / 1000),
-                static_cast<int>(getpid()));
+  std::snprintf(
+      buffer, sizeof buffer, "lg-%llx-%d",
+      static_cast<unsigned long long>(now.tv_sec) * 1000000ull + static_cast<unsigned long long>(now.tv_nsec / 1000),
+      static_cast<int>(getpid()));
   return buffer;
 }
 
@@ -107,7 +109,8 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   if (options.sim) {
     const char *library_path = std::getenv("LD_LIBRARY_PATH");
     overrides["LD_LIBRARY_PATH"] =
-        paths.sim_library_dir + (library_path != nullptr && *library_path != '\0' ? ":" + std::string(library_path) : "");
+        paths.sim_library_dir +
+        (library_path != nullptr && *library_path != '\0' ? ":" + std::string(library_path) : "");
   }
   overrides["LEASEGUARD_OUT"] = out_dir;
   overrides["LEASEGUARD_RUN_ID"] = run_id;
@@ -170,7 +173,8 @@ bool prepare(const RunOptions &options, InstallPaths &paths, std::string &execut
 pid_t start_command(const std::vector<std::string> &command, const std::vector<std::string> &environment,
                     std::string &error) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  struct sigaction forward {}, ignore {};
+  struct sigaction forward {
+  }, ignore{};
   forward.sa_handler = forward_signal;
   sigemptyset(&forward.sa_mask);
   ignore.sa_handler = SIG_IGN;
@@ -256,7 +260,8 @@ int run_command(const RunOptions &options) {
     return kUsageError;
   }
   const std::string run_id = make_run_id();
-  const pid_t command = start_command(options.command, child_environment(options, paths, executable, out_dir, run_id), error);
+  const pid_t command =
+      start_command(options.command, child_environment(options, paths, executable, out_dir, run_id), error);
   if (command == 0) {
     fail(error);
     return kUsageError;

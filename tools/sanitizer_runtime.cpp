@@ -55,7 +55,8 @@ std::vector<std::string> needed_of(int fd) {
   std::vector<std::string> needed;
   for (const Elf64_Dyn &entry : dynamic) {
     if (entry.d_tag == DT_NULL) break;
-    if (entry.d_tag == DT_NEEDED && entry.d_un.d_val < text.size()) needed.emplace_back(text.c_str() + entry.d_un.d_val);
+    if (entry.d_tag == DT_NEEDED && entry.d_un.d_val < text.size())
+      needed.emplace_back(text.c_str() + entry.d_un.d_val);
   }
   return needed;
 }
@@ -77,7 +78,8 @@ std::optional<std::string> sanitizer_runtime(const std::vector<std::string> &nee
   for (const std::string &name : needed)
     if (starts_with(name, "libasan.so") || starts_with(name, "libclang_rt.asan") || starts_with(name, "libhwasan.so") ||
         starts_with(name, "libclang_rt.hwasan") || starts_with(name, "liblsan.so") ||
-        starts_with(name, "libclang_rt.lsan") || starts_with(name, "libtsan.so") || starts_with(name, "libclang_rt.tsan"))
+        starts_with(name, "libclang_rt.lsan") || starts_with(name, "libtsan.so") ||
+        starts_with(name, "libclang_rt.tsan"))
       return name;
   return std::nullopt;
 }

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    cudaError_t status_ = (call);                                                \
-    if (status_ != cudaSuccess) {                                                \
-      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorName(status_));      \
-      exit(1);                                                                   \
-    }                                                                            \
+#define CHECK(call)                                                         \
+  do {                                                                      \
+    cudaError_t status_ = (call);                                           \
+    if (status_ != cudaSuccess) {                                           \
+      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorName(status_)); \
+      exit(1);                                                              \
+    }                                                                       \
   } while (0)
 
 static const size_t kBase = 1 << 20;

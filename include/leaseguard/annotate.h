@@ -15,8 +15,7 @@ extern "C" {
 typedef uint64_t leaseguard_lease_t;
 enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2 };
 
-leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int on_expiry)
-    __attribute__((weak));
+leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int on_expiry) __attribute__((weak));
 int leaseguard_lease_end(leaseguard_lease_t lease) __attribute__((weak));
 int leaseguard_lease_enter(leaseguard_lease_t lease) __attribute__((weak));
 int leaseguard_lease_leave(void) __attribute__((weak));

@@ -37,7 +37,7 @@ struct SessionOptions {
   std::chrono::milliseconds ttl{0};        // 0: the lease never expires
   OnExpiry on_expiry = OnExpiry::Reclaim;  // what happens to leftovers when the lease ends
   int device = 0;
-  Backend backend = Backend::Auto;         // Auto: CUDA if libcuda.so.1 loads, else HIP
+  Backend backend = Backend::Auto;  // Auto: CUDA if libcuda.so.1 loads, else HIP
 };
 
 // What went wrong. Driver errors carry the backend's status; the others are leaseguard's.
@@ -56,8 +56,8 @@ class Error : public std::runtime_error {
   Error(ErrorKind kind, int code, std::string name, const std::string &message)
       : std::runtime_error(message), kind_(kind), code_(code), name_(std::move(name)) {}
   ErrorKind kind() const noexcept { return kind_; }
-  int code() const noexcept { return code_; }                    // backend status, 0 if none
-  const std::string &name() const noexcept { return name_; }     // e.g. CUDA_ERROR_OUT_OF_MEMORY
+  int code() const noexcept { return code_; }                 // backend status, 0 if none
+  const std::string &name() const noexcept { return name_; }  // e.g. CUDA_ERROR_OUT_OF_MEMORY
 
  private:
   ErrorKind kind_;
@@ -113,8 +113,7 @@ class KernelArgs {
   // A value copied byte for byte (so trivially copyable); a host pointer is refused at
   // compile time: pass device memory with push_buffer(), or a raw() value.
   template <typename T>
-    requires std::is_trivially_copyable_v<T> && (!std::is_pointer_v<T>)
-  KernelArgs &push(const T &value) {
+  requires std::is_trivially_copyable_v<T> &&(!std::is_pointer_v<T>)KernelArgs &push(const T &value) {
     append(&value, sizeof(T), alignof(T));
     return *this;
   }

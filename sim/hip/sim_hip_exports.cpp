@@ -225,7 +225,8 @@ LG_SIM_EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t sizeBytes,
     case hipMemcpyHostToDevice: ok = device_range(dst, sizeBytes); break;
     case hipMemcpyDeviceToHost: ok = device_range(src, sizeBytes); break;
     case hipMemcpyDeviceToDevice: ok = device_range(dst, sizeBytes) && device_range(src, sizeBytes); break;
-    case hipMemcpyHostToHost: case hipMemcpyDefault: break;
+    case hipMemcpyHostToHost:
+    case hipMemcpyDefault: break;
     default: return hipErrorInvalidValue;
   }
   if (!ok) return hipErrorInvalidValue;
@@ -291,8 +292,8 @@ LG_SIM_EXPORT hipError_t hipFree(void *ptr) {
 
 // --- Arrays ------------------------------------------------------------------------------------
 
-LG_SIM_EXPORT hipError_t hipMallocArray(hipArray_t *out, const hipChannelFormatDesc *desc, size_t width,
-                                        size_t height, unsigned int flags) {
+LG_SIM_EXPORT hipError_t hipMallocArray(hipArray_t *out, const hipChannelFormatDesc *desc, size_t width, size_t height,
+                                        unsigned int flags) {
   LG_SIM_HIP_ENTRY(hipMallocArray);
   (void)flags;
   return array(out, times(times(element_bytes(desc), width), height ? height : 1));
@@ -309,7 +310,8 @@ LG_SIM_EXPORT hipError_t hipMalloc3DArray(hipArray_t *out, const struct hipChann
 LG_SIM_EXPORT hipError_t hipArrayCreate(hipArray_t *pHandle, const HIP_ARRAY_DESCRIPTOR *d) {
   LG_SIM_HIP_ENTRY(hipArrayCreate);
   if (d == nullptr) return hipErrorInvalidValue;
-  return array(pHandle, lg_array_bytes(d->Width, d->Height, 0, static_cast<CUarray_format>(d->Format), d->NumChannels, 0, 1));
+  return array(pHandle,
+               lg_array_bytes(d->Width, d->Height, 0, static_cast<CUarray_format>(d->Format), d->NumChannels, 0, 1));
 }
 
 LG_SIM_EXPORT hipError_t hipArray3DCreate(hipArray_t *out, const HIP_ARRAY3D_DESCRIPTOR *d) {
@@ -414,7 +416,8 @@ LG_SIM_EXPORT hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t
   return allocate(dev_ptr, size, MemoryKind::Async);
 }
 
-LG_SIM_EXPORT hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t mem_pool, hipStream_t stream) {
+LG_SIM_EXPORT hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t mem_pool,
+                                                hipStream_t stream) {
   LG_SIM_HIP_ENTRY(hipMallocFromPoolAsync);
   (void)stream;
   if (mem_pool == nullptr || size == 0) return hipErrorInvalidValue;
@@ -453,8 +456,8 @@ LG_SIM_EXPORT hipError_t hipMemPoolTrimTo(hipMemPool_t mem_pool, size_t min_byte
 
 LG_SIM_EXPORT hipError_t hipMemPoolGetAttribute(hipMemPool_t mem_pool, hipMemPoolAttr attr, void *value) {
   LG_SIM_HIP_ENTRY(hipMemPoolGetAttribute);
-  return hip(driver().pool_attribute(reinterpret_cast<CUmemoryPool>(mem_pool), static_cast<CUmemPool_attribute>(attr),
-                                     value));
+  return hip(
+      driver().pool_attribute(reinterpret_cast<CUmemoryPool>(mem_pool), static_cast<CUmemPool_attribute>(attr), value));
 }
 
 LG_SIM_EXPORT hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *mem_pool, int device) {
@@ -530,8 +533,8 @@ LG_SIM_EXPORT hipError_t hipMemSetAccess(void *ptr, size_t size, const hipMemAcc
 LG_SIM_EXPORT hipError_t hipMemGetAllocationGranularity(size_t *granularity, const hipMemAllocationProp *prop,
                                                         hipMemAllocationGranularity_flags option) {
   LG_SIM_HIP_ENTRY(hipMemGetAllocationGranularity);
-  if (granularity == nullptr || prop == nullptr || (option != hipMemAllocationGranularityMinimum &&
-                                                    option != hipMemAllocationGranularityRecommended))
+  if (granularity == nullptr || prop == nullptr ||
+      (option != hipMemAllocationGranularityMinimum && option != hipMemAllocationGranularityRecommended))
     return hipErrorInvalidValue;
   *granularity = SimDriver::kVmmGranularity;
   return hipSuccess;
@@ -547,7 +550,8 @@ LG_SIM_EXPORT hipError_t hipMemRetainAllocationHandle(hipMemGenericAllocationHan
 }
 
 LG_SIM_EXPORT hipError_t hipMemExportToShareableHandle(void *shareableHandle, hipMemGenericAllocationHandle_t handle,
-                                                       hipMemAllocationHandleType handleType, unsigned long long flags) {
+                                                       hipMemAllocationHandleType handleType,
+                                                       unsigned long long flags) {
   LG_SIM_HIP_ENTRY(hipMemExportToShareableHandle);
   if (flags != 0) return hipErrorInvalidValue;
   return hip(driver().vmm_export(shareableHandle, reinterpret_cast<CUmemGenericAllocationHandle>(handle),

@@ -17,7 +17,9 @@ struct alignas(16) Float4 {
 };
 
 template <typename T>
-concept Pushable = requires(KernelArgs args, T value) { args.push(value); };
+concept Pushable = requires(KernelArgs args, T value) {
+  args.push(value);
+};
 
 TEST(KernelArgs, ValuesAreCheckedAtCompileTime) {
   static_assert(Pushable<int> && Pushable<double> && Pushable<Float4> && Pushable<char>);
@@ -43,7 +45,7 @@ TEST(KernelArgs, EachArgumentAtItsNaturalAlignment) {
   void **extra = args.extra();
   EXPECT_EQ(extra[0], reinterpret_cast<void *>(1));  // CU_LAUNCH_PARAM_BUFFER_POINTER
   EXPECT_EQ(*static_cast<size_t *>(extra[3]), 48u);
-  EXPECT_EQ(extra[4], nullptr);  // CU_LAUNCH_PARAM_END
+  EXPECT_EQ(extra[4], nullptr);                                             // CU_LAUNCH_PARAM_END
   EXPECT_EQ(args.extra_for(Backend::Hip)[4], reinterpret_cast<void *>(3));  // HIP_LAUNCH_PARAM_END
 }
 

@@ -177,7 +177,7 @@ TEST(Seed, ADropAfterTheLeaseExpiredAndReclaimedCallsNothing) {
   ASSERT_TRUE(session.expired());
   const uint64_t after_reclaim = sim_calls("cuMemFree_v2");
   EXPECT_EQ(after_reclaim, allocated_frees + 1);  // the teardown freed it
-  EXPECT_TRUE(handle.freed());  // reclaimed counts as freed
+  EXPECT_TRUE(handle.freed());                    // reclaimed counts as freed
   handle = GpuMemHandle();
   EXPECT_EQ(sim_calls("cuMemFree_v2"), after_reclaim);  // the drop did not call the driver
 }

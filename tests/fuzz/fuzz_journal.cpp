@@ -57,8 +57,8 @@ void check_windowed_read_matches(const uint8_t *data, size_t size) {
   if (write(fd, data, size) == static_cast<ssize_t>(size)) {
     VisitDigest windowed;
     ReadStats stats;
-    const bool ok = read_journal("/proc/self/fd/" + std::to_string(fd), windowed, stats, error,
-                                 kMaxSlotsPerRecord + size % 7);
+    const bool ok =
+        read_journal("/proc/self/fd/" + std::to_string(fd), windowed, stats, error, kMaxSlotsPerRecord + size % 7);
     if (ok != whole_ok || (ok && (windowed.value != whole.value || stats.records != whole_stats.records ||
                                   stats.corrupt_slots != whole_stats.corrupt_slots ||
                                   stats.uncommitted_slots != whole_stats.uncommitted_slots ||

@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     leaseguard::parse_integer(text, -1000, 1000);
   }
 
-  static const char *const kNames[] = {"LEASEGUARD_OUT", "LEASEGUARD_TTL", "LEASEGUARD_ON_EXPIRY",
+  static const char *const kNames[] = {"LEASEGUARD_OUT",         "LEASEGUARD_TTL",     "LEASEGUARD_ON_EXPIRY",
                                        "LEASEGUARD_STACK_DEPTH", "LEASEGUARD_DISABLE", "LEASEGUARD_LOG",
                                        "LEASEGUARD_RUN_ID"};
   std::map<std::string, std::string> environment;

@@ -70,9 +70,9 @@ struct Key {
 
 struct Model {
   std::map<Key, ModelAllocation> live;
-  std::vector<uint32_t> entered;      // this thread's entered leases, innermost last
-  std::map<uint32_t, bool> leases;    // begun leases: ended?
-  std::map<uint32_t, bool> reclaims;  // begun leases: policy reclaim?
+  std::vector<uint32_t> entered;                       // this thread's entered leases, innermost last
+  std::map<uint32_t, bool> leases;                     // begun leases: ended?
+  std::map<uint32_t, bool> reclaims;                   // begun leases: policy reclaim?
   std::multiset<std::pair<bool, uint64_t>> reclaimed;  // given back, late free still to come
   std::vector<ReportedLeak> reported;
   uint64_t next_order = 0;
@@ -123,8 +123,8 @@ struct Model {
 
 // FUZZ_TRACKER_TRACE=1 prints each operation, to read a failing input by.
 const bool g_trace = std::getenv("FUZZ_TRACKER_TRACE") != nullptr;
-#define TRACE(...) \
-  do {             \
+#define TRACE(...)                                  \
+  do {                                              \
     if (g_trace) std::fprintf(stderr, __VA_ARGS__); \
   } while (0)
 
@@ -182,8 +182,8 @@ void allocate_handle(Tracker &tracker, Model &model, uint8_t choice, uint64_t &b
   TRACE("handle %#llx reference %u bytes %llu lease %u\n", static_cast<unsigned long long>(handle), reference,
         static_cast<unsigned long long>(event.bytes), model.current_lease());
   model.add_bytes(model.current_lease(), event.bytes);
-  model.live[Key{true, handle, reference}] = ModelAllocation{event.bytes, event.context, event.kind,
-                                                             model.current_lease(), false, model.next_order++};
+  model.live[Key{true, handle, reference}] =
+      ModelAllocation{event.bytes, event.context, event.kind, model.current_lease(), false, model.next_order++};
 }
 
 // A handle released: the reference with the highest number goes.
@@ -197,9 +197,8 @@ void release_handle(Tracker &tracker, Model &model, uint8_t choice) {
     return;
   }
   auto newest = model.live.end();
-  for (auto it = model.live.lower_bound(Key{true, handle, 0}); it != model.live.end() && it->first.handle &&
-                                                                 it->first.value == handle;
-       ++it)
+  for (auto it = model.live.lower_bound(Key{true, handle, 0});
+       it != model.live.end() && it->first.handle && it->first.value == handle; ++it)
     newest = it;
   if (outcome != (newest != model.live.end() ? FreeOutcome::Known : FreeOutcome::Unknown))
     disagree("whether a release was of a live handle");
@@ -293,12 +292,8 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
     const uint8_t op = input.next();
     switch (op % 8) {
       case 0:
-      case 1:
-        allocate(tracker, model, input.next(), bytes_counter);
-        break;
-      case 2:
-        free_one(tracker, model, input.next());
-        break;
+      case 1: allocate(tracker, model, input.next(), bytes_counter); break;
+      case 2: free_one(tracker, model, input.next()); break;
       case 3: {  // a lease begun and entered
         const bool reclaim = (input.next() & 1) != 0;
         if (model.entered.size() >= 8) break;
@@ -327,15 +322,9 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
         }
         break;
       }
-      case 5:
-        destroy_context(tracker, model, input, bytes_counter);
-        break;
-      case 6:
-        allocate_handle(tracker, model, input.next(), bytes_counter);
-        break;
-      case 7:
-        release_handle(tracker, model, input.next());
-        break;
+      case 5: destroy_context(tracker, model, input, bytes_counter); break;
+      case 6: allocate_handle(tracker, model, input.next(), bytes_counter); break;
+      case 7: release_handle(tracker, model, input.next()); break;
     }
     if (tracker.live_allocations() != model.live.size()) disagree("how many allocations are live");
   }
@@ -350,10 +339,9 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   for (auto &[key, allocation] : model.live) {
     if (allocation.reported) continue;
     allocation.reported = true;
-    model.reported.emplace_back(model.leases.at(allocation.lease) && allocation.lease != kProcessLeaseId
-                                    ? kProcessLeaseId
-                                    : allocation.lease,
-                                EndedBy::Exit, key.value, allocation.bytes, false);
+    model.reported.emplace_back(
+        model.leases.at(allocation.lease) && allocation.lease != kProcessLeaseId ? kProcessLeaseId : allocation.lease,
+        EndedBy::Exit, key.value, allocation.bytes, false);
   }
   if (!journaled) {
     if (!tracker.journal_path().empty()) disagree("a journal was made where none can be");
@@ -389,7 +377,8 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   for (size_t i = 0; peaks_agree && i < got_peaks.size(); ++i) {
     const auto &[lease, by, peak] = got_peaks[i];
     const auto &[expected_lease, expected_by, expected_peak] = expected_peaks[i];
-    peaks_agree = lease == expected_lease && by == expected_by && (compact ? peak <= expected_peak : peak == expected_peak);
+    peaks_agree =
+        lease == expected_lease && by == expected_by && (compact ? peak <= expected_peak : peak == expected_peak);
   }
   if (!peaks_agree) {
     auto print = [](const char *who, const std::vector<EndingPeak> &peaks) {
@@ -407,7 +396,7 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
 }  // namespace leaseguard
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 4096) return 0;  // long enough for any interleaving; keeps each run short
+  if (size > 4096) return 0;                               // long enough for any interleaving; keeps each run short
   leaseguard::set_log_level(leaseguard::LogLevel::Quiet);  // lease endings would log each time
   char directory[] = "/tmp/leaseguard-fuzz-tracker-XXXXXX";
   if (mkdtemp(directory) == nullptr) return 0;

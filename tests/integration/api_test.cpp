@@ -86,8 +86,8 @@ TEST(ApiUnderThePreload, EachLeaksStackBeginsAtItsOwnCallFromTwoPlacesInTurn) {
 // Runs `program` without the preload, so that the API records into its own core, then
 // reports the journals it left in `dir` as JSON.
 void run_without_the_preload(const TempDir &dir, const std::string &program, JsonValue &json) {
-  auto direct = run_process({program}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}},
-                            {"LD_PRELOAD"});
+  auto direct =
+      run_process({program}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", dir.path()}}, {"LD_PRELOAD"});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   auto report = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "report.json"), dir.path()});
   ASSERT_EQ(report.exit_code, 0) << report.err;
@@ -152,8 +152,9 @@ TEST(ApiExitDrops, HandlesDroppedAtExitWithAndWithoutThePreload) {
   // ended: no leak.
   EXPECT_EQ(leaks["never-ended"], 0);
   TempDir alone;
-  auto direct = run_process({victim("api_exit_drop")},
-                            {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", alone.path()}}, {"LD_PRELOAD"});
+  auto direct =
+      run_process({victim("api_exit_drop")},
+                  {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", alone.path()}}, {"LD_PRELOAD"});
   EXPECT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_NE(direct.out.find("exiting with three handles alive"), std::string::npos);
 }

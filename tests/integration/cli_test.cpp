@@ -35,10 +35,16 @@ TEST(Cli, HelpAndVersion) {
 }
 
 TEST(Cli, UsageErrorsExit2WithOneLine) {
-  for (const auto &arguments : std::vector<std::vector<std::string>>{
-           {}, {"run"}, {"run", "--ttl", "x", "--", "true"}, {"run", "--stack-depth", "-1", "--", "true"},
-           {"run", "--fail-on-leak=300", "--", "true"}, {"nope"}, {"report"},
-           {"run", "--sim", "--", "/nonexistent/program"}, {"run", "--sim", "--", "no-such-command-anywhere"}}) {
+  for (const auto &arguments :
+       std::vector<std::vector<std::string>>{{},
+                                             {"run"},
+                                             {"run", "--ttl", "x", "--", "true"},
+                                             {"run", "--stack-depth", "-1", "--", "true"},
+                                             {"run", "--fail-on-leak=300", "--", "true"},
+                                             {"nope"},
+                                             {"report"},
+                                             {"run", "--sim", "--", "/nonexistent/program"},
+                                             {"run", "--sim", "--", "no-such-command-anywhere"}}) {
     auto result = leaseguard(arguments);
     EXPECT_EQ(result.exit_code, 2) << ::testing::PrintToString(arguments);
     EXPECT_EQ(result.err.rfind("leaseguard: error: ", 0), 0u) << result.err;
@@ -184,9 +190,11 @@ TEST(Cli, AReportThatCannotBeWrittenIsAnErrorNamingTheFile) {
     auto full = leaseguard({"report", "--quiet", "--format", std::string(format) + "=/dev/full", dir.path()});
     EXPECT_EQ(full.exit_code, 2) << format;
     EXPECT_EQ(full.err, "leaseguard: error: cannot write /dev/full: No space left on device\n") << format;
-    auto missing = leaseguard({"report", "--quiet", "--format", std::string(format) + "=" + (dir / "no/such.json"), dir.path()});
+    auto missing =
+        leaseguard({"report", "--quiet", "--format", std::string(format) + "=" + (dir / "no/such.json"), dir.path()});
     EXPECT_EQ(missing.exit_code, 2) << format;
-    EXPECT_EQ(missing.err, "leaseguard: error: cannot write " + (dir / "no/such.json") + ": No such file or directory\n")
+    EXPECT_EQ(missing.err,
+              "leaseguard: error: cannot write " + (dir / "no/such.json") + ": No such file or directory\n")
         << format;
   }
   // A report that could not be written whole is removed, but never a device.
@@ -258,7 +266,8 @@ TEST(Cli, ABadSuppressionsFileIsAUsageErrorBeforeTheCommandRuns) {
   std::ofstream(dir / "bad.supp") << "leak:ok\nleak:x colour=red\n";
   auto result = leaseguard({"run", "--sim", "--out", dir / "out", "--suppressions", dir / "bad.supp", "--", kPipeline});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.err, "leaseguard: error: " + (dir / "bad.supp") + ":2: unknown qualifier 'colour=red' (api=PATTERN, min_bytes=SIZE)\n");
+  EXPECT_EQ(result.err, "leaseguard: error: " + (dir / "bad.supp") +
+                            ":2: unknown qualifier 'colour=red' (api=PATTERN, min_bytes=SIZE)\n");
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));  // the command never ran
   EXPECT_EQ(leaseguard({"run", "--sim", "--suppressions", dir / "missing.supp", "--", kPipeline}).exit_code, 2);
 }
@@ -273,9 +282,8 @@ TEST(Cli, SarifJunitAndFoldedFormats) {
   TempDir dir;
   auto run_once = [&](const std::string &name) {
     return leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--source-root", LEASEGUARD_SOURCE_ROOT,
-                       "--format", "sarif=" + (dir / (name + ".sarif")), "--format",
-                       "junit=" + (dir / (name + ".xml")), "--format", "folded=" + (dir / (name + ".folded")), "--",
-                       kPipeline});
+                       "--format", "sarif=" + (dir / (name + ".sarif")), "--format", "junit=" + (dir / (name + ".xml")),
+                       "--format", "folded=" + (dir / (name + ".folded")), "--", kPipeline});
   };
   ASSERT_EQ(run_once("a").exit_code, 0);
   ASSERT_EQ(run_once("b").exit_code, 0);
@@ -301,8 +309,13 @@ TEST(Cli, SarifJunitAndFoldedFormats) {
             results[1]["partialFingerprints"]["leaseguardStack/v2"].as_string());
 
   std::string junit = read_text(dir / "a.xml");
-  EXPECT_EQ(junit.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"1\" failures=\"1\">", 0), 0u) << junit;
-  EXPECT_NE(junit.find("<testcase classname=\"leaseguard.leaky_pipeline\" name=\"lease 1 process (exit)\">"), std::string::npos);
+  EXPECT_EQ(
+      junit.rfind(
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"1\" failures=\"1\">", 0),
+      0u)
+      << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"leaseguard.leaky_pipeline\" name=\"lease 1 process (exit)\">"),
+            std::string::npos);
   size_t failures = 0;
   for (size_t at = junit.find("<failure "); at != std::string::npos; at = junit.find("<failure ", at + 1)) ++failures;
   EXPECT_EQ(failures, 2u);
@@ -355,7 +368,8 @@ TEST(Cli, FiltersAndMaxGroups) {
   TempDir dir;
   ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
   auto big = leaseguard({"report", "--min-bytes", "3000", "--format", "json=" + (dir / "big.json"), dir.path()});
-  EXPECT_NE(big.out.find("SUMMARY: leaseguard: 12288 byte(s) leaked in 3 allocation(s)."), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("SUMMARY: leaseguard: 12288 byte(s) leaked in 3 allocation(s)."), std::string::npos)
+      << big.out;
   EXPECT_NE(big.out.find("1 leaked allocation(s) left out by filters"), std::string::npos);
   JsonValue json;
   std::string error;
@@ -364,8 +378,10 @@ TEST(Cli, FiltersAndMaxGroups) {
   EXPECT_NE(leaseguard({"report", "--api", "cuMemAlloc*", "--lease", "proc*", dir.path()})
                 .out.find("leaked in 4 allocation(s)"),
             std::string::npos);
-  EXPECT_NE(leaseguard({"report", "--kind", "host", dir.path()}).out.find("leaked in 0 allocation(s)"), std::string::npos);
-  EXPECT_NE(leaseguard({"report", "--lease", "job", dir.path()}).out.find("leaked in 0 allocation(s)"), std::string::npos);
+  EXPECT_NE(leaseguard({"report", "--kind", "host", dir.path()}).out.find("leaked in 0 allocation(s)"),
+            std::string::npos);
+  EXPECT_NE(leaseguard({"report", "--lease", "job", dir.path()}).out.find("leaked in 0 allocation(s)"),
+            std::string::npos);
   auto one = leaseguard({"report", "--max-groups", "1", dir.path()});
   EXPECT_NE(one.out.find("(omitting 1 more leak group(s))"), std::string::npos) << one.out;
   EXPECT_EQ(one.out.find("upload_frame"), std::string::npos);  // the smaller group is the one left out
@@ -458,26 +474,27 @@ TEST(Html, RendersInARealBrowserWithoutErrors) {
   std::filesystem::copy_file(kPipeline, deep + "/leaky_pipeline");
   // No time-to-live: whether a 1 ms expiry fires before or during the pipeline depends on
   // the machine's load, and with it how the leaks group. The exit ends the lease (its mark).
-  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format",
-                         "html=" + (dir / "report.html"), "--", deep + "/leaky_pipeline"});
+  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + (dir / "report.html"),
+                         "--", deep + "/leaky_pipeline"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string page = read_text(dir / "report.html");
   EXPECT_EQ(page.find(" src="), std::string::npos);  // self-contained: nothing to fetch
   EXPECT_EQ(page.find(" href="), std::string::npos);
   for (const char *width : {"1200,900", "390,844"}) {
-    auto browser = run_process({chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                                "--v=0", std::string("--window-size=") + width, "--dump-dom",
-                                "file://" + (dir / "report.html")});
+    auto browser =
+        run_process({chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                     std::string("--window-size=") + width, "--dump-dom", "file://" + (dir / "report.html")});
     ASSERT_EQ(browser.exit_code, 0) << browser.err;
     const std::string &dom = browser.out;
     EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
     EXPECT_NE(dom.find("data-overflow=\"no\""), std::string::npos)
-        << "wider than a " << width << " window: " << dom.substr(dom.find("<body"), dom.find("<h1") - dom.find("<body"));
-    EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);            // blur and upload_frame
-    EXPECT_GE(occurrences(dom, "class=\"lease-line\""), 1u);            // the timeline
-    EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);          // lease end marks
-    EXPECT_GE(occurrences(dom, "class=\"lease-begin\""), 1u);           // and begin marks
-    EXPECT_GE(occurrences(dom, "class=\"flame-frame\""), 5u);           // the flame graph
+        << "wider than a " << width
+        << " window: " << dom.substr(dom.find("<body"), dom.find("<h1") - dom.find("<body"));
+    EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);    // blur and upload_frame
+    EXPECT_GE(occurrences(dom, "class=\"lease-line\""), 1u);    // the timeline
+    EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);  // lease end marks
+    EXPECT_GE(occurrences(dom, "class=\"lease-begin\""), 1u);   // and begin marks
+    EXPECT_GE(occurrences(dom, "class=\"flame-frame\""), 5u);   // the flame graph
     EXPECT_NE(dom.find("14.0 KiB leaked in 4 allocation(s)"), std::string::npos);
     EXPECT_NE(dom.find(">blur<"), std::string::npos);
     EXPECT_EQ(browser.err.find("Uncaught"), std::string::npos) << browser.err;
@@ -497,7 +514,8 @@ std::string normalize_any(std::string text, const std::string &out_dir) {
   text = std::regex_replace(text, std::regex(out_dir), "OUT");
   text = std::regex_replace(text, std::regex(LEASEGUARD_SOURCE_ROOT), "SOURCE");
   text = std::regex_replace(text, std::regex("\"(pid|ppid|thread)\": ?[0-9]+"), "\"$1\": 0");
-  text = std::regex_replace(text, std::regex("\"(begin_ms|end_ms|time_ms|age_ms|event_time_resolution_ms)\": ?[0-9.]+"), "\"$1\": 0");
+  text = std::regex_replace(text, std::regex("\"(begin_ms|end_ms|time_ms|age_ms|event_time_resolution_ms)\": ?[0-9.]+"),
+                            "\"$1\": 0");
   text = std::regex_replace(text, std::regex("pid [0-9]+"), "pid PID");
   text = std::regex_replace(text, std::regex("\\[[0-9.]+,([0-9]+)\\]"), "[T,$1]");  // timeline points
   text = std::regex_replace(text, std::regex("lg-[0-9a-f]+-[0-9]+\\.[0-9]+"), "RUN.PID");
@@ -506,10 +524,11 @@ std::string normalize_any(std::string text, const std::string &out_dir) {
 
 TEST(Cli, GoldenFilesForEveryFormat) {
   TempDir dir;
-  const std::vector<std::pair<std::string, std::string>> formats = {
-      {"json", "json"}, {"sarif", "sarif"}, {"junit", "junit.xml"}, {"folded", "folded"}, {"html", "html"}, {"text", "txt"}};
-  std::vector<std::string> arguments = {"run", "--sim", "--quiet", "--out", dir.path(), "--stack-depth", "2",
-                                        "--source-root", LEASEGUARD_SOURCE_ROOT};
+  const std::vector<std::pair<std::string, std::string>> formats = {{"json", "json"},       {"sarif", "sarif"},
+                                                                    {"junit", "junit.xml"}, {"folded", "folded"},
+                                                                    {"html", "html"},       {"text", "txt"}};
+  std::vector<std::string> arguments = {
+      "run", "--sim", "--quiet", "--out", dir.path(), "--stack-depth", "2", "--source-root", LEASEGUARD_SOURCE_ROOT};
   for (const auto &[format, extension] : formats) {
     arguments.push_back("--format");
     arguments.push_back(format + "=" + (dir / ("report." + extension)));
@@ -528,10 +547,10 @@ TEST(Cli, GoldenFilesForEveryFormat) {
 // SARIF's required structure (2.1.0) and well-formed JUnit XML, beyond the golden files.
 TEST(Cli, SarifAndJunitFollowTheirSchemas) {
   TempDir dir;
-  auto direct = run_process({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", dir.path(), "--format",
-                             "sarif=" + (dir / "r.sarif"), "--format", "junit=" + (dir / "r.xml"), "--",
-                             victim("direct_calls")},
-                            {{"LEASEGUARD_SIM_DEVICES", "2"}});
+  auto direct =
+      run_process({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", dir.path(), "--format",
+                   "sarif=" + (dir / "r.sarif"), "--format", "junit=" + (dir / "r.xml"), "--", victim("direct_calls")},
+                  {{"LEASEGUARD_SIM_DEVICES", "2"}});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   JsonValue sarif;
   std::string error;

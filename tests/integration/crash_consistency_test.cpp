@@ -20,8 +20,8 @@ namespace leaseguard::testing {
 namespace {
 
 struct LogState {
-  std::set<std::string> live;                  // completed allocations not freed, by the log
-  std::set<std::string> in_flight_frees;       // each thread's last line, if it is a free
+  std::set<std::string> live;             // completed allocations not freed, by the log
+  std::set<std::string> in_flight_frees;  // each thread's last line, if it is a free
   int threads_with_lines = 0;
   int lines = 0;
 };
@@ -123,8 +123,8 @@ void expect_exact_after_self_inflicted_death(const std::string &mode, int signal
     const std::string log = dir / "workload.log";
     const std::string out = dir / "out";
     std::string steps = std::to_string(50 + round * 37);
-    auto result = run_process({victim("crash_workload"), std::to_string(round), log, mode, steps},
-                              preload_environment(out));
+    auto result =
+        run_process({victim("crash_workload"), std::to_string(round), log, mode, steps}, preload_environment(out));
     ASSERT_EQ(result.exit_code, 128 + signal_number) << result.err;
     LogState logged = read_log(log);
     std::set<std::string> reported = reported_leaks(out);

@@ -15,7 +15,8 @@ namespace leaseguard::testing {
 namespace {
 
 using report::JsonValue;
-using LeakKey = std::tuple<std::string, std::string, double, double, std::string>;  // api, kind, bytes, device, function
+using LeakKey =
+    std::tuple<std::string, std::string, double, double, std::string>;  // api, kind, bytes, device, function
 
 // The function in the stack that names the leak site (import_memfd is a helper).
 std::string leak_site(const JsonValue &leak) {
@@ -60,17 +61,18 @@ TEST(Families, EveryFamilyIsRecordedWithItsKindEntryPointAndSize) {
   std::vector<double> pool_bytes;
   double unknown_frees = 0;
   for (const auto &process : run.json["processes"].items()) {
-    for (const auto &pool : process["pools_destroyed_in_use"].items()) pool_bytes.push_back(pool["outstanding_bytes"].as_number());
+    for (const auto &pool : process["pools_destroyed_in_use"].items())
+      pool_bytes.push_back(pool["outstanding_bytes"].as_number());
     unknown_frees += process["unknown_frees"].as_number();
   }
   EXPECT_EQ(pool_bytes, std::vector<double>{3072});
   EXPECT_EQ(unknown_frees, 1);
 
   // The text report names each family in words.
-  for (const char *words : {"VMM reserved address range", "VMM physical memory handle", "memory pool", "IPC mapping",
-                            "host memory registration", "imported external memory",
-                            "buffer mapped from external memory", "mipmapped array",
-                            "was destroyed at", "still allocated from it"})
+  for (const char *words :
+       {"VMM reserved address range", "VMM physical memory handle", "memory pool", "IPC mapping",
+        "host memory registration", "imported external memory", "buffer mapped from external memory", "mipmapped array",
+        "was destroyed at", "still allocated from it"})
     EXPECT_NE((run.result.out + run.result.err).find(words), std::string::npos) << words;
 }
 
@@ -88,7 +90,8 @@ TEST(Families, AReclaimLeaseGivesEveryFamilyBackThroughItsOwnRelease) {
     if (lease["name"].as_string() == "families") families = &lease;
   ASSERT_NE(families, nullptr);
   EXPECT_EQ((*families)["leaks"].size(), 12u);
-  for (const auto &leak : (*families)["leaks"].items()) EXPECT_TRUE(leak["reclaimed"].as_bool()) << leak["api"].as_string();
+  for (const auto &leak : (*families)["leaks"].items())
+    EXPECT_TRUE(leak["reclaimed"].as_bool()) << leak["api"].as_string();
   EXPECT_EQ((*families)["late_frees"].size(), 11u);
 }
 

@@ -15,8 +15,13 @@ struct Mode {
 };
 
 std::vector<Mode> modes() {
-  return {{{"exceptions"}, 0}, {{"signals"}, 0}, {{"threads"}, 0},  {{"fork"}, 0},
-          {{"dlopen", victim("liballocating_plugin.so")}, 0},       {{"static"}, 0}, {{"exit-code"}, 42}};
+  return {{{"exceptions"}, 0},
+          {{"signals"}, 0},
+          {{"threads"}, 0},
+          {{"fork"}, 0},
+          {{"dlopen", victim("liballocating_plugin.so")}, 0},
+          {{"static"}, 0},
+          {{"exit-code"}, 42}};
 }
 
 TEST(Fidelity, SameOutputAndStatusWithAndWithoutThePreload) {

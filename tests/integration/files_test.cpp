@@ -120,10 +120,11 @@ TEST(Files, SetuidProgramsRecordAndWriteNothing) {
 
   auto run_as_nobody = [&](unsigned mode) {
     EXPECT_EQ(chmod(program.c_str(), mode), 0);
-    return run_process_with_setup({program}, {{"LD_PRELOAD", "libleaseguard_setuid_test.so"},
-                                              {"LEASEGUARD_OUT", out},
-                                              {"LEASEGUARD_LOG", "debug"},
-                                              {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}},
+    return run_process_with_setup({program},
+                                  {{"LD_PRELOAD", "libleaseguard_setuid_test.so"},
+                                   {"LEASEGUARD_OUT", out},
+                                   {"LEASEGUARD_LOG", "debug"},
+                                   {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}},
                                   [&] {
                                     if (setgid(nobody->pw_gid) != 0 || setuid(nobody->pw_uid) != 0) _exit(98);
                                   });

@@ -98,7 +98,8 @@ TEST(Hip, AReclaimLeaseGivesEveryFamilyBack) {
 TEST(Hip, ALeakMadeWhileADeviceResetIsReturningIsReported) {
   REQUIRE_HIP_VICTIMS();
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("hip_reset_race")}, {}, {{"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
+  auto run =
+      run_under_leaseguard(dir.path(), {victim("hip_reset_race")}, {}, {{"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   ASSERT_NE(run.result.out.find("allocated before the reset returned"), std::string::npos)
       << "the allocation did not happen while the reset was returning";
@@ -131,7 +132,8 @@ TEST(Hip, InFrontOfTheRealRuntimeStatusesPassUnchangedAndFailuresAreNotLeaks) {
   auto plain = run_process({victim("hip_families"), "real"}, {}, {"LD_LIBRARY_PATH", "LD_PRELOAD"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.out.find("hipMalloc="), std::string::npos);
-  EXPECT_EQ(plain.out.find("hipMalloc=0\n"), std::string::npos) << "a GPU is here: this test is for machines without one";
+  EXPECT_EQ(plain.out.find("hipMalloc=0\n"), std::string::npos)
+      << "a GPU is here: this test is for machines without one";
 
   TempDir dir;
   auto guarded = run_process({LEASEGUARD_BIN, "run", "--quiet", "--out", dir.path(), "--format",
@@ -144,10 +146,10 @@ TEST(Hip, InFrontOfTheRealRuntimeStatusesPassUnchangedAndFailuresAreNotLeaks) {
   bool forwarded_to_real = false;
   std::istringstream lines(guarded.err);
   for (std::string line; std::getline(lines, line);)
-    forwarded_to_real = forwarded_to_real ||
-                        (line.find("libleaseguard_preload.so [0] to ") != std::string::npos &&
-                         line.find("libamdhip64.so.5 [0]: normal symbol `hipMalloc'") != std::string::npos &&
-                         line.find(LEASEGUARD_SIM_DIR) == std::string::npos);
+    forwarded_to_real =
+        forwarded_to_real || (line.find("libleaseguard_preload.so [0] to ") != std::string::npos &&
+                              line.find("libamdhip64.so.5 [0]: normal symbol `hipMalloc'") != std::string::npos &&
+                              line.find(LEASEGUARD_SIM_DIR) == std::string::npos);
   EXPECT_TRUE(forwarded_to_real) << "the preload's hipMalloc did not reach the real runtime";
   JsonValue report;
   std::string error;

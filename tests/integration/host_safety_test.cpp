@@ -97,7 +97,8 @@ TEST(HostSafety, RunKeepsTheProgramsStatusWhenAReportFileCannotBeWritten) {
   auto result = run_process({LEASEGUARD_BIN, "run", "--sim", "--format", "json=/dev/full", "--out", dir / "out", "--",
                              std::string(LEASEGUARD_EXAMPLES) + "/leaky_pipeline"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_TRUE(contains(result.err, "leaseguard: warning: cannot write /dev/full: No space left on device")) << result.err;
+  EXPECT_TRUE(contains(result.err, "leaseguard: warning: cannot write /dev/full: No space left on device"))
+      << result.err;
   EXPECT_TRUE(contains(result.err, "SUMMARY: leaseguard: 14336 byte(s) leaked in 4 allocation(s).")) << result.err;
 }
 

@@ -62,10 +62,10 @@ TEST(HostileInput, AFifoNamedAsAnyInputIsRefusedInsteadOfHangingTheReader) {
   const std::string fifo = dir / "fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const std::vector<std::vector<std::string>> commands = {
-      {"report", fifo},                                     // a journal
-      {"report", dir / "fifo.json"},                        // a JSON report (below)
-      {"report", "--baseline", fifo, journals},             // a baseline
-      {"report", "--suppressions", fifo, journals},         // a suppressions file
+      {"report", fifo},                              // a journal
+      {"report", dir / "fifo.json"},                 // a JSON report (below)
+      {"report", "--baseline", fifo, journals},      // a baseline
+      {"report", "--suppressions", fifo, journals},  // a suppressions file
       {"diff", fifo, journals},
       {"run", "--sim", "--suppressions", fifo, "--out", dir / "run", "--", kPipeline}};
   ASSERT_EQ(mkfifo((dir / "fifo.json").c_str(), 0600), 0);
@@ -198,7 +198,8 @@ TEST(HostileInput, ACraftedJournalTakesMemoryInProportionToItsSize) {
   for (size_t megabytes : {1, 2}) {
     const std::string journal = dir / ("frames" + std::to_string(megabytes) + ".journal");
     write_frames_journal(journal, megabytes << 20);
-    const auto [kib, status] = peak_memory_of({LEASEGUARD_BIN, "report", "--quiet", "--format", "json=/dev/null", journal});
+    const auto [kib, status] =
+        peak_memory_of({LEASEGUARD_BIN, "report", "--quiet", "--format", "json=/dev/null", journal});
     EXPECT_EQ(status, 0);
     EXPECT_LE(kib, static_cast<long>(32 * (megabytes << 10) + (16 << 10))) << megabytes << " MB journal";
   }
@@ -210,11 +211,11 @@ TEST(HostileInput, RunningOutOfMemoryIsOneLineAndExit2) {
   TempDir dir;
   const std::string journal = dir / "frames.journal";
   write_frames_journal(journal, 8 << 20);
-  auto result = run_process_with_setup({LEASEGUARD_BIN, "report", "--quiet", "--format", "json=/dev/null", journal}, {},
-                                       [] {
-                                         rlimit limit{64 << 20, 64 << 20};
-                                         setrlimit(RLIMIT_AS, &limit);
-                                       });
+  auto result =
+      run_process_with_setup({LEASEGUARD_BIN, "report", "--quiet", "--format", "json=/dev/null", journal}, {}, [] {
+        rlimit limit{64 << 20, 64 << 20};
+        setrlimit(RLIMIT_AS, &limit);
+      });
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_EQ(result.err, "leaseguard: error: out of memory\n");
 }
@@ -370,8 +371,9 @@ TEST(HostileInput, AnOutputDirectoryOthersCanWriteIntoIsRefused) {
   ASSERT_EQ(chmod(open_to_all.c_str(), 0777), 0);
   auto result = leaseguard({"run", "--sim", "--out", open_to_all, "--", kPipeline});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.err, "leaseguard: error: " + open_to_all + " is writable by others (mode 0777); refusing to write there (chmod go-w " +
-                            open_to_all + ")\n");
+  EXPECT_EQ(result.err, "leaseguard: error: " + open_to_all +
+                            " is writable by others (mode 0777); refusing to write there (chmod go-w " + open_to_all +
+                            ")\n");
   EXPECT_TRUE(fs::is_empty(open_to_all));
   // The preload, told to write there without the CLI, records nothing and the program runs.
   auto direct = run_process({kPipeline}, {{"LD_PRELOAD", LEASEGUARD_PRELOAD_PATH},
@@ -407,8 +409,8 @@ TEST(HostileInput, ALinkInTheOutputPathOwnedBySomeoneElseIsNotFollowed) {
   ASSERT_EQ(lchown(planted.c_str(), other->uid, other->gid), 0);
   auto result = leaseguard({"run", "--sim", "--out", planted + "/out", "--", kPipeline});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.err, "leaseguard: error: " + planted + " is a symbolic link owned by uid " + std::to_string(other->uid) +
-                            "; refusing to follow it\n");
+  EXPECT_EQ(result.err, "leaseguard: error: " + planted + " is a symbolic link owned by uid " +
+                            std::to_string(other->uid) + "; refusing to follow it\n");
   EXPECT_TRUE(fs::is_empty(target));
   const std::string mine = dir / "mine";
   ASSERT_EQ(symlink(target.c_str(), mine.c_str()), 0);
@@ -426,7 +428,8 @@ TEST(HostileInput, ABadVariableIsSaidOncePerRun) {
                             {{"LEASEGUARD_STACK_DEPTH", "banana"}});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   size_t warnings = 0;
-  for (size_t at = 0; (at = result.err.find("LEASEGUARD_STACK_DEPTH='banana' is not valid", at)) != std::string::npos; ++at)
+  for (size_t at = 0; (at = result.err.find("LEASEGUARD_STACK_DEPTH='banana' is not valid", at)) != std::string::npos;
+       ++at)
     ++warnings;
   EXPECT_EQ(warnings, 1u) << result.err;
 }

@@ -67,9 +67,12 @@ TEST(PreloadUnderAsan, ThreadsLeasesDlopenAndCuGetProcAddress) {
 }
 
 TEST(PreloadUnderAsan, FidelityModes) {
-  for (const std::vector<std::string> &mode :
-       {std::vector<std::string>{"exceptions"}, {"threads"}, {"signals"}, {"fork"}, {"static"},
-        {"dlopen", victim("liballocating_plugin.so")}}) {
+  for (const std::vector<std::string> &mode : {std::vector<std::string>{"exceptions"},
+                                               {"threads"},
+                                               {"signals"},
+                                               {"fork"},
+                                               {"static"},
+                                               {"dlopen", victim("liballocating_plugin.so")}}) {
     TempDir out;
     std::vector<std::string> command = {victim("fidelity")};
     command.insert(command.end(), mode.begin(), mode.end());

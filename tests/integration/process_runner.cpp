@@ -86,8 +86,8 @@ RunResult run_process_with_setup(const std::vector<std::string> &argv,
 LeaseguardRun run_under_leaseguard(const std::string &out_dir, const std::vector<std::string> &command,
                                    const std::vector<std::string> &extra_options,
                                    const std::map<std::string, std::string> &environment) {
-  std::vector<std::string> argv = {LEASEGUARD_BIN, "run", "--sim", "--out", out_dir, "--format",
-                                   "json=" + out_dir + "/report.json"};
+  std::vector<std::string> argv = {
+      LEASEGUARD_BIN, "run", "--sim", "--out", out_dir, "--format", "json=" + out_dir + "/report.json"};
   argv.insert(argv.end(), extra_options.begin(), extra_options.end());
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
@@ -118,7 +118,8 @@ std::map<std::string, std::string> ended_by_of_first_functions(const report::Jso
   return ended_by_of;
 }
 
-std::multimap<std::string, std::string> first_functions_and_modules(const std::vector<const report::JsonValue *> &leaks) {
+std::multimap<std::string, std::string> first_functions_and_modules(
+    const std::vector<const report::JsonValue *> &leaks) {
   std::multimap<std::string, std::string> named;
   for (const report::JsonValue *leak : leaks) {
     const report::JsonValue &module = (*leak)["stack"][0]["module"];

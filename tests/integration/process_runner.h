@@ -42,7 +42,8 @@ std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json);
 // The function of a leak's first frame, or "" where unknown.
 std::string first_function(const report::JsonValue &leak);
 // For each leak, the function of its first frame and the module that frame is in.
-std::multimap<std::string, std::string> first_functions_and_modules(const std::vector<const report::JsonValue *> &leaks);
+std::multimap<std::string, std::string> first_functions_and_modules(
+    const std::vector<const report::JsonValue *> &leaks);
 // For each leak of the first process, the function of its first frame and how the lease that
 // reported it ended ("exit", "context_destroy"...).
 std::map<std::string, std::string> ended_by_of_first_functions(const report::JsonValue &json);

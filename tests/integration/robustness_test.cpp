@@ -21,7 +21,8 @@ using report::JsonValue;
 
 std::vector<std::string> functions_of(const JsonValue &stack) {
   std::vector<std::string> names;
-  for (const auto &frame : stack.items()) names.push_back(frame["function"].is_null() ? "" : frame["function"].as_string());
+  for (const auto &frame : stack.items())
+    names.push_back(frame["function"].is_null() ? "" : frame["function"].as_string());
   return names;
 }
 
@@ -82,11 +83,11 @@ TEST(Robustness, AReportThatDoesNotFitIsRemovedNotLeftHalfWritten) {
             0);
   const std::string out = dir.path() + "/small";
   const std::string report = out + "/report.json";
-  auto result = run_process_with_setup(
-      {"/bin/sh", "-c",
-       std::string(LEASEGUARD_BIN) + " report --quiet --format json=" + report + " " + (dir / "journals") +
-           "; status=$?; echo left: $(ls -A " + out + "); exit $status"},
-      {}, [&] { mount_a_small_file_system_at(out, "4k"); });
+  auto result =
+      run_process_with_setup({"/bin/sh", "-c",
+                              std::string(LEASEGUARD_BIN) + " report --quiet --format json=" + report + " " +
+                                  (dir / "journals") + "; status=$?; echo left: $(ls -A " + out + "); exit $status"},
+                             {}, [&] { mount_a_small_file_system_at(out, "4k"); });
   if (result.exit_code == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_EQ(result.err, "leaseguard: error: cannot write " + report + ": No space left on device\n");
@@ -177,12 +178,12 @@ TEST(Robustness, ExceptionsThroughAllocatingCodeBehaveAsWithoutLeaseguard) {
     EXPECT_EQ((*leak)["bytes"].as_number(), 777);
     leaked_bytes += (*leak)["bytes"].as_number() * ((*leak)["count"].is_null() ? 1 : (*leak)["count"].as_number());
     auto names = functions_of((*leak)["stack"]);
-    EXPECT_TRUE(std::any_of(names.begin(), names.end(),
-                            [](const std::string &name) { return name.find("AllocatesWhileUnwinding") != std::string::npos; }))
-        << "no destructor frame in the leak's stack";
-    EXPECT_TRUE(std::any_of(names.begin(), names.end(),
-                            [](const std::string &name) { return name.find("bottom") != std::string::npos; }))
-        << "the stack does not reach the function that threw";
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string &name) {
+      return name.find("AllocatesWhileUnwinding") != std::string::npos;
+    })) << "no destructor frame in the leak's stack";
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string &name) {
+      return name.find("bottom") != std::string::npos;
+    })) << "the stack does not reach the function that threw";
   }
   EXPECT_EQ(leaked_bytes, 77700);
 }

@@ -101,11 +101,12 @@ TEST(Victims, WhereTheCoarseClockIsASystemCallEventsTakeTheFineOne) {
 
   TempDir slow_out;
   LeaseguardRun slow;
-  slow.result = run_process({victim("direct_calls")},
-                            {{"LD_PRELOAD", std::string(LEASEGUARD_PRELOAD_PATH) + ":" + victim("libslow_coarse_clock.so")},
-                             {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
-                             {"LEASEGUARD_SIM_DEVICES", "2"},
-                             {"LEASEGUARD_OUT", slow_out.path()}});
+  slow.result =
+      run_process({victim("direct_calls")},
+                  {{"LD_PRELOAD", std::string(LEASEGUARD_PRELOAD_PATH) + ":" + victim("libslow_coarse_clock.so")},
+                   {"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR},
+                   {"LEASEGUARD_SIM_DEVICES", "2"},
+                   {"LEASEGUARD_OUT", slow_out.path()}});
   const std::string report_path = slow_out.path() + "/report.json";
   auto report = run_process({LEASEGUARD_BIN, "report", "--quiet", "--format", "json=" + report_path, slow_out.path()});
   ASSERT_EQ(report.exit_code, 0) << report.err;
@@ -133,8 +134,9 @@ TEST(Victims, AContextHandleReusedForAnotherDeviceIsAskedAgain) {
 // context's (which the report would list as gone with it, and then forget).
 TEST(Victims, ALeakInANewContextMadeWhileADestroyOfItsHandleIsReturningIsReported) {
   TempDir out;
-  auto run = run_under_leaseguard(out.path(), {victim("context_destroy_race")}, {},
-                                  {{"LEASEGUARD_SIM_REUSE_CONTEXTS", "1"}, {"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
+  auto run =
+      run_under_leaseguard(out.path(), {victim("context_destroy_race")}, {},
+                           {{"LEASEGUARD_SIM_REUSE_CONTEXTS", "1"}, {"LEASEGUARD_SIM_DESTROY_LINGER_MS", "2000"}});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   ASSERT_NE(run.result.out.find("handle reused before the destroy returned"), std::string::npos)
       << "the new context did not get the handle while the destroy was returning";
@@ -182,7 +184,8 @@ const std::vector<std::string> kHookedNames = [] {
 
 TEST(Victims, ReplayOfEveryCudartLookupThroughCuGetProcAddress) {
   TempDir out;
-  std::vector<std::string> command = {victim("proc_address_replay"), std::string(LEASEGUARD_TEST_DATA) + "/cudart-13.0-driver-lookups.tsv"};
+  std::vector<std::string> command = {victim("proc_address_replay"),
+                                      std::string(LEASEGUARD_TEST_DATA) + "/cudart-13.0-driver-lookups.tsv"};
   command.insert(command.end(), kHookedNames.begin(), kHookedNames.end());
   auto run = run_under_leaseguard(out.path(), command);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
@@ -192,7 +195,8 @@ TEST(Victims, ReplayOfEveryCudartLookupThroughCuGetProcAddress) {
 
 TEST(Victims, ReplayFailsWithoutThePreload) {
   // The replay's checks can fail: without leaseguard, no lookup comes back wrapped.
-  std::vector<std::string> command = {victim("proc_address_replay"), std::string(LEASEGUARD_TEST_DATA) + "/cudart-13.0-driver-lookups.tsv"};
+  std::vector<std::string> command = {victim("proc_address_replay"),
+                                      std::string(LEASEGUARD_TEST_DATA) + "/cudart-13.0-driver-lookups.tsv"};
   command.insert(command.end(), kHookedNames.begin(), kHookedNames.end());
   auto result = run_process(command, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
   EXPECT_EQ(result.exit_code, 1) << result.err;
@@ -316,8 +320,9 @@ TEST(Victims, ExplicitLeasesThroughTheCAbi) {
 
 TEST(Victims, AnRtldNextInterposerKeepsWorkingInEitherPreloadOrder) {
   const std::string interposer = victim("libnext_interposer.so");
-  for (const std::string &preload : {std::string(LEASEGUARD_PRELOAD_PATH) + ":" + interposer,
-                                     interposer + ":" + LEASEGUARD_PRELOAD_PATH, std::string(LEASEGUARD_PRELOAD_PATH)}) {
+  for (const std::string &preload :
+       {std::string(LEASEGUARD_PRELOAD_PATH) + ":" + interposer, interposer + ":" + LEASEGUARD_PRELOAD_PATH,
+        std::string(LEASEGUARD_PRELOAD_PATH)}) {
     auto result = run_process({victim("next_interposer_main")}, {{"LD_PRELOAD", preload}});
     EXPECT_EQ(result.exit_code, 0) << preload << "\n" << result.err;
     EXPECT_EQ(result.out, "through the interposer\n");
@@ -509,8 +514,8 @@ namespace {
 
 const JsonValue *lease_with_signal(const JsonValue &process, const std::string &name, int signal_number) {
   for (const auto &lease : process["leases"].items())
-    if (lease["name"].as_string() == name && lease["ended_by"].as_string() == "exit" &&
-        !lease["signal"].is_null() && lease["signal"].as_number() == signal_number)
+    if (lease["name"].as_string() == name && lease["ended_by"].as_string() == "exit" && !lease["signal"].is_null() &&
+        lease["signal"].as_number() == signal_number)
       return &lease;
   return nullptr;
 }

@@ -47,8 +47,7 @@ constexpr bool abi_equal() {
   } else if constexpr (is_scalar_like<RA> || is_scalar_like<RB>) {
     if constexpr (is_scalar_like<RA> && is_scalar_like<RB>)
       return sizeof(RA) == sizeof(RB) && is_signed_scalar<RA>() == is_signed_scalar<RB>();
-    else
-      return false;
+    else return false;
   } else if constexpr (std::is_class_v<RA> || std::is_class_v<RB>) {
     // Structs leaseguard only passes by pointer are declared incomplete on its side.
     if constexpr (std::is_class_v<RA> && std::is_class_v<RB>) {
@@ -69,8 +68,8 @@ struct SameSignature<R1 (*)(A1...), R2 (*)(A2...)> {
   static constexpr bool value = sizeof...(A1) == sizeof...(A2) && abi_equal<R1, R2>() && (abi_equal<A1, A2>() && ...);
 };
 
-#define LG_CHECK_AGAINST_TOOLKIT(name, params, args)                                     \
-  static_assert(SameSignature<decltype(&::name), ours::lg_pfn_##name>::value,           \
+#define LG_CHECK_AGAINST_TOOLKIT(name, params, args)                          \
+  static_assert(SameSignature<decltype(&::name), ours::lg_pfn_##name>::value, \
                 #name " in abi/lg_cuda.h does not match the toolkit's cuda.h");
 LG_CUDA_FUNCTIONS(LG_CHECK_AGAINST_TOOLKIT)
 
@@ -100,7 +99,8 @@ static_assert(sizeof(ours::CUDA_ARRAY3D_DESCRIPTOR_v1) == sizeof(::CUDA_ARRAY3D_
 static_assert(offsetof(ours::CUDA_ARRAY3D_DESCRIPTOR, Flags) == offsetof(::CUDA_ARRAY3D_DESCRIPTOR, Flags));
 static_assert(sizeof(ours::CUipcMemHandle) == sizeof(::CUipcMemHandle));
 static_assert(sizeof(ours::CUDA_EXTERNAL_MEMORY_HANDLE_DESC) == sizeof(::CUDA_EXTERNAL_MEMORY_HANDLE_DESC));
-static_assert(offsetof(ours::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size) == offsetof(::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size));
+static_assert(offsetof(ours::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size) ==
+              offsetof(::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size));
 static_assert(sizeof(ours::CUDA_EXTERNAL_MEMORY_BUFFER_DESC) == sizeof(::CUDA_EXTERNAL_MEMORY_BUFFER_DESC));
 static_assert(static_cast<int>(ours::CU_MEM_LOCATION_TYPE_HOST) == static_cast<int>(::CU_MEM_LOCATION_TYPE_HOST));
 static_assert(static_cast<int>(ours::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
@@ -110,7 +110,8 @@ static_assert(static_cast<int>(ours::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) =
               static_cast<int>(::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD));
 static_assert(static_cast<int>(ours::CUDA_ERROR_INVALID_IMAGE) == static_cast<int>(::CUDA_ERROR_INVALID_IMAGE));
 static_assert(static_cast<int>(ours::CUDA_ERROR_LAUNCH_FAILED) == static_cast<int>(::CUDA_ERROR_LAUNCH_FAILED));
-static_assert(static_cast<int>(ours::CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == static_cast<int>(::CU_MEMPOOL_ATTR_USED_MEM_CURRENT));
+static_assert(static_cast<int>(ours::CU_MEMPOOL_ATTR_USED_MEM_CURRENT) ==
+              static_cast<int>(::CU_MEMPOOL_ATTR_USED_MEM_CURRENT));
 static_assert(static_cast<int>(ours::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) ==
               static_cast<int>(::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED));
 static_assert(static_cast<int>(ours::CUDA_ERROR_NOT_MAPPED) == static_cast<int>(::CUDA_ERROR_NOT_MAPPED));

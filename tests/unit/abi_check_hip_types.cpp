@@ -11,8 +11,9 @@ namespace ours {
 }  // namespace ours
 
 #define LG_SAME_SIZE(type) static_assert(sizeof(ours::type) == sizeof(::type), #type " differs from the HIP headers")
-#define LG_SAME_OFFSET(type, field) \
-  static_assert(offsetof(ours::type, field) == offsetof(::type, field), #type "::" #field " differs from the HIP headers")
+#define LG_SAME_OFFSET(type, field)                                     \
+  static_assert(offsetof(ours::type, field) == offsetof(::type, field), \
+                #type "::" #field " differs from the HIP headers")
 #define LG_SAME_VALUE(name) static_assert(static_cast<long>(ours::name) == static_cast<long>(::name), #name)
 
 LG_SAME_SIZE(hipChannelFormatDesc);

@@ -13,9 +13,10 @@ bool parse(std::vector<std::string> arguments, Command &command, std::string &er
 TEST(CommandLine, RunWithEveryOption) {
   Command command;
   std::string error;
-  ASSERT_TRUE(parse({"run", "--sim", "--out", "o", "--ttl=250ms", "--on-expiry", "abort", "--stack-depth=8",
-                     "--journal", "compact", "--format", "json", "--format=text=r.txt", "--fail-on-leak=7", "--quiet", "--", "prog", "--flag"},
-                    command, error))
+  ASSERT_TRUE(parse(
+      {"run", "--sim", "--out", "o", "--ttl=250ms", "--on-expiry", "abort", "--stack-depth=8", "--journal", "compact",
+       "--format", "json", "--format=text=r.txt", "--fail-on-leak=7", "--quiet", "--", "prog", "--flag"},
+      command, error))
       << error;
   EXPECT_EQ(command.subcommand, Subcommand::Run);
   const RunOptions &run = command.run;
@@ -35,9 +36,13 @@ TEST(CommandLine, RunWithEveryOption) {
 }
 
 TEST(CommandLine, HelpAmongASubcommandsOptionsAsksForTheUsage) {
-  for (const auto &arguments : std::vector<std::vector<std::string>>{
-           {"run", "--help"}, {"run", "-h"}, {"run", "--sim", "--help", "--", "prog"}, {"report", "-h"},
-           {"report", "dir", "--help"}, {"diff", "--help"}, {"diff", "a", "b", "-h"}}) {
+  for (const auto &arguments : std::vector<std::vector<std::string>>{{"run", "--help"},
+                                                                     {"run", "-h"},
+                                                                     {"run", "--sim", "--help", "--", "prog"},
+                                                                     {"report", "-h"},
+                                                                     {"report", "dir", "--help"},
+                                                                     {"diff", "--help"},
+                                                                     {"diff", "a", "b", "-h"}}) {
     Command command;
     std::string error;
     ASSERT_TRUE(parse(arguments, command, error)) << ::testing::PrintToString(arguments) << ": " << error;
@@ -130,7 +135,8 @@ TEST(CommandLine, EachBadInputIsOneClearLine) {
 TEST(CommandLine, ReportPathsAndOptions) {
   Command command;
   std::string error;
-  ASSERT_TRUE(parse({"report", "dir", "--format", "json=x.json", "--fail-on-leak", "--", "--odd-name"}, command, error));
+  ASSERT_TRUE(
+      parse({"report", "dir", "--format", "json=x.json", "--fail-on-leak", "--", "--odd-name"}, command, error));
   EXPECT_EQ(command.report.paths, (std::vector<std::string>{"dir", "--odd-name"}));
   EXPECT_EQ(command.report.common.formats[0].path, "x.json");
 }

@@ -196,7 +196,8 @@ std::vector<LeakKey> leaks_of_a_mixed_workload(JournalMode mode, report::Process
   process = replay(tracker);
   std::vector<LeakKey> leaks;
   for (const report::LeaseEnding &ending : process.leases)
-    for (const report::Leak &leak : ending.leaks) leaks.emplace_back(leak.address, leak.bytes, ending.id, ending.ended_by);
+    for (const report::Leak &leak : ending.leaks)
+      leaks.emplace_back(leak.address, leak.bytes, ending.id, ending.ended_by);
   return leaks;
 }
 

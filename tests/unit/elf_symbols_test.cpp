@@ -102,8 +102,8 @@ TEST(ElfSymbols, NamesWhatLibdwNamesAlongACallStack) {
 
 TEST(ElfSymbols, ReadsTheBuildIdLibdwReads) {
   if (!symbol_source_available(SymbolSource::DebugInfo)) GTEST_SKIP() << "this build has no libdw";
-  for (const void *code : {reinterpret_cast<const void *>(&elf_symbols_test_marker),
-                           reinterpret_cast<const void *>(&backtrace)}) {
+  for (const void *code :
+       {reinterpret_cast<const void *>(&elf_symbols_test_marker), reinterpret_cast<const void *>(&backtrace)}) {
     const Frame frame = frame_at(code);
     auto by_libdw = open_module_symbols(SymbolSource::DebugInfo, frame.module);
     auto by_tables = open_module_symbols(SymbolSource::SymbolTable, frame.module);
@@ -152,7 +152,8 @@ TEST(ElfSymbols, DamagedFilesGiveNamesOrNoneAndNeverACrash) {
   auto read_and_look_up = [&](std::string_view image) {
     if (auto symbols = ElfSymbols::parse(image, error)) symbols->function_at(frame.offset + 1);
   };
-  for (size_t size = 0; size < bytes.size(); size += 1 + size / 3) read_and_look_up(std::string_view(bytes).substr(0, size));
+  for (size_t size = 0; size < bytes.size(); size += 1 + size / 3)
+    read_and_look_up(std::string_view(bytes).substr(0, size));
   Elf64_Ehdr header;
   std::memcpy(&header, bytes.data(), sizeof header);
   const size_t table_end = std::min<size_t>(bytes.size(), header.e_shoff + size_t{header.e_shnum} * sizeof(Elf64_Shdr));

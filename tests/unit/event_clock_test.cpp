@@ -39,11 +39,11 @@ TEST(EventClock, OnSeveralThreadsAtOnce) {
 }
 
 TEST(EventClock, TheCoarseClockIsKeptUnlessReadingItIsASystemCall) {
-  EXPECT_TRUE(coarse_clock_is_cheap_enough(7.8, 35.9));    // a virtual machine's vDSO
-  EXPECT_TRUE(coarse_clock_is_cheap_enough(55, 12));       // slow, but no system call
-  EXPECT_FALSE(coarse_clock_is_cheap_enough(1500, 40));    // gVisor: only the fine one in its vDSO
-  EXPECT_FALSE(coarse_clock_is_cheap_enough(150, 33));     // a system call on this virtual machine
-  EXPECT_TRUE(coarse_clock_is_cheap_enough(600, 550));     // no vDSO: both are system calls
+  EXPECT_TRUE(coarse_clock_is_cheap_enough(7.8, 35.9));  // a virtual machine's vDSO
+  EXPECT_TRUE(coarse_clock_is_cheap_enough(55, 12));     // slow, but no system call
+  EXPECT_FALSE(coarse_clock_is_cheap_enough(1500, 40));  // gVisor: only the fine one in its vDSO
+  EXPECT_FALSE(coarse_clock_is_cheap_enough(150, 33));   // a system call on this virtual machine
+  EXPECT_TRUE(coarse_clock_is_cheap_enough(600, 550));   // no vDSO: both are system calls
 }
 
 TEST(EventClock, ChoosingTwiceKeepsTheFirstChoice) {

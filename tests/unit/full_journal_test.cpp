@@ -96,11 +96,11 @@ TEST(FullJournal, LeaksMadeAfterItFilledAreCountedWhereverTheyEnd) {
   const std::string text = report::render_text(report);
   EXPECT_NE(text.find("Leak of 5000 byte(s) in 5 allocation(s) made while the journal was full"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("SUMMARY: leaseguard: " +
-                      std::to_string(kProcessLeaks * 10 + kJobLeaks * 1000 + kGoneWithTheContext * 700) +
-                      " byte(s) leaked in " + std::to_string(kProcessLeaks + kJobLeaks + kGoneWithTheContext) +
-                      " allocation(s)."),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "SUMMARY: leaseguard: " + std::to_string(kProcessLeaks * 10 + kJobLeaks * 1000 + kGoneWithTheContext * 700) +
+          " byte(s) leaked in " + std::to_string(kProcessLeaks + kJobLeaks + kGoneWithTheContext) + " allocation(s)."),
+      std::string::npos)
       << text;
   EXPECT_NE(report::render_junit(report).find("made while the journal was full"), std::string::npos);
   EXPECT_NE(report::render_sarif(report, "").find("made while the journal was full"), std::string::npos);

@@ -28,13 +28,15 @@ LiveRecord handle_reference(uint64_t id) {
 
 // Releases the newest reference to handle 0x77, as cuMemRelease does.
 std::optional<LiveRecord> release_handle(HandleTable &table) {
-  return table.remove(Space::VmmHandle, 0x77, [](const LiveRecord &) { return true; }, [](const LiveRecord *, bool) {});
+  return table.remove(
+      Space::VmmHandle, 0x77, [](const LiveRecord &) { return true; }, [](const LiveRecord *, bool) {});
 }
 
 // Inserts three references to handle 0x77 (ids 1, 2, 3), then takes reference `gone` out
 // as a lease reclaiming its own would.
 void hold_three_references_then_reclaim(HandleTable &table, uint16_t gone) {
-  for (uint64_t id = 1; id <= 3; ++id) table.insert(handle_reference(id), true, [](LiveRecord &, const std::optional<LiveRecord> &) {});
+  for (uint64_t id = 1; id <= 3; ++id)
+    table.insert(handle_reference(id), true, [](LiveRecord &, const std::optional<LiveRecord> &) {});
   table.extract_if([&](const LiveRecord &r) { return r.reference == gone; });
 }
 
@@ -63,22 +65,24 @@ TEST(HandleTable, ReinsertReturnsTheDisplacedRecord) {
 TEST(HandleTable, UnderLockCallbacksSeeTheRecord) {
   HandleTable table;
   bool ran = false;
-  table.insert(record(1, 0x1000), false,
-               [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) { ran = stored.details_at == 1 && !displaced; });
+  table.insert(record(1, 0x1000), false, [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) {
+    ran = stored.details_at == 1 && !displaced;
+  });
   EXPECT_TRUE(ran);
   ran = false;
-  table.insert(record(3, 0x1000), false,
-               [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) {
-                 ran = stored.details_at == 3 && displaced && displaced->details_at == 1;
-               });
+  table.insert(record(3, 0x1000), false, [&](LiveRecord &stored, const std::optional<LiveRecord> &displaced) {
+    ran = stored.details_at == 3 && displaced && displaced->details_at == 1;
+  });
   EXPECT_TRUE(ran);
   table.insert(record(1, 0x1000));
   EXPECT_TRUE(ran);
   auto accept_all = [](const LiveRecord &) { return true; };
   uint64_t seen = 0;
-  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->details_at : 99; });
+  table.remove(Space::Address, 0x1000, accept_all,
+               [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->details_at : 99; });
   EXPECT_EQ(seen, 1u);
-  table.remove(Space::Address, 0x1000, accept_all, [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->details_at : 99; });
+  table.remove(Space::Address, 0x1000, accept_all,
+               [&](const LiveRecord *r, bool) { seen = r != nullptr ? r->details_at : 99; });
   EXPECT_EQ(seen, 99u);
 }
 
@@ -107,8 +111,9 @@ TEST(HandleTable, AnotherReferenceIsKeptBesideTheFirst) {
   HandleTable table;
   uint16_t numbers[3];
   for (uint64_t id = 1; id <= 3; ++id)
-    EXPECT_FALSE(table.insert(handle_reference(id), true,
-                              [&](LiveRecord &stored, const std::optional<LiveRecord> &) { numbers[id - 1] = stored.reference; }));
+    EXPECT_FALSE(table.insert(handle_reference(id), true, [&](LiveRecord &stored, const std::optional<LiveRecord> &) {
+      numbers[id - 1] = stored.reference;
+    }));
   EXPECT_EQ(numbers[0], 0);
   EXPECT_EQ(numbers[1], 1);
   EXPECT_EQ(numbers[2], 2);
@@ -146,8 +151,9 @@ TEST(HandleTable, ARefusedRemovalKeepsTheRecord) {
   HandleTable table;
   table.insert(record(1, 0x1000));
   bool refused = false;
-  EXPECT_FALSE(table.remove(Space::Address, 0x1000, [](const LiveRecord &) { return false; },
-                            [&](const LiveRecord *r, bool accepted) { refused = r != nullptr && !accepted; }));
+  EXPECT_FALSE(table.remove(
+      Space::Address, 0x1000, [](const LiveRecord &) { return false; },
+      [&](const LiveRecord *r, bool accepted) { refused = r != nullptr && !accepted; }));
   EXPECT_TRUE(refused);
   EXPECT_EQ(table.size(), 1u);
 }
@@ -217,8 +223,8 @@ TEST(HandleTable, NamespacesSurviveReplacementAndGrowth) {
   EXPECT_EQ(table.size(), 5000u);
   for (uint64_t i = 1; i <= 5000; ++i) {
     EXPECT_FALSE(table.remove(0x1000 + i * 256)) << "found in the address namespace";
-    auto removed = table.remove(Space::VmmHandle, 0x1000 + i * 256, [](const LiveRecord &) { return true; },
-                                [](const LiveRecord *, bool) {});
+    auto removed = table.remove(
+        Space::VmmHandle, 0x1000 + i * 256, [](const LiveRecord &) { return true; }, [](const LiveRecord *, bool) {});
     ASSERT_TRUE(removed) << i;
     EXPECT_EQ(removed->details_at, i + 100000);
   }

@@ -129,7 +129,8 @@ size_t resident_pages(const std::string &path, uint64_t first, uint64_t end) {
   std::vector<unsigned char> resident((to - from) / page);
   const bool known = mincore(view, to - from, resident.data()) == 0;
   munmap(view, to - from);
-  return known ? static_cast<size_t>(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }))
+  return known ? static_cast<size_t>(
+                     std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }))
                : 0;
 }
 
@@ -328,13 +329,13 @@ std::string write_a_varied_damaged_journal(const testing::TempDir &dir) {
   for (int damage = 0; damage < 40; ++damage) {
     const size_t slot = 1 + random() % (slots - 1);
     unsigned char *tag = bytes.data() + slot * kSlotBytes;
-    if (damage % 3 == 0) std::memset(tag, 0, 4);  // never committed
-    else if (damage % 3 == 1) tag[3] = 0x12;      // not leaseguard's
+    if (damage % 3 == 0) std::memset(tag, 0, 4);         // never committed
+    else if (damage % 3 == 1) tag[3] = 0x12;             // not leaseguard's
     else tag[0] = static_cast<unsigned char>(random());  // a record that claims other lengths
   }
   bytes.resize(bytes.size() + 17, 0xEE);  // a partial slot at the end
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char *>(bytes.data()),
-                                                               static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 
@@ -415,7 +416,8 @@ TEST(Journal, RejectsWhatIsNotAJournal) {
 // `written` what it has committed), kills it at a random instant once it is writing, and
 // returns the last value it stored.
 template <typename WriteForever>
-uint64_t kill_a_writer_at_a_random_moment(const testing::TempDir &dir, std::mt19937 &random, WriteForever write_forever) {
+uint64_t kill_a_writer_at_a_random_moment(const testing::TempDir &dir, std::mt19937 &random,
+                                          WriteForever write_forever) {
   auto *written = static_cast<std::atomic<uint64_t> *>(
       mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   EXPECT_NE(written, MAP_FAILED);

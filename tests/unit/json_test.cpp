@@ -15,7 +15,12 @@ TEST(JsonWriter, EscapesAndRoundTrips) {
   writer.begin_object();
   writer.key("text").value(std::string_view("quote \" backslash \\ newline \n tab \t bell \x07 utf8 \xc3\xa9"));
   writer.key("bad_utf8").value(std::string_view("\xff\xfe"));
-  writer.key("numbers").begin_array().value(uint64_t{18446744073709551615ull}).value(int64_t{-5}).value(1.5).end_array();
+  writer.key("numbers")
+      .begin_array()
+      .value(uint64_t{18446744073709551615ull})
+      .value(int64_t{-5})
+      .value(1.5)
+      .end_array();
   writer.key("nothing").null();
   writer.key("empty").begin_object().end_object();
   writer.end_object();
@@ -91,8 +96,8 @@ TEST(JsonValue, ANameGivenTwiceHasTheValueGivenLast) {
 }
 
 TEST(JsonValue, RejectsMalformedDocumentsWithAPosition) {
-  for (const char *bad : {"", "{", "[1,]", "{\"a\" 1}", "\"unterminated", "tru", "{\"a\":1}x", "[\"\\x\"]", "01a",
-                          "\"\x01\""}) {
+  for (const char *bad :
+       {"", "{", "[1,]", "{\"a\" 1}", "\"unterminated", "tru", "{\"a\":1}x", "[\"\\x\"]", "01a", "\"\x01\""}) {
     JsonValue value;
     std::string error;
     EXPECT_FALSE(JsonValue::parse(bad, value, error)) << bad;

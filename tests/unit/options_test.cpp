@@ -75,12 +75,15 @@ TEST(Environment, ReadsEveryVariable) {
 
 TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"LEASEGUARD_TTL", "soon"},       {"LEASEGUARD_TTL", "-1s"},          {"LEASEGUARD_TTL", ""},
-      {"LEASEGUARD_ON_EXPIRY", "kill"}, {"LEASEGUARD_ON_EXPIRY", ""},       {"LEASEGUARD_STACK_DEPTH", "-3"},
-      {"LEASEGUARD_STACK_DEPTH", "65"}, {"LEASEGUARD_STACK_DEPTH", "1e9"},  {"LEASEGUARD_STACK_DEPTH", ""},
-      {"LEASEGUARD_LOG", "verbose"},    {"LEASEGUARD_DISABLE", "maybe"},    {"LEASEGUARD_OUT", ""},
+      {"LEASEGUARD_TTL", "soon"},       {"LEASEGUARD_TTL", "-1s"},
+      {"LEASEGUARD_TTL", ""},           {"LEASEGUARD_ON_EXPIRY", "kill"},
+      {"LEASEGUARD_ON_EXPIRY", ""},     {"LEASEGUARD_STACK_DEPTH", "-3"},
+      {"LEASEGUARD_STACK_DEPTH", "65"}, {"LEASEGUARD_STACK_DEPTH", "1e9"},
+      {"LEASEGUARD_STACK_DEPTH", ""},   {"LEASEGUARD_LOG", "verbose"},
+      {"LEASEGUARD_DISABLE", "maybe"},  {"LEASEGUARD_OUT", ""},
       {"LEASEGUARD_RUN_ID", "../x"},    {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"},
-      {"LEASEGUARD_JOURNAL", "small"},  {"LEASEGUARD_JOURNAL", ""},         {"LEASEGUARD_JOURNAL", "Compact"}};
+      {"LEASEGUARD_JOURNAL", "small"},  {"LEASEGUARD_JOURNAL", ""},
+      {"LEASEGUARD_JOURNAL", "Compact"}};
   for (const auto &[name, value] : cases) {
     std::vector<std::string> warnings;
     Options options = parse({{name, value}}, warnings);
@@ -113,12 +116,13 @@ TEST(Deadline, AcceptsEpochSecondsAndRfc3339) {
 }
 
 TEST(Deadline, RejectsMalformedTimes) {
-  for (const char *bad : {"", "@", "@-5", "@1.", "@1.1234567890", "@abc", "2025-11-29", "2025-11-29T18:00:00",
-                          "2025-13-29T18:00:00Z", "2025-11-29T24:00:00Z", "2025-11-29T18:00:00+1:00",
-                          "1969-12-31T23:59:59Z", "2025-11-29 18:00:00Z", "@99999999999999999999",
-                          // Not days of the calendar:
-                          "2025-02-31T00:00:00Z", "2025-02-29T00:00:00Z", "1900-02-29T00:00:00Z",
-                          "2025-04-31T12:00:00Z", "2025-06-31T12:00:00Z", "2025-09-31T12:00:00Z", "2025-11-31T12:00:00Z"})
+  for (const char *bad :
+       {"", "@", "@-5", "@1.", "@1.1234567890", "@abc", "2025-11-29", "2025-11-29T18:00:00", "2025-13-29T18:00:00Z",
+        "2025-11-29T24:00:00Z", "2025-11-29T18:00:00+1:00", "1969-12-31T23:59:59Z", "2025-11-29 18:00:00Z",
+        "@99999999999999999999",
+        // Not days of the calendar:
+        "2025-02-31T00:00:00Z", "2025-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2025-04-31T12:00:00Z",
+        "2025-06-31T12:00:00Z", "2025-09-31T12:00:00Z", "2025-11-31T12:00:00Z"})
     EXPECT_FALSE(parse_deadline_ns(bad).has_value()) << bad;
   EXPECT_TRUE(parse_deadline_ns("2024-02-29T00:00:00Z").has_value());  // a leap day
   EXPECT_TRUE(parse_deadline_ns("2025-01-31T00:00:00Z").has_value());
@@ -139,8 +143,9 @@ TEST(Deadline, ADeadlineAlreadyPastIsKeptAndSaidSo) {
                                "' is already past: the process lease ends as the process starts");
   }
   std::vector<std::string> warnings;
-  Options future = parse_options([](const char *name) { return std::string(name) == "LEASEGUARD_DEADLINE" ? "@1764439201" : nullptr; },
-                                 warnings, now);
+  Options future = parse_options(
+      [](const char *name) { return std::string(name) == "LEASEGUARD_DEADLINE" ? "@1764439201" : nullptr; }, warnings,
+      now);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(future.deadline_unix_ns, 1764439201ull * 1'000'000'000ull);
 }

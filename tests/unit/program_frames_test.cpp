@@ -50,7 +50,8 @@ TEST(ProgramFrames, TheProgramsFramesEndAtMainOrWhereTheCLibraryStartedTheThread
   EXPECT_EQ(trailing_c_library_frames_begin(main_thread), main_thread.size());
   EXPECT_EQ(program_frame_count(main_thread), 2u);
   // Another thread: the C library's start_thread and clone3 at the bottom.
-  std::vector<Frame> thread{named(app, "upload"), named(app, "worker"), unnamed(libc, 0x88fd4), unnamed(libc, 0x1095bc)};
+  std::vector<Frame> thread{named(app, "upload"), named(app, "worker"), unnamed(libc, 0x88fd4),
+                            unnamed(libc, 0x1095bc)};
   EXPECT_EQ(trailing_c_library_frames_begin(thread), 2u);
   EXPECT_EQ(program_frame_count(thread), 2u);
   // A stack cut short by the depth, and one through the C library in its middle: all theirs.
@@ -69,23 +70,25 @@ ProcessReport process_with_stack(std::vector<Frame> stack) {
 TEST(LeakSignature, TheCLibrarysFramesBelowTheProgramDoNotCount) {
   const std::string app = "/opt/app/bin/app", libc = "/lib/x86_64-linux-gnu/libc.so.6";
   // The same leak on a machine with the C library's debug symbols and on one without.
-  ProcessReport with_symbols = process_with_stack(
-      {named(app, "blur", "/src/blur.c"), named(app, "main", "/src/main.c"),
-       named(libc, "__libc_start_call_main", "../sysdeps/nptl/libc_start_call_main.h"),
-       named(libc, "__libc_start_main", "../csu/libc-start.c"), named(app, "_start")});
-  ProcessReport without_symbols = process_with_stack({named(app, "blur", "/src/blur.c"), named(app, "main", "/src/main.c"),
-                                                      unnamed(libc, 0x2724a), named(libc, "__libc_start_main"),
-                                                      named(app, "_start")});
-  EXPECT_EQ(leak_signature(with_symbols, 7, Api::cuMemAlloc_v2), leak_signature(without_symbols, 7, Api::cuMemAlloc_v2));
+  ProcessReport with_symbols =
+      process_with_stack({named(app, "blur", "/src/blur.c"), named(app, "main", "/src/main.c"),
+                          named(libc, "__libc_start_call_main", "../sysdeps/nptl/libc_start_call_main.h"),
+                          named(libc, "__libc_start_main", "../csu/libc-start.c"), named(app, "_start")});
+  ProcessReport without_symbols =
+      process_with_stack({named(app, "blur", "/src/blur.c"), named(app, "main", "/src/main.c"), unnamed(libc, 0x2724a),
+                          named(libc, "__libc_start_main"), named(app, "_start")});
+  EXPECT_EQ(leak_signature(with_symbols, 7, Api::cuMemAlloc_v2),
+            leak_signature(without_symbols, 7, Api::cuMemAlloc_v2));
   // The program's own frames still tell leaks apart.
-  ProcessReport elsewhere = process_with_stack({named(app, "sharpen", "/src/blur.c"), named(app, "main", "/src/main.c"),
-                                                unnamed(libc, 0x2724a)});
+  ProcessReport elsewhere = process_with_stack(
+      {named(app, "sharpen", "/src/blur.c"), named(app, "main", "/src/main.c"), unnamed(libc, 0x2724a)});
   EXPECT_NE(leak_signature(elsewhere, 7, Api::cuMemAlloc_v2), leak_signature(without_symbols, 7, Api::cuMemAlloc_v2));
   // A thread's stack: the C library's start_thread and clone3 at its bottom do not count.
-  ProcessReport thread_with = process_with_stack({named(app, "upload", "/src/up.c"), named(libc, "start_thread", "pthread_create.c"),
-                                                  named(libc, "clone3", "clone3.S")});
-  ProcessReport thread_without = process_with_stack({named(app, "upload", "/src/up.c"), unnamed(libc, 0x88fd4),
-                                                     unnamed(libc, 0x1095bc)});
+  ProcessReport thread_with =
+      process_with_stack({named(app, "upload", "/src/up.c"), named(libc, "start_thread", "pthread_create.c"),
+                          named(libc, "clone3", "clone3.S")});
+  ProcessReport thread_without =
+      process_with_stack({named(app, "upload", "/src/up.c"), unnamed(libc, 0x88fd4), unnamed(libc, 0x1095bc)});
   EXPECT_EQ(leak_signature(thread_with, 7, Api::cuMemAlloc_v2), leak_signature(thread_without, 7, Api::cuMemAlloc_v2));
 }
 

@@ -138,8 +138,8 @@ TEST(Replay, CountsUnknownAndLateFrees) {
   journal.lease_begin(2, "job");
   journal.alloc(1, 100, 2, 0);
   journal.lease_end(2, EndedBy::Expiry, 50);
-  journal.free(1);                          // late: after its lease expired
-  journal.free(0, journal::kFreeUnknown);   // never allocated
+  journal.free(1);                         // late: after its lease expired
+  journal.free(0, journal::kFreeUnknown);  // never allocated
   journal.process_end();
   ProcessReport process;
   std::string error;
@@ -167,8 +167,9 @@ TEST(Replay, TextReportGroupsByStackLargestFirst) {
   ASSERT_TRUE(load_report({journal.path()}, {{77, ExitStatus{0, std::nullopt}}}, report, error));
   std::string text = render_text(report);
   // All three share stack 0 ("no stack"), so one group of 5200 bytes.
-  EXPECT_NE(text.find("Leak of 5200 byte(s) in 3 allocation(s) [cuMemAlloc_v2, device memory, device 0] allocated from:"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("Leak of 5200 byte(s) in 3 allocation(s) [cuMemAlloc_v2, device memory, device 0] allocated from:"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("exited with code 0"), std::string::npos);
   EXPECT_NE(text.find("SUMMARY: leaseguard: 5200 byte(s) leaked in 3 allocation(s)."), std::string::npos);
@@ -338,7 +339,8 @@ TEST(Replay, StacksShareEachDistinctFrame) {
   constexpr uint32_t kStacks = 64;
   for (uint32_t id = 1; id <= kStacks; ++id) {
     std::vector<std::pair<uint32_t, uint64_t>> frames;
-    for (uint32_t level = 0; level < 6; ++level) frames.emplace_back(level % 2, 0x100 * level + 0x10 * (id >> level & 1));
+    for (uint32_t level = 0; level < 6; ++level)
+      frames.emplace_back(level % 2, 0x100 * level + 0x10 * (id >> level & 1));
     frames.emplace_back(journal::kNoModule, 0x1234);
     journal.stack(id, frames);
   }

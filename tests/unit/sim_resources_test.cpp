@@ -81,7 +81,7 @@ TEST_F(SimResources, VmmPhysicalMemoryGoesBackAfterReleaseAndTheLastUnmap) {
   EXPECT_EQ(cuMemRelease(handle), CUDA_ERROR_INVALID_VALUE);  // no reference left
   EXPECT_EQ(used(), before + 2 * kGranularity);
   EXPECT_EQ(cuMemAddressFree(range, 4 * kGranularity), CUDA_ERROR_INVALID_VALUE);  // still mapped
-  EXPECT_EQ(cuMemUnmap(range, kGranularity), CUDA_ERROR_INVALID_VALUE);  // part of a mapping
+  EXPECT_EQ(cuMemUnmap(range, kGranularity), CUDA_ERROR_INVALID_VALUE);            // part of a mapping
   ASSERT_EQ(cuMemUnmap(range, 2 * kGranularity), CUDA_SUCCESS);
   EXPECT_EQ(used(), before + 2 * kGranularity);
   ASSERT_EQ(cuMemUnmap(range + 2 * kGranularity, kGranularity), CUDA_SUCCESS);

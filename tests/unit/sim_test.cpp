@@ -34,7 +34,6 @@ class Sim : public ::testing::Test {
   bool primary_retained_ = false;  // false once a test released SetUp's reference itself
 };
 
-
 TEST_F(Sim, AllocationsAre256ByteAlignedAndUsable) {
   std::vector<CUdeviceptr> pointers;
   for (size_t bytes : {1, 7, 255, 257, 4096, 100000, 3 << 20}) {

@@ -191,11 +191,11 @@ TEST(StackCapture, ADeepTraceSeesAChangeInEveryWordItRead) {
 // never as some other rule.
 TEST(StackCapture, APackedRuleReadsBackWhatWasPacked) {
   const uint64_t tag = (uint64_t{1} << 34) - 3;
-  for (FrameRule rule : {FrameRule{16, -16, FrameRule::Cfa::FramePointer, true},
-                         FrameRule{8, 0, FrameRule::Cfa::StackPointer, false},
-                         FrameRule{(1 << 19) - 1, -512, FrameRule::Cfa::StackPointer, true},
-                         FrameRule{-(1 << 19), 504, FrameRule::Cfa::FramePointer, true},
-                         FrameRule{-24, -8, FrameRule::Cfa::StackPointer, true}}) {
+  for (FrameRule rule :
+       {FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}, FrameRule{8, 0, FrameRule::Cfa::StackPointer, false},
+        FrameRule{(1 << 19) - 1, -512, FrameRule::Cfa::StackPointer, true},
+        FrameRule{-(1 << 19), 504, FrameRule::Cfa::FramePointer, true},
+        FrameRule{-24, -8, FrameRule::Cfa::StackPointer, true}}) {
     const PackedFrameRule packed = PackedFrameRule::pack(tag, rule);
     EXPECT_EQ(packed.tag(), tag);
     EXPECT_EQ(packed.cfa(), rule.cfa);
@@ -207,17 +207,27 @@ TEST(StackCapture, APackedRuleReadsBackWhatWasPacked) {
   }
   EXPECT_EQ(PackedFrameRule::pack(tag, FrameRule{0, 0, FrameRule::Cfa::Outermost, false}).cfa(),
             FrameRule::Cfa::Outermost);
-  EXPECT_TRUE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::StackPointer, true}).is_frame_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{24, -16, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -24, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
-  EXPECT_TRUE(PackedFrameRule::pack(tag, FrameRule{8, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
-  EXPECT_TRUE(PackedFrameRule::pack(tag, FrameRule{-24, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::StackPointer, true}).is_stack_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, 0, FrameRule::Cfa::FramePointer, false}).is_stack_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}).is_stack_pointer_frame());
+  EXPECT_TRUE(
+      PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::StackPointer, true}).is_frame_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{24, -16, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{16, -24, FrameRule::Cfa::FramePointer, true}).is_frame_pointer_frame());
+  EXPECT_TRUE(
+      PackedFrameRule::pack(tag, FrameRule{8, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
+  EXPECT_TRUE(
+      PackedFrameRule::pack(tag, FrameRule{-24, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::StackPointer, true}).is_stack_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{16, 0, FrameRule::Cfa::FramePointer, false}).is_stack_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{16, -16, FrameRule::Cfa::FramePointer, true}).is_stack_pointer_frame());
   EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{0, 0, FrameRule::Cfa::Outermost, false}).is_stack_pointer_frame());
-  EXPECT_FALSE(PackedFrameRule::pack(tag, FrameRule{1 << 19, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
+  EXPECT_FALSE(
+      PackedFrameRule::pack(tag, FrameRule{1 << 19, 0, FrameRule::Cfa::StackPointer, false}).is_stack_pointer_frame());
   for (FrameRule unfit : {FrameRule{1 << 19, -16, FrameRule::Cfa::StackPointer, true},
                           FrameRule{16, -12, FrameRule::Cfa::FramePointer, true},
                           FrameRule{16, 512, FrameRule::Cfa::FramePointer, true}}) {

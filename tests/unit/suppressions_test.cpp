@@ -26,9 +26,10 @@ TEST(SuppressionPattern, LeakSanitizerSemantics) {
 TEST(Suppressions, ParsesRulesQualifiersAndComments) {
   Suppressions suppressions;
   std::string error;
-  ASSERT_TRUE(suppressions.parse("# third party\n\n  leak:libthird.so\nleak:^warm_up$ min_bytes=1M\n"
-                                 "leak:pool_* api=cuMemAllocAsync*\n",
-                                 "s.txt", error))
+  ASSERT_TRUE(
+      suppressions.parse("# third party\n\n  leak:libthird.so\nleak:^warm_up$ min_bytes=1M\n"
+                         "leak:pool_* api=cuMemAllocAsync*\n",
+                         "s.txt", error))
       << error;
   ASSERT_EQ(suppressions.entries().size(), 3u);
   EXPECT_EQ(suppressions.entries()[1].min_bytes, 1u << 20);
@@ -49,8 +50,9 @@ TEST(Suppressions, EachBadLineIsOneClearError) {
 TEST(Suppressions, ApplyMatchesModuleFunctionOrFileAndQualifiers) {
   Report report;
   ProcessReport process;
-  process.add_stack(1, {Frame{"/usr/lib/libthird.so", "", 0x10, 0x10, std::string("third_init"), std::nullopt, std::nullopt},
-                        Frame{"/app/main", "", 0x20, 0x20, std::string("main"), std::string("main.c"), 3}});
+  process.add_stack(
+      1, {Frame{"/usr/lib/libthird.so", "", 0x10, 0x10, std::string("third_init"), std::nullopt, std::nullopt},
+          Frame{"/app/main", "", 0x20, 0x20, std::string("main"), std::string("main.c"), 3}});
   process.add_stack(2, {Frame{"/app/main", "", 0x30, 0x30, std::string("warm_up"), std::string("warm.c"), 9}});
   LeaseEnding lease;
   auto leak = [](uint32_t stack, uint64_t bytes, Api api) {

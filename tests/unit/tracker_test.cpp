@@ -333,9 +333,9 @@ TEST(Tracker, AllocationsOnManyThreadsHaveDistinctIdsAndAreReportedInJournalOrde
 TEST(Tracker, LeaksAreListedInAllocationOrderWhateverTheirIds) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir, 0));
-  tracker.on_alloc(event(0x1000, 1));                                 // this thread's first block
+  tracker.on_alloc(event(0x1000, 1));                                      // this thread's first block
   std::thread([&tracker] { tracker.on_alloc(event(0x2000, 2)); }).join();  // the next block
-  tracker.on_alloc(event(0x3000, 3));                                 // this thread's block again
+  tracker.on_alloc(event(0x3000, 3));                                      // this thread's block again
   tracker.finish_process();
   report::ProcessReport process = replay(tracker);
   ASSERT_EQ(process.leases.size(), 1u);
@@ -503,7 +503,8 @@ TEST(Tracker, FreesAreWrittenInPlaceUntilALeaseEndsAfterTheirAllocation) {
   ASSERT_EQ(shapes.freed_in_place.size(), 3u);
   EXPECT_EQ(shapes.freed_in_place[0x1000] >> journal::kFreedInPlaceApiShift, static_cast<uint32_t>(Api::cuMemFree_v2));
   EXPECT_EQ(shapes.freed_in_place.count(0x4000), 1u);
-  EXPECT_EQ(shapes.freed_in_place[0x5000] >> journal::kFreedInPlaceApiShift, static_cast<uint32_t>(Api::cuMemFreeAsync));
+  EXPECT_EQ(shapes.freed_in_place[0x5000] >> journal::kFreedInPlaceApiShift,
+            static_cast<uint32_t>(Api::cuMemFreeAsync));
   EXPECT_EQ(shapes.free_records, (std::vector<uint64_t>{0x3000, 0x2000}));
 
   report::ProcessReport process = replay(tracker);
@@ -528,8 +529,8 @@ TEST(Tracker, AProgramThatRecordsLittleLeavesASmallJournal) {
   }
   struct stat status {};
   ASSERT_EQ(stat(path.c_str(), &status), 0);
-  EXPECT_LE(status.st_blocks * 512, 256 * 1024) << "a 100-allocation journal takes " << status.st_blocks * 512
-                                                 << " bytes on disk";
+  EXPECT_LE(status.st_blocks * 512, 256 * 1024)
+      << "a 100-allocation journal takes " << status.st_blocks * 512 << " bytes on disk";
 }
 
 TEST(Tracker, TtlExpiryReportsLiveAllocationsAndLaterFreesAreLate) {
@@ -549,7 +550,7 @@ TEST(Tracker, TtlExpiryReportsLiveAllocationsAndLaterFreesAreLate) {
   ASSERT_TRUE(expired);
   EXPECT_EQ(tracker.lease_end(kProcessLeaseId), -1);  // already ended by its expiry
   tracker.on_free(Api::cuMemFree_v2, 0x1000);         // a late free
-  tracker.on_alloc(event(0x2000, 22));                 // after expiry: live at exit
+  tracker.on_alloc(event(0x2000, 22));                // after expiry: live at exit
   tracker.finish_process();
   report::ProcessReport process = replay(tracker);
   EXPECT_EQ(process.late_frees, 1u);
@@ -676,7 +677,7 @@ TEST(Reclaim, AReissuedAddressKeepsItsNewOwnerSafeFromTheLateFree) {
   tracker.on_alloc(event(0x1000, 10));
   tracker.lease_leave();
   EXPECT_EQ(tracker.lease_end(lease), 1);
-  tracker.on_alloc(event(0x1000, 99));  // the driver reissued the address
+  tracker.on_alloc(event(0x1000, 99));                                            // the driver reissued the address
   EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Reclaimed);  // the late free
   EXPECT_EQ(tracker.live_allocations(), 1u);                                      // new owner intact
   EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x1000), FreeOutcome::Known);      // its own free
@@ -824,7 +825,8 @@ TEST(Reclaim, AThreadAskingAboutALeaseBeingReclaimedWaitsAsleep) {
   const double cpu_start = thread_cpu_ms();
   EXPECT_EQ(tracker.lease_state(lease), LeaseState::Ended);
   const double cpu_ms = thread_cpu_ms() - cpu_start;
-  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
   EXPECT_EQ(backend.released.load(), 3) << "lease_state answered before the reclaim was done";
   ender.join();
   // A spinning waiter burns about as much CPU as it waits (~300 ms here); a sleeping one a
@@ -885,7 +887,7 @@ TEST(Leases, AThreadWhoseEnteredLeaseWasEndedElsewhereAllocatesIntoTheProcessLea
   uint64_t lease = tracker.lease_begin("short", 0, Policy::Report);
   tracker.lease_enter(lease);
   std::thread([&] { EXPECT_EQ(tracker.lease_end(lease), 0); }).join();  // ended elsewhere
-  tracker.on_alloc(event(0x1000, 10));  // this thread still has it entered
+  tracker.on_alloc(event(0x1000, 10));                                  // this thread still has it entered
   tracker.lease_leave();
   tracker.finish_process();
   report::ProcessReport process = replay(tracker);

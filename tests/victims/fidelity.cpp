@@ -113,9 +113,7 @@ int forking() {
   std::fflush(stdout);
   pid_t child = fork();
   if (child == 0) {
-    {
-      Guard guard(1024);
-    }
+    { Guard guard(1024); }
     std::printf("child allocated and freed\n");
     std::fflush(stdout);
     _exit(5);

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 
 #define NOINLINE __attribute__((noinline, noclone))
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    hipError_t check_status_ = (call);                                                          \
-    if (check_status_ != hipSuccess) {                                                          \
+#define CHECK(call)                                                                                 \
+  do {                                                                                              \
+    hipError_t check_status_ = (call);                                                              \
+    if (check_status_ != hipSuccess) {                                                              \
       fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)check_status_); \
-      exit(3);                                                                                  \
-    }                                                                                           \
+      exit(3);                                                                                      \
+    }                                                                                               \
   } while (0)
 
 #endif

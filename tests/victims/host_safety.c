@@ -79,7 +79,7 @@ static void close_fds(const char *data_path) {
   leak(1001);
   for (int fd = 3; fd < 1024; ++fd) close(fd);
   int data = open_data_file(data_path);
-  churn(60000);  /* several times what the journal had room for */
+  churn(60000); /* several times what the journal had room for */
   leak(1002);
   printf("data file %ld bytes\n", file_size(data));
 }
@@ -109,12 +109,12 @@ static void sigterm_interrupts(void) {
   leak(4001);
   struct sigaction action;
   memset(&action, 0, sizeof action);
-  action.sa_handler = on_sigterm;  /* no SA_RESTART: the read below must fail with EINTR */
+  action.sa_handler = on_sigterm; /* no SA_RESTART: the read below must fail with EINTR */
   sigemptyset(&action.sa_mask);
   if (sigaction(SIGTERM, &action, NULL) != 0) exit(8);
   int pipe_ends[2];
   if (pipe(pipe_ends) != 0) exit(9);
-  alarm(60);  /* a guard against hanging forever if the read is restarted: fails the test */
+  alarm(60); /* a guard against hanging forever if the read is restarted: fails the test */
   printf("ready\n");
   fflush(stdout);
   char byte;
@@ -127,7 +127,7 @@ static VICTIM_NOINLINE void leak_in_clone_child(size_t bytes) { leak(bytes); }
 static int clone_child(void *bytes) {
   leak_in_clone_child((size_t)(uintptr_t)bytes);
   churn(100);
-  exit(0);  /* as a process ends: its exit handlers, leaseguard's among them, run */
+  exit(0); /* as a process ends: its exit handlers, leaseguard's among them, run */
 }
 
 static void raw_clone(void) {
@@ -137,7 +137,7 @@ static void raw_clone(void) {
     char *stack = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     pid_t child = clone(clone_child, stack + (1 << 20), flags[i], (void *)(uintptr_t)(6001 + i));
     if (child < 0) exit(10);
-    churn(100);  /* the parent goes on writing where the child would */
+    churn(100); /* the parent goes on writing where the child would */
     int status = 0;
     if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) exit(11);
   }
@@ -160,7 +160,7 @@ static void as_limit(void) {
   struct rlimit limit;
   limit.rlim_cur = limit.rlim_max = (rlim_t)(before + (256l << 20));
   if (setrlimit(RLIMIT_AS, &limit) != 0) exit(12);
-  leak(7001);  /* the journal opens here */
+  leak(7001); /* the journal opens here */
   churn(100);
   printf("leaseguard took %ld KiB of address space\n", (address_space_bytes() - before) / 1024);
   void *large = malloc(240l << 20);
@@ -234,7 +234,7 @@ static int exit_race(const char *counts_path) {
   /* Every thread is allocating. */
   for (int i = 0; i < kRaceThreads; ++i)
     while (__atomic_load_n(&g_counts[i].completed, __ATOMIC_SEQ_CST) < 100) sched_yield();
-  return 0;  /* main returns while they go on */
+  return 0; /* main returns while they go on */
 }
 
 int main(int argc, char **argv) {

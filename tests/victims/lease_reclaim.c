@@ -27,8 +27,7 @@ int main(int argc, char **argv) {
   int abort_mode = argc > 1 && strcmp(argv[1], "abort") == 0;
   victim_primary_context();
   size_t before = free_device_memory();
-  leaseguard_lease_t lease =
-      leaseguard_lease_begin("job", 0, abort_mode ? LEASEGUARD_ABORT : LEASEGUARD_RECLAIM);
+  leaseguard_lease_t lease = leaseguard_lease_begin("job", 0, abort_mode ? LEASEGUARD_ABORT : LEASEGUARD_RECLAIM);
   if (lease == 0 || leaseguard_lease_enter(lease) != 0) return 10;
   CUdeviceptr device, async;
   CUdeviceptr_v1 legacy;

@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
       expected = dlsym(driver, variant);
     }
     if (result != CUDA_SUCCESS || function != expected || status != CU_GET_PROC_ADDRESS_SUCCESS) {
-      fprintf(stderr, "MISMATCH %s %d %llu -> %s: got %p (result %d, status %d), expected %p\n", symbol, version,
-              flags, variant, function, (int)result, (int)status, expected);
+      fprintf(stderr, "MISMATCH %s %d %llu -> %s: got %p (result %d, status %d), expected %p\n", symbol, version, flags,
+              variant, function, (int)result, (int)status, expected);
       ++mismatches;
     }
     ++checked;

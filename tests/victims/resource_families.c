@@ -217,7 +217,9 @@ static VICTIM_NOINLINE void registration_balanced(void) {
   CHECK(cuMemHostUnregister(g_balanced));
 }
 
-static VICTIM_NOINLINE void leak_registration(void) { CHECK(cuMemHostRegister_v2(g_registered, sizeof g_registered, 0)); }
+static VICTIM_NOINLINE void leak_registration(void) {
+  CHECK(cuMemHostRegister_v2(g_registered, sizeof g_registered, 0));
+}
 
 static CUexternalMemory import_memfd(size_t size) {
   CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc;

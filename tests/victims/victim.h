@@ -15,14 +15,13 @@
 #include "lg_cuda.h"
 #endif
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    CUresult check_status_ = (call);                                                 \
-    if (check_status_ != CUDA_SUCCESS) {                                             \
-      fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call,       \
-              (int)check_status_);                                                   \
-      exit(3);                                                                       \
-    }                                                                                \
+#define CHECK(call)                                                                                 \
+  do {                                                                                              \
+    CUresult check_status_ = (call);                                                                \
+    if (check_status_ != CUDA_SUCCESS) {                                                            \
+      fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)check_status_); \
+      exit(3);                                                                                      \
+    }                                                                                               \
   } while (0)
 
 /* Keeps the compiler from merging or inlining leak sites, so each has its own stack. */

@@ -124,8 +124,7 @@ bool ElfSymbols::take_symbols_from(std::string_view bytes, bool full_table) {
   const std::vector<Elf64_Shdr> sections = section_headers(bytes);
   const uint32_t wanted = full_table ? SHT_SYMTAB : SHT_DYNSYM;
   for (const Elf64_Shdr &table : sections) {
-    if (table.sh_type != wanted || table.sh_entsize != sizeof(Elf64_Sym) || table.sh_link >= sections.size())
-      continue;
+    if (table.sh_type != wanted || table.sh_entsize != sizeof(Elf64_Sym) || table.sh_link >= sections.size()) continue;
     const Elf64_Shdr &strings = sections[table.sh_link];
     const uint64_t count = table.sh_size / sizeof(Elf64_Sym);
     if (!fits(bytes, table.sh_offset, count, sizeof(Elf64_Sym)) || !fits(bytes, strings.sh_offset, 1, strings.sh_size))
@@ -147,8 +146,8 @@ bool ElfSymbols::take_symbols_from(std::string_view bytes, bool full_table) {
         const bool in_a_section = symbol.st_shndx < sections.size() && (sections[symbol.st_shndx].sh_flags & SHF_ALLOC);
         end = in_a_section ? sections[symbol.st_shndx].sh_addr + sections[symbol.st_shndx].sh_size : symbol.st_value;
       }
-      found.push_back({symbol.st_value, end, rest.substr(0, length), rank_of(ELF64_ST_BIND(symbol.st_info)),
-                       symbol.st_size != 0});
+      found.push_back(
+          {symbol.st_value, end, rest.substr(0, length), rank_of(ELF64_ST_BIND(symbol.st_info)), symbol.st_size != 0});
     }
     // Stable: among equals, the first in the table.
     std::stable_sort(found.begin(), found.end(), [](const Symbol &a, const Symbol &b) {

@@ -167,8 +167,9 @@ class Replay : public journal::JournalVisitor {
     const Api api = api_from_wire(static_cast<uint16_t>(api_id));  // 7 bits
     const uint32_t distance = alloc.freed_in_place & journal::kFreedInPlaceMaxSlots;
     ++process_.frees;
-    pending_frees_.push(PendingFree{frees_at_slots_ ? record_slot() + distance : recorded.time_ns + uint64_t{distance} * 1000,
-                                    alloc.address, api, alloc.lease_id, alloc.bytes});
+    pending_frees_.push(
+        PendingFree{frees_at_slots_ ? record_slot() + distance : recorded.time_ns + uint64_t{distance} * 1000,
+                    alloc.address, api, alloc.lease_id, alloc.bytes});
   }
 
   void on_free(const journal::FreePayload &free_record) override {
@@ -203,9 +204,7 @@ class Replay : public journal::JournalVisitor {
       }
       return;
     }
-    remember_freed(it->second.record.address,
-                   api_from_wire(free_record.api),
-                   free_record.time_ns);
+    remember_freed(it->second.record.address, api_from_wire(free_record.api), free_record.time_ns);
     if (it->second.reported) {
       ++process_.late_frees;
       process_.leases[it->second.ending].late_frees.push_back(make_late_free(free_record, true));
@@ -217,7 +216,8 @@ class Replay : public journal::JournalVisitor {
     touch(begin.time_ns);
     LeaseInfo &lease = leases_[begin.lease_id];
     lease.name = std::string(name);
-    lease.policy = begin.policy < static_cast<uint8_t>(Policy::Count) ? static_cast<Policy>(begin.policy) : Policy::Report;
+    lease.policy =
+        begin.policy < static_cast<uint8_t>(Policy::Count) ? static_cast<Policy>(begin.policy) : Policy::Report;
     lease.ttl_ms = begin.ttl_ms;
     lease.begin_ns = begin.time_ns;
     lease.open = true;
@@ -226,7 +226,8 @@ class Replay : public journal::JournalVisitor {
   void on_lease_end(const journal::LeaseEndPayload &end) override {
     apply_every_free(end.time_ns);  // every free in place came before (see the file comment)
     touch(end.time_ns);
-    auto ended_by = end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
+    auto ended_by =
+        end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
     ending.signal = end.signal;
     ending.unjournaled_allocations = end.unjournaled_allocations;
@@ -249,7 +250,8 @@ class Replay : public journal::JournalVisitor {
       const journal::AllocPayload &record = it->second.record;
       const Api api = api_from_wire(record.api);
       const bool recorded_before = destroy.begun_at_slot == 0 || it->second.slot < destroy.begun_at_slot;
-      if (record.context != destroy.context || !recorded_before || !dies_with_context(api, static_cast<Kind>(record.kind))) {
+      if (record.context != destroy.context || !recorded_before ||
+          !dies_with_context(api, static_cast<Kind>(record.kind))) {
         ++it;
         continue;
       }
@@ -284,7 +286,8 @@ class Replay : public journal::JournalVisitor {
   void on_pool_destroy(const journal::PoolDestroyPayload &destroy) override {
     apply_every_free(destroy.time_ns);
     touch(destroy.time_ns);
-    process_.pools_destroyed_in_use.push_back({destroy.pool, since_start_ms(destroy.time_ns), destroy.outstanding_bytes});
+    process_.pools_destroyed_in_use.push_back(
+        {destroy.pool, since_start_ms(destroy.time_ns), destroy.outstanding_bytes});
   }
 
   void on_recycled(const journal::RecycledPayload &recycled) override {
@@ -320,7 +323,8 @@ class Replay : public journal::JournalVisitor {
       Timeline timeline;
       timeline.lease_id = lease_id;
       auto lease = leases_.find(lease_id);
-      timeline.lease_name = lease != leases_.end() ? lease->second.name : (lease_id == kProcessLeaseId ? "process" : "lease");
+      timeline.lease_name =
+          lease != leases_.end() ? lease->second.name : (lease_id == kProcessLeaseId ? "process" : "lease");
       timeline.points = std::move(bytes.points);
       process_.timelines.push_back(std::move(timeline));
     }
@@ -464,7 +468,7 @@ class Replay : public journal::JournalVisitor {
     leak.kind = record.kind < static_cast<uint8_t>(Kind::Count) ? static_cast<Kind>(record.kind) : Kind::Device;
     leak.bytes = record.bytes;
     leak.address = record.address;
-    leak.device = record.device;
+    leak.device = record.device;  // NOLINT(bugprone-signed-char-misuse): signed; -1 is unknown
     leak.thread = record.thread;
     leak.age_ms = end_ns > record.time_ns ? (end_ns - record.time_ns) / 1'000'000 : 0;
     leak.stack_id = record.stack_id;
@@ -535,7 +539,7 @@ class Replay : public journal::JournalVisitor {
   std::map<uint64_t, uint64_t> last_destroy_ns_;
   std::map<std::pair<uint64_t, uint32_t>, size_t> destroy_endings_;
   std::priority_queue<PendingFree, std::vector<PendingFree>, std::greater<PendingFree>> pending_frees_;
-  std::map<uint64_t, size_t> reclaimed_;  // reclaimed allocation id -> its lease ending
+  std::map<uint64_t, size_t> reclaimed_;     // reclaimed allocation id -> its lease ending
   std::map<uint32_t, size_t> exit_endings_;  // lease id -> its ending at exit (index in process_.leases)
 };
 

@@ -82,8 +82,8 @@ class JsonParser {
   }
 
   void skip_space() {
-    while (position_ < text_.size() &&
-           (text_[position_] == ' ' || text_[position_] == '\n' || text_[position_] == '\r' || text_[position_] == '\t'))
+    while (position_ < text_.size() && (text_[position_] == ' ' || text_[position_] == '\n' ||
+                                        text_[position_] == '\r' || text_[position_] == '\t'))
       ++position_;
   }
 
@@ -101,8 +101,14 @@ class JsonParser {
       case '{': return object(out, depth);
       case '[': return array(out, depth);
       case '"': out.type_ = JsonValue::Type::String; return interned(out.string_);
-      case 't': out.type_ = JsonValue::Type::Bool; out.boolean_ = true; return literal("true");
-      case 'f': out.type_ = JsonValue::Type::Bool; out.boolean_ = false; return literal("false");
+      case 't':
+        out.type_ = JsonValue::Type::Bool;
+        out.boolean_ = true;
+        return literal("true");
+      case 'f':
+        out.type_ = JsonValue::Type::Bool;
+        out.boolean_ = false;
+        return literal("false");
       case 'n': out.type_ = JsonValue::Type::Null; return literal("null");
       default: return number(out);
     }
@@ -113,8 +119,8 @@ class JsonParser {
     if (position_ < text_.size() && text_[position_] == '-') ++position_;
     bool digits = false;
     while (position_ < text_.size() &&
-           ((text_[position_] >= '0' && text_[position_] <= '9') || text_[position_] == '.' || text_[position_] == 'e' ||
-            text_[position_] == 'E' || text_[position_] == '+' || text_[position_] == '-')) {
+           ((text_[position_] >= '0' && text_[position_] <= '9') || text_[position_] == '.' ||
+            text_[position_] == 'e' || text_[position_] == 'E' || text_[position_] == '+' || text_[position_] == '-')) {
       digits = true;
       ++position_;
     }

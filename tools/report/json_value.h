@@ -46,7 +46,7 @@ class JsonValue {
   struct Children {
     std::vector<JsonValue> values;
     std::vector<const std::string *> names;  // objects only: names[i] is values[i]'s
-    std::unique_ptr<Strings> strings;         // the document's root only
+    std::unique_ptr<Strings> strings;        // the document's root only
   };
   const JsonValue *find(std::string_view key) const;
 

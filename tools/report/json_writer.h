@@ -13,7 +13,6 @@ namespace leaseguard::report {
 
 class JsonWriter {
  public:
-
   // Keeps the whole text (text()).
   explicit JsonWriter(int indent = 2) : indent_(indent) {}
   // Hands the text to `sink` a piece at a time (text_sink.h), each piece ending after a key,

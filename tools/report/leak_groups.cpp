@@ -63,6 +63,7 @@ std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEndi
     group.allocations += 1;
   }
   std::vector<LeakGroup> sorted;
+  sorted.reserve(groups.size());
   for (auto &[key, group] : groups) sorted.push_back(group);
   std::stable_sort(sorted.begin(), sorted.end(), [](const LeakGroup &a, const LeakGroup &b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;

@@ -75,8 +75,7 @@ void OutputFile::write(std::string_view text) {
 bool OutputFile::close(std::string &error) {
   if (fd_ >= 0 && ::close(fd_) != 0) fail(errno);
   fd_ = -1;
-  if (error_.empty() && !temporary_.empty() &&
-      renameat(directory_, temporary_.c_str(), directory_, name_.c_str()) != 0)
+  if (error_.empty() && !temporary_.empty() && renameat(directory_, temporary_.c_str(), directory_, name_.c_str()) != 0)
     fail(errno);
   if (error_.empty()) temporary_.clear();  // in place: nothing to remove
   discard();

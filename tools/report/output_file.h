@@ -34,8 +34,8 @@ class OutputFile {
   void discard() noexcept;
 
   std::string path_;
-  std::string name_;        // its last component, in directory_
-  std::string temporary_;   // the name it is written under, in directory_; empty: written directly
+  std::string name_;       // its last component, in directory_
+  std::string temporary_;  // the name it is written under, in directory_; empty: written directly
   int directory_ = -1;
   int fd_ = -1;
   std::string error_;

@@ -6,8 +6,8 @@ namespace leaseguard::report {
 bool is_c_library(const std::string &module) {
   const std::string name = module.substr(module.rfind('/') + 1);
   auto starts_with = [&](const char *prefix) { return name.rfind(prefix, 0) == 0; };
-  return starts_with("libc.so") || starts_with("libc-") || starts_with("libpthread.so") ||
-         starts_with("libpthread-") || starts_with("ld-linux");
+  return starts_with("libc.so") || starts_with("libc-") || starts_with("libpthread.so") || starts_with("libpthread-") ||
+         starts_with("ld-linux");
 }
 
 size_t trailing_c_library_frames_begin(const StackView &stack) {

@@ -20,8 +20,8 @@ std::string group_message(const ProcessReport &process, const LeaseEnding &lease
   std::string program = process.executable.substr(process.executable.rfind('/') + 1);
   return "Leak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
          " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
-         "] in lease \"" + lease.name + "\" (ended by " + std::string(ended_by_name(lease.ended_by)) + ") of " + program +
-         " (pid " + std::to_string(process.pid) + ")";
+         "] in lease \"" + lease.name + "\" (ended by " + std::string(ended_by_name(lease.ended_by)) + ") of " +
+         program + " (pid " + std::to_string(process.pid) + ")";
 }
 
 std::string unjournaled_message(const LeaseEnding &lease) {
@@ -85,7 +85,11 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
   json.key("rules").begin_array().begin_object();
   json.key("id").value(kRuleId);
   json.key("name").value("DeviceMemoryLeak");
-  json.key("shortDescription").begin_object().key("text").value("GPU memory still allocated when its lease ended").end_object();
+  json.key("shortDescription")
+      .begin_object()
+      .key("text")
+      .value("GPU memory still allocated when its lease ended")
+      .end_object();
   json.key("defaultConfiguration").begin_object().key("level").value("error").end_object();
   json.end_object().end_array();
   json.end_object().end_object();
@@ -117,7 +121,11 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
           json.end_object();
         }
         json.end_array();
-        json.key("partialFingerprints").begin_object().key("leaseguardStack/v2").value(fingerprint(process, group)).end_object();
+        json.key("partialFingerprints")
+            .begin_object()
+            .key("leaseguardStack/v2")
+            .value(fingerprint(process, group))
+            .end_object();
         json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
         json.key("locations").begin_array();
         for (const Frame &frame : stack) {
@@ -196,8 +204,8 @@ void render_junit(const Report &report, const TextSink &sink) {
     size_t failures = 0;
     for (const LeaseEnding &lease : process.leases) failures += failed(lease) ? 1 : 0;
     std::string program = process.executable.substr(process.executable.rfind('/') + 1);
-    out += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") +
-           "\" tests=\"" + std::to_string(process.leases.size()) + "\" failures=\"" + std::to_string(failures) + "\">\n";
+    out += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") + "\" tests=\"" +
+           std::to_string(process.leases.size()) + "\" failures=\"" + std::to_string(failures) + "\">\n";
     for (const LeaseEnding &lease : process.leases) {
       std::string name = "lease " + std::to_string(lease.id) + " " + lease.name + " (" +
                          std::string(ended_by_name(lease.ended_by)) + ")";

@@ -94,7 +94,8 @@ class TextReport {
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
            how_it_ended(process) + "\n";
     if (!process.complete)
-      out += tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
+      out +=
+          tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
     for (const LeaseEnding &lease : process.leases) render_lease(process, lease, tag);
     render_process_events(process, tag);
   }
@@ -122,13 +123,15 @@ class TextReport {
   }
 
   void render_groups(const ProcessReport &process, const std::vector<LeakGroup> &groups) {
-    const size_t shown = report_.max_groups != 0 && groups.size() > report_.max_groups ? report_.max_groups : groups.size();
+    const size_t shown =
+        report_.max_groups != 0 && groups.size() > report_.max_groups ? report_.max_groups : groups.size();
     for (size_t index = 0; index < shown; ++index) {
       const LeakGroup &group = groups[index];
       std::string &out = out_.text();
       out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
              " allocation(s) [" + std::string(api_name(group.api)) + ", " + describe(group.api, group.kind) +
-             ", device " + std::to_string(group.device) + (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
+             ", device " + std::to_string(group.device) + (group.reclaimed ? ", reclaimed" : "") +
+             "] allocated from:\n";
       render_stack(out, process, group.stack_id);
       if (report_.suggest_suppressions) {
         const std::string rule = suggest_suppression(process, group.stack_id);

@@ -43,7 +43,8 @@ class JsonReportReader {
  public:
   // False, with `error` set, at the first field out of range.
   bool read(const JsonValue &json, Report &report, const std::string &path, std::string &error) {
-    report.suppressed_allocations += number<uint64_t>(json["summary"]["suppressed_allocations"], "suppressed_allocations");
+    report.suppressed_allocations +=
+        number<uint64_t>(json["summary"]["suppressed_allocations"], "suppressed_allocations");
     for (const JsonValue &item : json["processes"].items()) report.processes.push_back(process_of(item, path));
     for (const JsonValue &problem : json["problems"].items())
       if (problem.type() == JsonValue::Type::String) report.problems.push_back(problem.as_string());
@@ -86,7 +87,8 @@ class JsonReportReader {
     for (const JsonValue &argument : item["command"].items())
       if (argument.type() == JsonValue::Type::String) process.command.push_back(argument.as_string());
     process.executable = text_of(item["executable"]);
-    if (item["exit"]["code"].type() == JsonValue::Type::Number) process.exit_code = number<int>(item["exit"]["code"], "code");
+    if (item["exit"]["code"].type() == JsonValue::Type::Number)
+      process.exit_code = number<int>(item["exit"]["code"], "code");
     if (item["exit"]["signal"].type() == JsonValue::Type::Number)
       process.exit_signal = number<int>(item["exit"]["signal"], "signal");
     process.complete = flag(item["complete"]);
@@ -103,7 +105,8 @@ class JsonReportReader {
       process.pools_destroyed_in_use.push_back({hex_value(pool["pool"]), milliseconds(pool["time_ms"], "time_ms"),
                                                 number<uint64_t>(pool["outstanding_bytes"], "outstanding_bytes")});
     stack_ids_.clear();
-    for (const JsonValue &twice : item["double_frees"].items()) process.double_frees.push_back(double_free_of(twice, process));
+    for (const JsonValue &twice : item["double_frees"].items())
+      process.double_frees.push_back(double_free_of(twice, process));
     for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));
     return process;
   }
@@ -171,7 +174,8 @@ class JsonReportReader {
       Frame frame;
       if (item["module"].type() == JsonValue::Type::String) frame.module = texts_.intern(item["module"].as_string());
       frame.offset = hex_value(item["offset"]);
-      if (item["function"].type() == JsonValue::Type::String) frame.function = texts_.intern(item["function"].as_string());
+      if (item["function"].type() == JsonValue::Type::String)
+        frame.function = texts_.intern(item["function"].as_string());
       if (item["file"].type() == JsonValue::Type::String) frame.file = texts_.intern(item["file"].as_string());
       if (item["line"].type() == JsonValue::Type::Number) frame.line = number<int>(item["line"], "line");
       key += frame.module + "\x1f" + std::to_string(frame.offset) + "\x1f" + frame.function.value_or("") + "\x1e";

@@ -74,6 +74,7 @@ std::string why_the_journal_stopped(int error) {
 bool load_report(const std::vector<std::string> &journals, const ExitStatuses &exits, Report &report,
                  std::string &error) {
   std::vector<JournalHeader> headers;
+  headers.reserve(journals.size());
   for (const std::string &path : journals) headers.push_back(read_header(path));
   // Process order: by start time, so parents come before their children and an exec'd
   // image after the image it replaced.
@@ -102,9 +103,10 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
     const journal::ReadStats &stats = process.read_stats;
     if (stats.damaged()) {
       std::ostringstream problem;
-      problem << headers[i].path << ": damaged journal, report is partial (" << (stats.damaged_header ? "its header's tag is gone, " : "")
-              << stats.corrupt_slots << " corrupt slot(s), " << stats.malformed_records << " malformed record(s), "
-              << stats.truncated_bytes << " trailing byte(s))";
+      problem << headers[i].path << ": damaged journal, report is partial ("
+              << (stats.damaged_header ? "its header's tag is gone, " : "") << stats.corrupt_slots
+              << " corrupt slot(s), " << stats.malformed_records << " malformed record(s), " << stats.truncated_bytes
+              << " trailing byte(s))";
       report.problems.push_back(problem.str());
     }
     if (process.journal_full_ms) {

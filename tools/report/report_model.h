@@ -22,10 +22,10 @@ namespace leaseguard::report {
 
 // Its strings are shared with every other frame that names the same (text.h).
 struct Frame {
-  Text module;              // path of the object the frame is in; empty if none
+  Text module;  // path of the object the frame is in; empty if none
   Text build_id;
-  uint64_t offset = 0;      // relative to the module's load base (the address if no module)
-  uint64_t address = 0;     // absolute address in the process, as recorded
+  uint64_t offset = 0;   // relative to the module's load base (the address if no module)
+  uint64_t address = 0;  // absolute address in the process, as recorded
   std::optional<Text> function;
   std::optional<Text> file;
   std::optional<int> line;
@@ -36,7 +36,8 @@ struct Frame {
 class StackView {
  public:
   StackView() = default;
-  StackView(const std::vector<Frame> &frames) : table_(frames.data()), size_(frames.size()) {}  // NOLINT: a stack at hand
+  StackView(const std::vector<Frame> &frames)
+      : table_(frames.data()), size_(frames.size()) {}  // NOLINT: a stack at hand
   StackView(const std::vector<Frame> &table, const std::vector<uint32_t> &indices)
       : table_(table.data()), indices_(indices.data()), size_(indices.size()) {}
 
@@ -163,7 +164,7 @@ struct ProcessReport {
   std::vector<std::string> command;
   std::optional<int> exit_code;
   std::optional<int> exit_signal;
-  bool complete = false;   // the process ended its leases itself
+  bool complete = false;       // the process ended its leases itself
   bool exec_replaced = false;  // its image was replaced by exec (a later journal of the pid)
   uint64_t start_realtime_ns = 0;
   std::vector<LeaseEnding> leases;
@@ -179,7 +180,7 @@ struct ProcessReport {
   // content or added to it.
   void add_stack(uint32_t stack_id, const std::vector<Frame> &stack);
   std::unordered_map<std::string, uint32_t> frame_ids;  // add_stack's index of frames by content
-  std::vector<Timeline> timelines;                          // one per lease that held memory
+  std::vector<Timeline> timelines;                      // one per lease that held memory
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t unknown_frees = 0;
@@ -221,7 +222,7 @@ struct Report {
   uint64_t filtered_allocations = 0;              // left out by --min-bytes, --lease, --api, --kind
   uint64_t baseline_allocations = 0;              // left out because the baseline has them
   size_t max_groups = 0;                          // text: at most this many groups per lease; 0: all
-  std::vector<std::string> problems;  // damaged inputs, said in the report
+  std::vector<std::string> problems;              // damaged inputs, said in the report
 
   uint64_t leaked_bytes() const;
   uint64_t leaked_allocations() const;

@@ -36,9 +36,12 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   uint64_t scale = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': case 'k': scale = 1ull << 10; break;
-      case 'M': case 'm': scale = 1ull << 20; break;
-      case 'G': case 'g': scale = 1ull << 30; break;
+      case 'K':
+      case 'k': scale = 1ull << 10; break;
+      case 'M':
+      case 'm': scale = 1ull << 20; break;
+      case 'G':
+      case 'g': scale = 1ull << 30; break;
       default: break;
     }
     if (scale != 1) text.remove_suffix(1);
@@ -141,7 +144,7 @@ void Suppressions::apply(Report &report) {
             break;
           }
         if (hit == nullptr) {
-          kept.push_back(std::move(leak));
+          kept.push_back(leak);
           continue;
         }
         ++hit->hit_allocations;

@@ -29,7 +29,7 @@ struct Suppression {
   std::string pattern;
   std::string api_pattern;  // empty: any entry point
   uint64_t min_bytes = 0;
-  std::string source;       // "file:line", for messages
+  std::string source;  // "file:line", for messages
   uint64_t hit_allocations = 0;
   uint64_t hit_bytes = 0;
 };

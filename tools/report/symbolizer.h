@@ -42,7 +42,7 @@ class Symbolizer {
   SymbolSource source_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ModuleSymbols>> modules_;
   std::map<std::tuple<Text, Text, uint64_t, bool>, Frame> cache_;  // module, build-id, offset, with_lines
-  TextPool names_;  // functions' and files' names, each kept once
+  TextPool names_;                                                 // functions' and files' names, each kept once
   std::map<std::string, std::string> unusable_;
   uint64_t lookups_ = 0;
 };

@@ -21,7 +21,7 @@ class Text {
  public:
   Text() = default;
   Text(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}  // NOLINT: a string is a text
-  Text(const char *text) : Text(std::string(text)) {}                                       // NOLINT
+  Text(const char *text) : Text(std::string(text)) {}                                      // NOLINT
 
   const std::string &str() const noexcept { return text_ ? *text_ : empty_string(); }
   operator const std::string &() const noexcept { return str(); }  // NOLINT: read as the string it is
