@@ -261,9 +261,13 @@ constexpr bool rows_are_consistent() {
       if (kEntryPoints[j].api == row.api || kEntryPoints[j].name == row.name) return false;  // ids and names unique
     if (row.role == Role::Allocates) {
       // A kind for reports, and a release of its own family and vendor to reclaim it with.
-      const EntryPoint *release = entry_point(row.release);
-      if (row.kind == Kind::Count || row.what.empty() || release == nullptr || release->role != Role::Releases ||
-          release->family != row.family || release->vendor != row.vendor)
+      // By index, not through entry_point(): GCC's UBSan instruments a pointer's comparison
+      // with null, which then is no constant expression.
+      const size_t release_id = static_cast<size_t>(row.release);
+      if (release_id >= kEntryPointOf.size() || kEntryPointOf[release_id] >= kEntryPointCount) return false;
+      const EntryPoint &release = kEntryPoints[kEntryPointOf[release_id]];
+      if (row.kind == Kind::Count || row.what.empty() || release.role != Role::Releases ||
+          release.family != row.family || release.vendor != row.vendor)
         return false;
     } else if (row.kind != Kind::Count || !row.what.empty()) {
       return false;  // only allocations have a kind and a description
@@ -276,9 +280,9 @@ constexpr bool rows_are_consistent() {
 static_assert(detail::rows_are_consistent(),
               "every entry point has a unique id and name; every allocating one a kind, a description, and a release "
               "of its own family and vendor");
-static_assert(entry_point(kDeviceAlloc[0])->release == kDeviceFree[0] &&
-              entry_point(kDeviceAlloc[0])->vendor == Vendor::Cuda &&
-              entry_point(kDeviceAlloc[1])->release == kDeviceFree[1] &&
-              entry_point(kDeviceAlloc[1])->vendor == Vendor::Hip);
+static_assert(kEntryPoints[kEntryPointOf[static_cast<size_t>(kDeviceAlloc[0])]].release == kDeviceFree[0] &&
+              kEntryPoints[kEntryPointOf[static_cast<size_t>(kDeviceAlloc[0])]].vendor == Vendor::Cuda &&
+              kEntryPoints[kEntryPointOf[static_cast<size_t>(kDeviceAlloc[1])]].release == kDeviceFree[1] &&
+              kEntryPoints[kEntryPointOf[static_cast<size_t>(kDeviceAlloc[1])]].vendor == Vendor::Hip);
 
 }  // namespace leaseguard

@@ -5,22 +5,27 @@
 // fork() runs pthread_atfork handlers, which give a child its own core and journal; a raw
 // clone() (without CLONE_VM) does not, and its child would go on appending to its parent's
 // journal through a copy of the parent's counters, writing over the parent's records. The
-// core's pointer is kept in a page advised MADV_WIPEONFORK (Linux 4.14): every hooked call
-// loads it anyway, so telling a new process apart costs nothing more than where it is
-// loaded from. Where the kernel refuses the advice, the pointer is kept in ordinary memory
-// and only fork() children are told apart.
+// core's pointer is kept in a page advised MADV_WIPEONFORK (Linux 4.14). The page is a
+// page-aligned, page-sized static array: it lies past the end of the image's file-backed
+// data, in the zero-filled anonymous memory the loader maps for .bss, which the kernel
+// accepts the advice for; and every hooked call finds it as it would any static, with one
+// load. Where the kernel refuses the advice, the page is ordinary memory and only fork()
+// children are told apart.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace leaseguard {
 
 class InstanceSlot {
  public:
+  static constexpr size_t kPageBytes = 4096;
+
   // What was stored, or nullptr: nothing yet, or this is a process made by a raw clone() of
-  // one that had something (then was_wiped()). One load beyond the slot's address.
-  static void *load() noexcept { return __atomic_load_n(g_slot, __ATOMIC_ACQUIRE); }
-  // Stores `value` (in the page, made on the first store that can have one).
+  // one that had something (then was_wiped()).
+  static void *load() noexcept { return __atomic_load_n(&g_page.words[kValueWord], __ATOMIC_ACQUIRE); }
+  // Stores `value` (advising the page on the first store that can have one).
   static void store(void *value) noexcept;
   // What was last stored in this process or, in a child, in its parent before it was made:
   // in ordinary memory, which a child keeps.
@@ -32,9 +37,15 @@ class InstanceSlot {
   static bool claim() noexcept;
 
  private:
-  static void **g_slot;  // the page's first word, or g_ordinary_slot
-  static void *g_ordinary_slot;
+  static constexpr size_t kValueWord = 0, kClaimWord = 1;
+  struct alignas(kPageBytes) Page {
+    void *words[kPageBytes / sizeof(void *)];
+  };
+  static_assert(sizeof(Page) == kPageBytes, "the page holds nothing but the slot's words");
+
+  static Page g_page;  // zero-initialized: in .bss, never in the file-backed part of the image
   static void *g_last_stored;
+  static bool g_advised;
 };
 
 }  // namespace leaseguard

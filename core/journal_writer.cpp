@@ -96,6 +96,7 @@ bool JournalWriter::start(int fd, const std::string &path, const HeaderPayload &
   inode_ = status.st_ino;
   path_ = path;
   open_ = true;
+  takes_any_.store(true, std::memory_order_relaxed);
   if (!ensure_writable(1)) {
     const int saved = errno;
     error = "cannot grow journal " + path + ": " + std::strerror(grow_error_ != 0 ? grow_error_ : saved);
@@ -142,6 +143,7 @@ bool JournalWriter::ensure_writable(uint64_t slot_end, bool may_block) noexcept 
     grow_error_ = errno != 0 ? errno : ENOSPC;
     full_error_.store(grow_error_, std::memory_order_relaxed);
     full_.store(true, std::memory_order_release);
+    takes_any_.store(false, std::memory_order_relaxed);
     // Not from a signal handler (may_block false): formatting is not safe there.
     if (!may_block) return false;
     const char *consequence =
@@ -206,7 +208,7 @@ bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
     }
     unsigned char *chunk = map_chunk(index, fd_);
     if (chunk == nullptr) return false;
-    chunks_[index].store(chunk, std::memory_order_release);
+    chunk_origins_[index].store(reinterpret_cast<uintptr_t>(chunk) - index * kChunkBytes, std::memory_order_release);
     mapped += kChunkSlots;
     mapped_slots_.store(mapped, std::memory_order_release);
   }
@@ -389,12 +391,14 @@ void JournalWriter::touch_for_writing(unsigned char *from, unsigned char *to) no
 void JournalWriter::abandon(bool close_descriptor) noexcept {
   const uint64_t mapped = mapped_slots_.load(std::memory_order_acquire);
   for (size_t index = 0; index < kMaxChunks && index * kChunkSlots < mapped; ++index) {
-    if (unsigned char *chunk = chunks_[index].exchange(nullptr)) munmap(chunk, kChunkBytes);
+    if (const uintptr_t origin = chunk_origins_[index].exchange(0))
+      munmap(reinterpret_cast<void *>(origin + index * kChunkBytes), kChunkBytes);
   }
   // Only a descriptor that is still the journal's: any other is the program's.
   if (close_descriptor && same_file(fd_, device_, inode_)) ::close(fd_);
   fd_ = -1;
   open_ = false;
+  takes_any_.store(false);
   next_slot_.store(0);
   mapped_slots_.store(0);
   writable_slots_.store(0);

@@ -75,7 +75,7 @@ class JournalWriter {
   template <typename Payload>
   uint64_t append_one_slot(RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (!open_ || full_.load(std::memory_order_relaxed)) {
+    if (!takes_any_.load(std::memory_order_relaxed)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return kNoSlot;
     }
@@ -198,9 +198,11 @@ class JournalWriter {
   static constexpr size_t kMaxChunks = 8192;  // 16 GiB: 268M records
 
  private:
-  // Where slot `slot` is in memory; only for slots below mapped_slots_ (acquired).
+  // Where slot `slot` is in memory; only for slots below mapped_slots_ (acquired). A chunk is
+  // kept as its origin (see chunk_origins_), so a slot is found with one load and an add.
   unsigned char *slot_address(uint64_t slot) const noexcept {
-    return chunks_[slot / kChunkSlots].load(std::memory_order_relaxed) + (slot % kChunkSlots) * kSlotBytes;
+    return reinterpret_cast<unsigned char *>(chunk_origins_[slot / kChunkSlots].load(std::memory_order_relaxed) +
+                                             slot * kSlotBytes);
   }
   // Takes ownership of the new journal's descriptor and writes the header.
   bool start(int fd, const std::string &path, const HeaderPayload &header, std::string &error);
@@ -278,12 +280,18 @@ class JournalWriter {
   dev_t device_ = 0;  // the journal file's identity, to know its descriptor is still its own
   ino_t inode_ = 0;
   std::string path_;
-  std::atomic<unsigned char *> chunks_[kMaxChunks] = {};
+  // Chunk i's origin: the address slot 0 would have if the journal were one mapping with
+  // chunk i where it is (its address minus i chunks, modulo 2^64); 0 while it is not mapped.
+  // (A chunk the kernel placed exactly i chunks above address 0 would read as unmapped only to
+  // abandon(), which would then leave its mapping in place: never a wrong address.)
+  std::atomic<uintptr_t> chunk_origins_[kMaxChunks] = {};
   std::atomic<uint64_t> next_slot_{0};
   std::atomic<uint64_t> mapped_slots_{0};
   std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: in the file, blocks allocated
   int grow_error_ = 0;                       // the errno that stopped the file from growing; then it never grows again
   std::atomic<bool> full_{false};            // the file cannot grow: only endings are still written (room_for)
+  // open_ and not full_: any record may still be appended. One load for the hot path's test.
+  std::atomic<bool> takes_any_{false};
   std::atomic<bool> full_written_{false};
   std::atomic<int> full_error_{0};  // grow_error_, for the JournalFull record
   std::atomic<uint64_t> dropped_{0};
