@@ -75,11 +75,8 @@ std::string xml_escape(const std::string &text) {
   return out;
 }
 
-// SARIF 2.1.0 (render_sarif in renderers.h).
-void write_sarif(JsonWriter &json, const Report &report, const std::string &source_root) {
-  json.begin_object();
-  json.key("version").value("2.1.0");
-  json.key("runs").begin_array().begin_object();
+// SARIF's tool.driver: leaseguard and its one rule.
+void write_sarif_driver(JsonWriter &json) {
   json.key("tool").begin_object().key("driver").begin_object();
   json.key("name").value("leaseguard");
   json.key("rules").begin_array().begin_object();
@@ -93,6 +90,74 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
   json.key("defaultConfiguration").begin_object().key("level").value("error").end_object();
   json.end_object().end_array();
   json.end_object().end_object();
+}
+
+// One result: a group of leaks with one stack, located at its innermost frame with a source
+// file (else its innermost frame), the whole stack as its code flow.
+void write_sarif_group(JsonWriter &json, const ProcessReport &process, const LeaseEnding &lease, const LeakGroup &group,
+                       const std::string &source_root) {
+  json.begin_object();
+  json.key("ruleId").value(kRuleId);
+  json.key("level").value("error");
+  json.key("message").begin_object().key("text").value(group_message(process, lease, group)).end_object();
+  const StackView stack = process.stack(group.stack_id);
+  json.key("locations").begin_array();
+  if (!stack.empty()) {
+    const Frame *best = &stack.front();
+    for (const Frame &frame : stack)
+      if (frame.file) {
+        best = &frame;
+        break;
+      }
+    json.begin_object();
+    write_location(json, *best, source_root);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("partialFingerprints")
+      .begin_object()
+      .key("leaseguardStack/v2")
+      .value(fingerprint(process, group))
+      .end_object();
+  json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
+  json.key("locations").begin_array();
+  for (const Frame &frame : stack) {
+    json.begin_object().key("location").begin_object();
+    write_location(json, frame, source_root);
+    json.end_object().end_object();
+  }
+  json.end_array();
+  json.end_object().end_array().end_object().end_array();
+  json.key("properties").begin_object();
+  json.key("bytes").value(group.bytes);
+  json.key("allocations").value(group.allocations);
+  json.key("api").value(api_name(group.api));
+  json.key("lease").value(lease.name);
+  json.end_object();
+  json.end_object();
+}
+
+// One result for a lease's allocations the journal had no room for: counted, never listed.
+void write_sarif_unjournaled(JsonWriter &json, const LeaseEnding &lease) {
+  json.begin_object();
+  json.key("ruleId").value(kRuleId);
+  json.key("level").value("error");
+  json.key("message").begin_object().key("text").value(unjournaled_message(lease)).end_object();
+  json.key("locations").begin_array().end_array();
+  json.key("properties").begin_object();
+  json.key("bytes").value(lease.unjournaled_bytes);
+  json.key("allocations").value(lease.unjournaled_allocations);
+  json.key("lease").value(lease.name);
+  json.end_object();
+  json.end_object();
+}
+
+// SARIF 2.1.0 (render_sarif in renderers.h).
+void write_sarif(JsonWriter &json, const Report &report, const std::string &source_root) {
+  json.begin_object();
+  json.key("version").value("2.1.0");
+  json.key("runs").begin_array().begin_object();
+  write_sarif_driver(json);
   if (!source_root.empty()) {
     json.key("originalUriBaseIds").begin_object().key("SRCROOT").begin_object();
     json.key("uri").value("file://" + source_root + (source_root.back() == '/' ? "" : "/"));
@@ -101,61 +166,9 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
   json.key("results").begin_array();
   for (const ProcessReport &process : report.processes) {
     for (const LeaseEnding &lease : process.leases) {
-      for (const LeakGroup &group : group_leaks(process, lease)) {
-        json.begin_object();
-        json.key("ruleId").value(kRuleId);
-        json.key("level").value("error");
-        json.key("message").begin_object().key("text").value(group_message(process, lease, group)).end_object();
-        const StackView stack = process.stack(group.stack_id);
-        json.key("locations").begin_array();
-        if (!stack.empty()) {
-          // The innermost frame with a source file, else the innermost frame.
-          const Frame *best = &stack.front();
-          for (const Frame &frame : stack)
-            if (frame.file) {
-              best = &frame;
-              break;
-            }
-          json.begin_object();
-          write_location(json, *best, source_root);
-          json.end_object();
-        }
-        json.end_array();
-        json.key("partialFingerprints")
-            .begin_object()
-            .key("leaseguardStack/v2")
-            .value(fingerprint(process, group))
-            .end_object();
-        json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
-        json.key("locations").begin_array();
-        for (const Frame &frame : stack) {
-          json.begin_object().key("location").begin_object();
-          write_location(json, frame, source_root);
-          json.end_object().end_object();
-        }
-        json.end_array();
-        json.end_object().end_array().end_object().end_array();
-        json.key("properties").begin_object();
-        json.key("bytes").value(group.bytes);
-        json.key("allocations").value(group.allocations);
-        json.key("api").value(api_name(group.api));
-        json.key("lease").value(lease.name);
-        json.end_object();
-        json.end_object();
-      }
-      if (lease.unjournaled_allocations != 0) {
-        json.begin_object();
-        json.key("ruleId").value(kRuleId);
-        json.key("level").value("error");
-        json.key("message").begin_object().key("text").value(unjournaled_message(lease)).end_object();
-        json.key("locations").begin_array().end_array();
-        json.key("properties").begin_object();
-        json.key("bytes").value(lease.unjournaled_bytes);
-        json.key("allocations").value(lease.unjournaled_allocations);
-        json.key("lease").value(lease.name);
-        json.end_object();
-        json.end_object();
-      }
+      for (const LeakGroup &group : group_leaks(process, lease))
+        write_sarif_group(json, process, lease, group, source_root);
+      if (lease.unjournaled_allocations != 0) write_sarif_unjournaled(json, lease);
     }
   }
   json.end_array();
