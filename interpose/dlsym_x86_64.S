@@ -6,8 +6,10 @@
  * library: interposers that wrap malloc or dlopen would then find themselves and recurse.
  * So for those two pseudo-handles this trampoline tail-jumps into the real dlsym with the
  * caller's return address still on the stack; only lookups on a specific handle (how the
- * CUDA runtime and others reach the driver) go to C, where the caller does not matter.
- * The trampoline itself takes no lock and allocates nothing. */
+ * CUDA runtime and others reach the driver) go to C, with the caller's return address as a
+ * third argument: there it matters only to tell a library leaseguard forwards to from one
+ * that calls leaseguard (dlsym_hook.cpp). The trampoline itself takes no lock and allocates
+ * nothing. */
 
     .text
     .globl  dlsym
@@ -18,6 +20,7 @@ dlsym:
     je      .Lcaller_relative
     cmpq    $-1, %rdi                   /* RTLD_NEXT */
     je      .Lcaller_relative
+    movq    (%rsp), %rdx                /* the caller's return address */
     jmp     leaseguard_dlsym_on_handle
 .Lcaller_relative:
     movq    leaseguard_real_dlsym(%rip), %rax

@@ -10,16 +10,41 @@
 namespace leaseguard::interpose {
 namespace {
 
-std::atomic<void *> g_driver_handle{nullptr};
+// The loaded driver of each vendor, once found: index 0 CUDA, 1 HIP.
+std::atomic<void *> g_driver_handles[2] = {};
+
+// The driver's names as the loader knows them (DT_SONAME): what the program loaded, by
+// whichever path or handle.
+constexpr const char *kCudaDrivers[] = {"libcuda.so.1"};
+constexpr const char *kHipDrivers[] = {"libamdhip64.so.6", "libamdhip64.so.5"};
+
+// The driver that defines `name`. Asked by its soname first, not through the library the
+// hook forwards to (`anchor`'s): that may be a shim in between (HAMi-core's libvgpu.so,
+// preloaded after leaseguard) defining only the allocation family, which would leave every
+// allocation without a device and every context's destruction unseen. The anchor's object
+// is the fallback for a driver loaded under another name.
+void *driver_handle(void *anchor, const char *name) noexcept {
+  const bool hip = name[0] == 'h';  // hip*: every CUDA driver name starts with "cu"
+  std::atomic<void *> &cached = g_driver_handles[hip ? 1 : 0];
+  void *handle = cached.load(std::memory_order_acquire);
+  if (handle != nullptr) return handle;
+  if (hip) {
+    for (const char *soname : kHipDrivers)
+      if ((handle = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY)) != nullptr) break;
+  } else {
+    for (const char *soname : kCudaDrivers)
+      if ((handle = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY)) != nullptr) break;
+  }
+  // The reference dlopen took is never dropped: the driver stays loaded for the process.
+  if (handle == nullptr && anchor != nullptr) handle = handle_of_object_containing(anchor);
+  if (handle != nullptr) cached.store(handle, std::memory_order_release);
+  return handle;
+}
 
 void *driver_function(void *anchor, const char *name, std::atomic<void *> &cache) noexcept {
   void *function = cache.load(std::memory_order_acquire);
   if (function != nullptr) return function;
-  void *handle = g_driver_handle.load(std::memory_order_acquire);
-  if (handle == nullptr && anchor != nullptr) {
-    handle = handle_of_object_containing(anchor);
-    if (handle != nullptr) g_driver_handle.store(handle, std::memory_order_release);
-  }
+  void *handle = driver_handle(anchor, name);
   if (handle == nullptr) return nullptr;
   function = real_dlsym()(handle, name);
   cache.store(function, std::memory_order_release);

@@ -52,6 +52,11 @@ void remember_real(Api api, void *function) noexcept {
   detail::g_real[static_cast<size_t>(api)].compare_exchange_strong(expected, function, std::memory_order_acq_rel);
 }
 
+void *forwarded_function(Api api) noexcept {
+  if (void *function = detail::g_real[static_cast<size_t>(api)].load(std::memory_order_acquire)) return function;
+  return real_dlsym()(RTLD_NEXT, api_name(api).data());
+}
+
 void *detail::look_up_real_function(Api api) noexcept {
   const char *name = api_name(api).data();
   // A program linked with -lcuda reaches our definition through its PLT; the driver's is

@@ -43,6 +43,12 @@ typename Abi<A>::Function real() noexcept {
   return reinterpret_cast<typename Abi<A>::Function>(real_function(A));
 }
 
+// What the hook for `api` forwards to, without the warning real_function gives when nothing
+// is found: remembered if known, else the next definition after the preload, else null (a
+// driver reached through handles only). Where a shim sits between leaseguard and the driver,
+// the shim's function.
+void *forwarded_function(Api api) noexcept;
+
 // Records `function` as the driver's implementation of `api` unless one is known already.
 void remember_real(Api api, void *function) noexcept;
 

@@ -71,7 +71,11 @@ template <Api R>
 int call_release(void *anchor, const HandleRecord &record) {
   using Function = typename Abi<R>::Function;
   constexpr Vendor vendor = Abi<R>::kVendor;
-  auto release = driver_function<Function>(anchor, api_name(R));
+  // Through what the program's own release would go through: a shim between leaseguard and
+  // the driver (HAMi-core's libvgpu.so) that counts the device's memory must see it back.
+  auto release = reinterpret_cast<Function>(forwarded_function(R));
+  if (release == nullptr || is_wrapper(reinterpret_cast<void *>(release)))
+    release = driver_function<Function>(anchor, api_name(R));
   if (release == nullptr) return VendorAbi<vendor>::kNotFound;
   return [&]<typename Status, typename Value, typename... More>(Status (*function)(Value, More...)) -> int {
     const Value value = as<Value>(record.address);

@@ -329,6 +329,58 @@ TEST(Victims, AnRtldNextInterposerKeepsWorkingInEitherPreloadOrder) {
   }
 }
 
+// What the driver queries decide in a report: each lease's ending and peak, each leak's
+// size, entry point and device, and the summary's totals.
+std::string whole(double number) { return std::to_string(static_cast<long long>(number)); }
+
+std::string shim_sensitive_facts(const JsonValue &json) {
+  std::string facts = "leaked " + whole(json["summary"]["leaked_bytes"].as_number()) + " in " +
+                      whole(json["summary"]["leaked_allocations"].as_number()) + "\n";
+  const JsonValue &leases = json["processes"][0]["leases"];
+  for (size_t i = 0; i < leases.size(); ++i) {
+    const JsonValue &lease = leases[i];
+    facts += lease["name"].as_string() + " ended by " + lease["ended_by"].as_string() + ", peak " +
+             whole(lease["peak_bytes"].as_number()) + ":";
+    std::vector<std::string> leaks;
+    for (size_t j = 0; j < lease["leaks"].size(); ++j) {
+      const JsonValue &leak = lease["leaks"][j];
+      leaks.push_back(" " + whole(leak["bytes"].as_number()) + " " + leak["api"].as_string() + " on " +
+                      whole(leak["device"].as_number()));
+    }
+    std::sort(leaks.begin(), leaks.end());
+    for (const std::string &leak : leaks) facts += leak;
+    facts += "\n";
+  }
+  return facts;
+}
+
+// A HAMi-style shim preloaded after leaseguard (so that the hooks forward to it), reaching
+// the driver with dlsym(RTLD_NEXT) or through its own dlopen handle: the report is the one
+// made without it. Its dlopen lookups must get the driver's functions (a wrapper sent them
+// back into the hooks until the stack overflowed), and the driver's queries must be asked
+// of the driver (the shim has none: devices read -1, context destroys went unseen).
+TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
+  TempDir plain_out;
+  const std::map<std::string, std::string> two_devices = {{"LEASEGUARD_SIM_DEVICES", "2"}};
+  auto plain = run_under_leaseguard(plain_out.path(), {victim("behind_shim")}, {}, two_devices);
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  const std::string expected = shim_sensitive_facts(plain.json);
+  // The victim's four cases, so that an empty report cannot pass.
+  EXPECT_EQ(expected,
+            "leaked 11110 in 4\n"
+            "process ended by context_destroy, peak 3333: 2222 cuMemAlloc_v2 on 0\n"
+            "process ended by context_destroy, peak 4444: 3333 cuMemAlloc_v2 on 1\n"
+            "process ended by exit, peak 5555: 1111 cuMemAlloc_v2 on 1 4444 cuMemAllocAsync on 0\n");
+  for (const char *shim : {"libbehind_shim_rtld_next.so", "libbehind_shim_dlopen.so"}) {
+    TempDir out;
+    std::map<std::string, std::string> environment = two_devices;
+    environment["LD_PRELOAD"] = victim(shim);
+    auto run = run_under_leaseguard(out.path(), {victim("behind_shim")}, {}, environment);
+    ASSERT_EQ(run.result.exit_code, 0) << shim << "\n" << run.result.err;
+    EXPECT_EQ(shim_sensitive_facts(run.json), expected) << shim;
+  }
+}
+
 TEST(Victims, CudartStaticLookupsComeBackWrappedAndTheProgramIsUnharmed) {
   if (!LEASEGUARD_HAVE_TOOLKIT) GTEST_SKIP() << "no CUDA Toolkit on this machine";
   TempDir out;
