@@ -229,10 +229,12 @@ TEST(HostSafety, RunStartsSanitizedProgramsWithTheirRuntimeFirst) {
 
 // Threads allocating while main returns: every allocation that completed is reported, none
 // that was not begun is invented, whichever side of the process lease's end its record
-// landed. 20 runs, each a different interleaving (20, not more: under ASan and a loaded machine a round
-// takes seconds, and the whole test must stay inside ctest's 120 s).
-TEST(HostSafety, AllocationsOfThreadsRacingTheProcessEndAreAllReported) {
-  for (int round = 0; round < 20; ++round) {
+// landed. 50 runs, each a different interleaving, as five tests of ten: under ASan on a
+// loaded machine a run takes seconds, and each test must stay inside ctest's 120 s.
+class ExitRace : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExitRace, AllocationsOfThreadsRacingTheProcessEndAreAllReported) {
+  for (int round = 10 * GetParam(); round < 10 * (GetParam() + 1); ++round) {
     TempDir dir;
     auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "exit_race", dir / "counts"});
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
@@ -250,6 +252,7 @@ TEST(HostSafety, AllocationsOfThreadsRacingTheProcessEndAreAllReported) {
     ASSERT_TRUE(run.json["processes"][0]["complete"].as_bool());
   }
 }
+INSTANTIATE_TEST_SUITE_P(HostSafety, ExitRace, ::testing::Range(0, 5));
 
 }  // namespace
 }  // namespace leaseguard::testing
