@@ -171,7 +171,8 @@ struct FreePayload {
   uint8_t flags;
   uint8_t reserved;
   uint32_t stack_id;
-  int32_t status;  // kFreeReclaimed: the driver's status for leaseguard's free
+  int32_t status;  // kFreeReclaimed: the driver's status for leaseguard's free; kFreeMismatched:
+                   // the entry point (Api) of the live allocation at the address, 0 if unknown
 };
 
 // Followed by `name_bytes` bytes of name.

@@ -370,9 +370,12 @@ void Tracker::write_free_record_of(const LiveRecord &record, Api api) noexcept {
   write_free(records_.details(record).id, record.address, api, 0, 0, 0);
 }
 
-void Tracker::write_unexpected_free(const LiveRecord *late, uint64_t value, Api api, int unknown_flags) noexcept {
+void Tracker::write_unexpected_free(const LiveRecord *late, uint64_t value, Api api, int unknown_flags,
+                                    Api mismatched) noexcept {
   if (late != nullptr) write_free(records_.details(*late).id, value, api, 0, capture_and_intern(), 0);
-  if (unknown_flags != 0) write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(), 0);
+  if (unknown_flags != 0)
+    write_free(0, value, api, static_cast<uint8_t>(unknown_flags), capture_and_intern(),
+               static_cast<int32_t>(mismatched));
 }
 
 bool Tracker::take_late_free(Api api, uint64_t value, bool owner_drop, bool journaling) noexcept {
@@ -405,6 +408,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   bool late_free = false;
   bool absent = false;
   int unknown_flags = 0;
+  Api mismatched = Api::Unknown;  // the live allocation this entry point does not free
   std::optional<LiveRecord> record = table_.remove(
       space, value, [&](const LiveRecord &live) { return frees(api, live.api); },
       [&](const LiveRecord *removed, bool accepted) {
@@ -412,6 +416,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
         if (!journaling) return;
         if (removed == nullptr || !accepted) {
           unknown_flags = journal::kFreeUnknown | (removed ? journal::kFreeMismatched : 0);
+          if (removed != nullptr) mismatched = removed->api;
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
         } else if (!records_.free_in_place(*removed, api, free_slot, barriers_.load(std::memory_order_acquire))) {
@@ -425,7 +430,8 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   // A lease ending on another thread may have just taken the value out of the table to
   // reclaim it; it registered the value as reclaimed in the same step, so look once more.
   if (absent && swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
-  if (late_free || unknown_flags != 0) write_unexpected_free(late_free ? &*record : nullptr, value, api, unknown_flags);
+  if (late_free || unknown_flags != 0)
+    write_unexpected_free(late_free ? &*record : nullptr, value, api, unknown_flags, mismatched);
   if (!record) return FreeOutcome::Unknown;
   records_.forget(*record);
   return FreeOutcome::Known;

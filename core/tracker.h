@@ -170,8 +170,9 @@ class Tracker {
   __attribute__((noinline)) void note_value_given_again(Api api, uint64_t value) noexcept;
   __attribute__((noinline)) void write_implicit_free(const LiveRecord &displaced) noexcept;
   __attribute__((noinline)) void write_free_record_of(const LiveRecord &record, Api api) noexcept;
+  // `mismatched`: with kFreeMismatched, the entry point of the live allocation `api` does not free.
   __attribute__((noinline)) void write_unexpected_free(const LiveRecord *late, uint64_t value, Api api,
-                                                       int unknown_flags) noexcept;
+                                                       int unknown_flags, Api mismatched) noexcept;
   // True if `value` was reclaimed when its lease ended and this is the program's late free
   // of it: then it is journaled as such and must not reach the driver. Inline: every free
   // asks, and almost always nothing was reclaimed.

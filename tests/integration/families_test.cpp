@@ -4,6 +4,7 @@
 // through its own release when a reclaim lease ends (tests/victims/resource_families.c).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <vector>
 #include <tuple>
@@ -74,6 +75,38 @@ TEST(Families, EveryFamilyIsRecordedWithItsKindEntryPointAndSize) {
         "host memory registration", "imported external memory", "buffer mapped from external memory", "mipmapped array",
         "was destroyed at", "still allocated from it"})
     EXPECT_NE((run.result.out + run.result.err).find(words), std::string::npos) << words;
+}
+
+// A free by another family's entry point is its own finding, not a double free, whether the
+// value was live or freed already by its own release; a true double free stays one; and a
+// process with no leaks is never said to have leaked (tests/victims/wrong_family_free.c).
+TEST(Families, AWrongFamilyFreeIsItsOwnFindingAndTheHeaderSpeaksOfLeaksOnlyWithLeaks) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("wrong_family_free")}, {"--fail-on-leak"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 0);
+  ASSERT_EQ(process["double_frees"].size(), 1u) << run.result.err;
+  EXPECT_EQ(process["double_frees"][0]["api"].as_string(), "cuMemFree_v2");
+  EXPECT_EQ(first_function(process["double_frees"][0]), "free_device_twice");
+  ASSERT_EQ(process["wrong_family_frees"].size(), 2u) << run.result.err;
+  std::map<std::string, const JsonValue *> by_site;
+  for (const JsonValue &wrong : process["wrong_family_frees"].items()) by_site[first_function(wrong)] = &wrong;
+  ASSERT_TRUE(by_site.count("free_host_after_unregister") && by_site.count("free_host_while_registered"));
+  const JsonValue &after = *by_site["free_host_after_unregister"];
+  const JsonValue &during = *by_site["free_host_while_registered"];
+  for (const JsonValue *wrong : {&after, &during}) {
+    EXPECT_EQ((*wrong)["api"].as_string(), "cuMemFreeHost");
+    EXPECT_EQ((*wrong)["allocated_by"].as_string(), "cuMemHostRegister_v2");
+  }
+  EXPECT_TRUE(after["freed_ms"].type() == JsonValue::Type::Number);  // its own release freed it first
+  EXPECT_TRUE(during["freed_ms"].is_null());                         // live when freed the wrong way
+  const std::string &text = run.result.err;
+  EXPECT_NE(text.find("ERROR: leaseguard: detected invalid frees (and no leaks)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("detected device memory leaks"), std::string::npos) << text;
+  EXPECT_NE(text.find("Wrong-family free of"), std::string::npos) << text;
+  EXPECT_NE(text.find("made by cuMemHostRegister_v2, which cuMemFreeHost does not free"), std::string::npos) << text;
+  EXPECT_NE(text.find("Double free of"), std::string::npos) << text;
 }
 
 TEST(Families, AReclaimLeaseGivesEveryFamilyBackThroughItsOwnRelease) {

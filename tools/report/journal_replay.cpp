@@ -169,7 +169,7 @@ class Replay : public journal::JournalVisitor {
     ++process_.frees;
     pending_frees_.push(
         PendingFree{frees_at_slots_ ? record_slot() + distance : recorded.time_ns + uint64_t{distance} * 1000,
-                    alloc.address, api, alloc.lease_id, alloc.bytes});
+                    alloc.address, api, api_from_wire(alloc.api), alloc.lease_id, alloc.bytes});
   }
 
   void on_free(const journal::FreePayload &free_record) override {
@@ -200,11 +200,13 @@ class Replay : public journal::JournalVisitor {
     if (it == live_.end()) {
       if (free_record.flags & journal::kFreeUnknown) {
         ++process_.unknown_frees;
-        if (!(free_record.flags & journal::kFreeMismatched)) note_if_double_free(free_record);
+        if (free_record.flags & journal::kFreeMismatched) note_wrong_family_free_of_live(free_record);
+        else note_if_double_free(free_record);
       }
       return;
     }
-    remember_freed(it->second.record.address, api_from_wire(free_record.api), free_record.time_ns);
+    remember_freed(it->second.record.address, api_from_wire(free_record.api), api_from_wire(it->second.record.api),
+                   free_record.time_ns);
     if (it->second.reported) {
       ++process_.late_frees;
       process_.leases[it->second.ending].late_frees.push_back(make_late_free(free_record, true));
@@ -350,7 +352,8 @@ class Replay : public journal::JournalVisitor {
   struct PendingFree {
     uint64_t at;
     uint64_t address;
-    Api api;
+    Api api;           // the release
+    Api allocated_by;  // the allocation's entry point
     uint32_t lease_id;
     uint64_t bytes;
     bool operator>(const PendingFree &other) const { return at > other.at; }
@@ -366,7 +369,7 @@ class Replay : public journal::JournalVisitor {
       bytes.live -= std::min(bytes.live, free.bytes);
       last_ns_ = std::max(last_ns_, freed_ns);
       add_point(bytes, since_start_ms(freed_ns));
-      remember_freed(free.address, free.api, freed_ns);
+      remember_freed(free.address, free.api, free.allocated_by, freed_ns);
     }
   }
 
@@ -423,22 +426,32 @@ class Replay : public journal::JournalVisitor {
   // allocations must not make this grow without end.
   static constexpr size_t kRecentFrees = 1 << 16;
   struct Freed {
-    Api api;
+    Api api;           // the release that freed it
+    Api allocated_by;  // the allocation it freed
     uint64_t time_ns;
   };
 
-  void remember_freed(uint64_t address, Api api, uint64_t time_ns) {
+  void remember_freed(uint64_t address, Api api, Api allocated_by, uint64_t time_ns) {
     if (recently_freed_.size() >= kRecentFrees) {
       recently_freed_.erase(freed_order_.front());
       freed_order_.pop_front();
     }
-    if (recently_freed_.insert_or_assign(address, Freed{api, time_ns}).second) freed_order_.push_back(address);
+    if (recently_freed_.insert_or_assign(address, Freed{api, allocated_by, time_ns}).second)
+      freed_order_.push_back(address);
   }
 
+  // A free of a value its own family's release freed already: a double free if this free is
+  // of that family too, else a wrong-family free (never the program's to free this way).
   void note_if_double_free(const journal::FreePayload &free_record) {
     auto it = recently_freed_.find(free_record.address);
-    Api api = api_from_wire(free_record.api);
+    const Api api = api_from_wire(free_record.api);
     if (it == recently_freed_.end() || space_of(it->second.api) != space_of(api)) return;
+    if (family_of(it->second.api) != family_of(api)) {
+      WrongFamilyFree wrong = wrong_family_free(free_record, it->second.allocated_by);
+      wrong.freed_ms = since_start_ms(it->second.time_ns);
+      process_.wrong_family_frees.push_back(wrong);
+      return;
+    }
     DoubleFree twice;
     twice.api = api;
     twice.address = free_record.address;
@@ -447,6 +460,25 @@ class Replay : public journal::JournalVisitor {
     twice.time_ms = since_start_ms(free_record.time_ns);
     twice.first_freed_ms = since_start_ms(it->second.time_ns);
     process_.double_frees.push_back(twice);
+  }
+
+  // A free of a live value by an entry point that does not free its kind; the tracker wrote
+  // the live allocation's entry point in the record's status (journal_format.h).
+  void note_wrong_family_free_of_live(const journal::FreePayload &free_record) {
+    const Api allocated_by =
+        free_record.status > 0 ? api_from_wire(static_cast<uint16_t>(free_record.status)) : Api::Unknown;
+    process_.wrong_family_frees.push_back(wrong_family_free(free_record, allocated_by));
+  }
+
+  WrongFamilyFree wrong_family_free(const journal::FreePayload &free_record, Api allocated_by) const {
+    WrongFamilyFree wrong;
+    wrong.api = api_from_wire(free_record.api);
+    wrong.allocated_by = allocated_by;
+    wrong.address = free_record.address;
+    wrong.thread = free_record.thread;
+    wrong.stack_id = free_record.stack_id;
+    wrong.time_ms = since_start_ms(free_record.time_ns);
+    return wrong;
   }
 
   LateFree make_late_free(const journal::FreePayload &free_record, bool forwarded) const {

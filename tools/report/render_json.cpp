@@ -87,8 +87,8 @@ void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEndi
   json.end_object();
 }
 
-// What happened in a process besides its leases' ends: double frees, and pools destroyed
-// with allocations outstanding.
+// What happened in a process besides its leases' ends: double frees, wrong-family frees, and
+// pools destroyed with allocations outstanding.
 void write_process_events(JsonWriter &json, const ProcessReport &process) {
   json.key("double_frees").begin_array();
   for (const DoubleFree &twice : process.double_frees) {
@@ -99,6 +99,23 @@ void write_process_events(JsonWriter &json, const ProcessReport &process) {
     json.key("time_ms").value(twice.time_ms);
     json.key("first_freed_ms").value(twice.first_freed_ms);
     write_stack(json, process, twice.stack_id);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("wrong_family_frees").begin_array();
+  for (const WrongFamilyFree &wrong : process.wrong_family_frees) {
+    json.begin_object();
+    json.key("api").value(api_name(wrong.api));
+    json.key("allocated_by");
+    if (wrong.allocated_by == Api::Unknown) json.null();
+    else json.value(api_name(wrong.allocated_by));
+    json.key("address").value(hex_address(wrong.address));
+    json.key("thread").value(static_cast<uint64_t>(wrong.thread));
+    json.key("time_ms").value(wrong.time_ms);
+    json.key("freed_ms");
+    if (wrong.freed_ms) json.value(*wrong.freed_ms);
+    else json.null();
+    write_stack(json, process, wrong.stack_id);
     json.end_object();
   }
   json.end_array();

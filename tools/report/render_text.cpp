@@ -87,10 +87,13 @@ class TextReport {
   void render_process(const ProcessReport &process) {
     bool any_late_free = false;
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
-    if (process.leaked_allocations() == 0 && !any_late_free && process.double_frees.empty()) return;
+    const bool leaks = process.leaked_allocations() != 0 || any_late_free;
+    if (!leaks && process.double_frees.empty() && process.wrong_family_frees.empty()) return;
     const std::string tag = "==" + std::to_string(process.pid) + "==";
     std::string &out = out_.text();
-    out += "\n" + tag + "ERROR: leaseguard: detected device memory leaks\n";
+    // The header names what was found: leaks only where there are leaks.
+    out += "\n" + tag + "ERROR: leaseguard: detected " +
+           (leaks ? "device memory leaks" : "invalid frees (and no leaks)") + "\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
            how_it_ended(process) + "\n";
     if (!process.complete)
@@ -149,6 +152,18 @@ class TextReport {
                      std::string(api_name(twice.api)) + "] at " + milliseconds(twice.time_ms) + " (already freed at " +
                      milliseconds(twice.first_freed_ms) + "; passed to the driver, which decided), from:\n";
       render_stack(out_.text(), process, twice.stack_id);
+      out_.hand_over_if_full();
+    }
+    for (const WrongFamilyFree &wrong : process.wrong_family_frees) {
+      const std::string made_by =
+          wrong.allocated_by != Api::Unknown ? std::string(api_name(wrong.allocated_by)) : "another family";
+      out_.text() += "\n" + tag + "Wrong-family free of " + hex_address(wrong.address) + " [" +
+                     std::string(api_name(wrong.api)) + "] at " + milliseconds(wrong.time_ms) + " (made by " + made_by +
+                     ", which " + std::string(api_name(wrong.api)) + " does not free; " +
+                     (wrong.freed_ms ? "its own release freed it at " + milliseconds(*wrong.freed_ms)
+                                     : std::string("it was live then")) +
+                     "; passed to the driver, which decided), from:\n";
+      render_stack(out_.text(), process, wrong.stack_id);
       out_.hand_over_if_full();
     }
     for (const PoolDestroyedInUse &pool : process.pools_destroyed_in_use)

@@ -107,6 +107,8 @@ class JsonReportReader {
     stack_ids_.clear();
     for (const JsonValue &twice : item["double_frees"].items())
       process.double_frees.push_back(double_free_of(twice, process));
+    for (const JsonValue &wrong : item["wrong_family_frees"].items())
+      process.wrong_family_frees.push_back(wrong_family_free_of(wrong, process));
     for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));
     return process;
   }
@@ -164,6 +166,18 @@ class JsonReportReader {
     twice.first_freed_ms = milliseconds(item["first_freed_ms"], "first_freed_ms");
     twice.stack_id = stack_id_for(process, item["stack"]);
     return twice;
+  }
+
+  WrongFamilyFree wrong_family_free_of(const JsonValue &item, ProcessReport &process) {
+    WrongFamilyFree wrong;
+    wrong.api = api_of(item["api"]);
+    if (item["allocated_by"].type() == JsonValue::Type::String) wrong.allocated_by = api_of(item["allocated_by"]);
+    wrong.address = hex_value(item["address"]);
+    wrong.thread = number<uint32_t>(item["thread"], "thread");
+    wrong.time_ms = milliseconds(item["time_ms"], "time_ms");
+    if (item["freed_ms"].type() == JsonValue::Type::Number) wrong.freed_ms = milliseconds(item["freed_ms"], "freed_ms");
+    wrong.stack_id = stack_id_for(process, item["stack"]);
+    return wrong;
   }
 
   // Interns a stack (already symbolized) in the process, by content.

@@ -156,6 +156,20 @@ struct DoubleFree {
   double first_freed_ms = 0;
 };
 
+// A free by an entry point of another family than the allocation at that address: live then
+// (the driver refuses it; the allocation stays live) or freed already by its own family's
+// release (cuMemHostRegister, cuMemHostUnregister, then cuMemFreeHost). Not a double free:
+// the value was never this entry point's to free.
+struct WrongFamilyFree {
+  Api api = Api::Unknown;           // the free
+  Api allocated_by = Api::Unknown;  // the allocation at the address (Unknown: not recorded)
+  uint64_t address = 0;
+  uint32_t thread = 0;
+  uint32_t stack_id = 0;
+  double time_ms = 0;
+  std::optional<double> freed_ms;  // when its own release freed it, if it had; else it was live
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -201,6 +215,7 @@ struct ProcessReport {
   uint64_t recycled_bytes = 0;
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
   std::vector<DoubleFree> double_frees;
+  std::vector<WrongFamilyFree> wrong_family_frees;
   journal::ReadStats read_stats;
 
   uint64_t leaked_bytes() const;

@@ -83,6 +83,7 @@ void Symbolizer::symbolize(Report &report) {
       for (const LateFree &late : lease.late_frees) wanted.insert(late.stack_id);
     }
     for (const DoubleFree &twice : process.double_frees) wanted.insert(twice.stack_id);
+    for (const WrongFamilyFree &wrong : process.wrong_family_frees) wanted.insert(wrong.stack_id);
     // Stacks share frames (ProcessReport::frames): each is looked up once, with its source
     // line if any stack wants it there (above main and the trailing C library frames).
     enum class Done : uint8_t { No, WithoutLines, WithLines };
