@@ -257,7 +257,14 @@ struct UnjournaledLeaksPayload {
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
+  // Which drivers were loaded when the process ended (kDriversKnown and kDriver* bits); 0 if
+  // not known (a process ended by a signal, or a journal from before this field: the record
+  // was 16 bytes then, and a reader takes a shorter one with this field 0).
+  uint32_t drivers;
+  uint32_t reserved;
 };
+inline constexpr uint32_t kDriverCuda = 1, kDriverHip = 2, kDriversKnown = 1u << 31;
+inline constexpr size_t kProcessEndFirstBytes = 16;
 
 static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes && sizeof(RecycledPayload) == 32);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
@@ -268,6 +275,7 @@ static_assert(sizeof(HeaderPayload) == 48 && sizeof(ProcessPayload) == 16 && siz
 static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(ProcessEndPayload) == 24 && offsetof(ProcessEndPayload, drivers) == kProcessEndFirstBytes);
 static_assert(sizeof(ContextDestroyPayload) == 32 && sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(UnjournaledLeaksPayload) == 32);
 static_assert(sizeof(StackFrame) == 12);

@@ -43,6 +43,15 @@ bool visit_fixed(const std::vector<unsigned char> &payload, Visit visit) {
   return true;
 }
 
+// A process's end: 16 bytes in journals before `drivers`, read with it 0 (not known).
+bool visit_process_end(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
+  ProcessEndPayload end{};
+  if (payload.size() < kProcessEndFirstBytes) return false;
+  std::memcpy(&end, payload.data(), std::min(payload.size(), sizeof end));
+  visitor.on_process_end(end);
+  return true;
+}
+
 // Followed by the executable's path and each argument, each NUL-terminated.
 bool visit_process(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
   ProcessPayload process;
@@ -118,7 +127,7 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
     case RecordType::LeaseEnd: return visit_fixed<LeaseEndPayload>(payload, to(&JournalVisitor::on_lease_end));
     case RecordType::ContextDestroy:
       return visit_fixed<ContextDestroyPayload>(payload, to(&JournalVisitor::on_context_destroy));
-    case RecordType::ProcessEnd: return visit_fixed<ProcessEndPayload>(payload, to(&JournalVisitor::on_process_end));
+    case RecordType::ProcessEnd: return visit_process_end(payload, visitor);
     case RecordType::PoolDestroy: return visit_fixed<PoolDestroyPayload>(payload, to(&JournalVisitor::on_pool_destroy));
     case RecordType::Recycled: return visit_fixed<RecycledPayload>(payload, to(&JournalVisitor::on_recycled));
     case RecordType::JournalFull: return visit_fixed<JournalFullPayload>(payload, to(&JournalVisitor::on_journal_full));

@@ -723,18 +723,22 @@ void Tracker::end_leases_from_signal_handler(int signal_number, bool terminating
   }
 }
 
-void Tracker::finish_process() noexcept {
+void Tracker::finish_process(uint32_t drivers) noexcept {
   if (finished_) return;
   finished_ = true;
   leases_.stop_watchdog();
   journal_.stop_prefaulting();  // joined: no thread of ours outlives recording
   for (Lease *lease : leases_.open_leases())
     if (LeaseRegistry::try_end(*lease)) end_lease(*lease, EndedBy::Exit);
+  // A process that loaded a driver and recorded nothing still leaves a journal: its report
+  // then says "no allocation" instead of taking it for a process that never used a GPU.
+  if ((drivers & ~journal::kDriversKnown) != 0) ensure_journal();
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   on_thread_exit();
   journal::ProcessEndPayload end{};
   end.time_ns = monotonic_ns();
   end.dropped_records = journal_.dropped();
+  end.drivers = drivers;
   journal_.append(journal::RecordType::ProcessEnd, &end, sizeof end);
 }
 

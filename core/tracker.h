@@ -113,8 +113,10 @@ class Tracker {
   LeaseState lease_state(uint64_t lease_id) noexcept;
   int lease_leave() noexcept;
 
-  // At exit: ends every open lease (ended_by exit) and marks the journal complete.
-  void finish_process() noexcept;
+  // At exit: ends every open lease (ended_by exit) and marks the journal complete, saying
+  // which drivers were loaded (journal::kDriversKnown with kDriver* bits; 0: not known). A
+  // process with a driver loaded gets a journal even if it recorded nothing.
+  void finish_process(uint32_t drivers = 0) noexcept;
 
   // A thread is about to exit: writes what its compact journal state has not yet written
   // (its recycles). Called for the installed tracker by a thread-exit hook; the process's

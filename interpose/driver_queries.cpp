@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <iterator>
 
+#include "journal_format.h"
 #include "real_dlsym.h"
 
 namespace leaseguard::interpose {
@@ -41,6 +43,16 @@ void *driver_handle(void *anchor, const char *name) noexcept {
   return handle;
 }
 
+bool any_loaded(const char *const *sonames, size_t count) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    if (void *handle = dlopen(sonames[i], RTLD_NOLOAD | RTLD_LAZY)) {
+      dlclose(handle);  // only the reference NOLOAD took
+      return true;
+    }
+  }
+  return false;
+}
+
 void *driver_function(void *anchor, const char *name, std::atomic<void *> &cache) noexcept {
   void *function = cache.load(std::memory_order_acquire);
   if (function != nullptr) return function;
@@ -66,6 +78,13 @@ thread_local int32_t t_cached_device __attribute__((tls_model("initial-exec"))) 
 thread_local uint64_t t_cached_generation __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace
+
+uint32_t loaded_drivers() noexcept {
+  uint32_t drivers = journal::kDriversKnown;
+  if (any_loaded(kCudaDrivers, std::size(kCudaDrivers))) drivers |= journal::kDriverCuda;
+  if (any_loaded(kHipDrivers, std::size(kHipDrivers))) drivers |= journal::kDriverHip;
+  return drivers;
+}
 
 void *driver_symbol(void *anchor, const char *name) noexcept {
   std::atomic<void *> uncached{nullptr};

@@ -1,7 +1,7 @@
 // Questions the hooks ask the real driver: which context and device an allocation belongs
 // to, and whether a primary context still exists. Driver functions are looked up in the
-// same loaded object as the hooked function being called (the "anchor"), never through
-// the global scope, so they cannot land on a hook.
+// loaded driver, found by its soname (or else in the object of the hooked function being
+// called, the "anchor"), never through the global scope, so they cannot land on a hook.
 #pragma once
 
 #include <cstdint>
@@ -45,5 +45,9 @@ bool primary_context_destroyed(void *anchor, CUdevice device, CUcontext primary,
 // The driver's own function `name`, from the object that contains `anchor` (not cached:
 // for rare calls such as reclaiming).
 void *driver_symbol(void *anchor, const char *name) noexcept;
+
+// Which drivers are loaded now, for the journal's process end: journal::kDriversKnown with
+// journal::kDriverCuda and kDriverHip bits. Takes the loader's lock: not for signal handlers.
+uint32_t loaded_drivers() noexcept;
 
 }  // namespace leaseguard::interpose

@@ -1,5 +1,6 @@
 // Start-up and shutdown of the preload library: the process's core (core/process_start.h),
 // the termination signals, and the end of recording at exit.
+#include "driver_queries.h"
 #include "preload_state.h"
 #include "process_start.h"
 #include "real_dlsym.h"
@@ -24,7 +25,7 @@ __attribute__((constructor(101))) void preload_start() {
 __attribute__((destructor(101))) void preload_finish() {
   // Runs after the program's atexit handlers and static destructors (which may still free
   // device memory), so what is live now was really leaked.
-  if (Tracker *tracker = recording_tracker()) tracker->finish_process();
+  if (Tracker *tracker = recording_tracker()) tracker->finish_process(loaded_drivers());
 }
 
 }  // namespace

@@ -101,9 +101,10 @@ std::string preload_list(const InstallPaths &paths, const std::string &executabl
   return list;
 }
 
+// `recording_disabled`: the command will see LEASEGUARD_DISABLE=1 (its report says so).
 std::vector<std::string> child_environment(const RunOptions &options, const InstallPaths &paths,
                                            const std::string &executable, const std::string &out_dir,
-                                           const std::string &run_id) {
+                                           const std::string &run_id, bool &recording_disabled) {
   std::map<std::string, std::string> overrides;
   overrides["LD_PRELOAD"] = preload_list(paths, executable);
   if (options.sim) {
@@ -124,12 +125,13 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   // The preload of each process would say what is wrong with these; run says it once
   // (options.h, settings_checked_by_run).
   std::vector<std::string> warnings;
-  parse_options(
-      [&](const char *name) -> const char * {
-        auto found = overrides.find(name);
-        return found != overrides.end() ? found->second.c_str() : std::getenv(name);
-      },
-      warnings, wall_clock_ns());
+  recording_disabled = parse_options(
+                           [&](const char *name) -> const char * {
+                             auto found = overrides.find(name);
+                             return found != overrides.end() ? found->second.c_str() : std::getenv(name);
+                           },
+                           warnings, wall_clock_ns())
+                           .disabled;
   if (!options.common.quiet)
     for (const std::string &warning : warnings) std::fprintf(stderr, "leaseguard: %s\n", warning.c_str());
 
@@ -260,19 +262,26 @@ int run_command(const RunOptions &options) {
     return kUsageError;
   }
   const std::string run_id = make_run_id();
+  report::Report report;
   const pid_t command =
-      start_command(options.command, child_environment(options, paths, executable, out_dir, run_id), error);
+      start_command(options.command,
+                    child_environment(options, paths, executable, out_dir, run_id, report.recording_disabled), error);
   if (command == 0) {
     fail(error);
     return kUsageError;
   }
   int command_status = 0;
   const report::ExitStatuses exits = wait_for_the_tree(command, command_status);
-  report::Report report;
+  report.simulated = options.sim;
   if (!report_the_run(options, out_dir, run_id, exits, report, error)) {
     fail(error);
     return kUsageError;
   }
+  // A gate that checked nothing says so where CI logs look, also when the text report went
+  // elsewhere or nowhere (--quiet).
+  if (options.common.fail_on_leak)
+    if (const std::string nothing = report::nothing_checked(report); !nothing.empty())
+      std::fprintf(stderr, "leaseguard: warning: --fail-on-leak had nothing to check: %s\n", nothing.c_str());
   if (options.common.fail_on_leak && report.leaked_allocations() > 0) return *options.common.fail_on_leak;
   return status_to_exit_code(command_status);
 }

@@ -522,6 +522,80 @@ std::string normalize_any(std::string text, const std::string &out_dir) {
   return text;
 }
 
+// A run that observed no allocation says what it observed, in text, JSON and (under
+// --fail-on-leak) on stderr, never "0 byte(s) leaked" as if something had been checked.
+TEST(Cli, ARunThatObservedNothingSaysWhatItObservedInsteadOfZeroLeaks) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> run_options;
+    std::vector<std::string> command;
+    std::map<std::string, std::string> environment;
+    std::string observed;
+    std::string said;
+  };
+  std::vector<Case> cases = {
+      {"a driver loaded, no allocation",
+       {"--sim"},
+       {victim("no_allocation")},
+       {},
+       "no_allocation",
+       "no allocation was recorded: the program made none, or its driver refused them; the simulator serves the "
+       "driver API, not the CUDA runtime"},
+      {"no driver loaded",
+       {},
+       {"/bin/true"},
+       {},
+       "no_driver",
+       "no process loaded a GPU driver (libcuda.so.1, libamdhip64.so) or recorded an allocation; without a GPU, "
+       "`leaseguard run --sim` runs the program on the simulated one"},
+      {"recording disabled",
+       {"--sim"},
+       {victim("direct_calls")},
+       {{"LEASEGUARD_DISABLE", "1"}},
+       "disabled",
+       "recording was disabled (LEASEGUARD_DISABLE=1)"},
+  };
+  if (LEASEGUARD_HAVE_TOOLKIT)
+    cases.push_back({"a runtime program on the simulator",
+                     {"--sim"},
+                     {victim("cudart_static")},
+                     {},
+                     "no_allocation",
+                     "no allocation was recorded: the program made none, or its driver refused them; the simulator "
+                     "serves the driver API, not the CUDA runtime (cudaMalloc), whose first call fails there"});
+  for (const Case &c : cases) {
+    TempDir dir;
+    std::vector<std::string> arguments = {LEASEGUARD_BIN, "run"};
+    arguments.insert(arguments.end(), c.run_options.begin(), c.run_options.end());
+    for (const std::string &option : {std::string("--out"), dir / "out", std::string("--format"),
+                                      "json=" + (dir / "report.json"), std::string("--fail-on-leak")})
+      arguments.push_back(option);
+    arguments.push_back("--");
+    arguments.insert(arguments.end(), c.command.begin(), c.command.end());
+    auto run = run_process(arguments, c.environment);
+    EXPECT_NE(run.exit_code, 23) << c.name;
+    EXPECT_NE(run.err.find("SUMMARY: leaseguard: nothing was checked: " + c.said), std::string::npos) << c.name << "\n"
+                                                                                                      << run.err;
+    EXPECT_EQ(run.err.find("0 byte(s) leaked"), std::string::npos) << c.name << "\n" << run.err;
+    EXPECT_NE(run.err.find("leaseguard: warning: --fail-on-leak had nothing to check: " + c.said), std::string::npos)
+        << c.name << "\n"
+        << run.err;
+    JsonValue json;
+    std::string error;
+    ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << c.name << ": " << error;
+    EXPECT_EQ(json["summary"]["observed"].as_string(), c.observed) << c.name;
+  }
+  // And one that allocated says so.
+  TempDir dir;
+  auto run = run_process({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", dir / "out", "--format",
+                          "json=" + (dir / "report.json"), "--", victim("direct_calls")});
+  JsonValue json;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(read_text(dir / "report.json"), json, error)) << error;
+  EXPECT_EQ(json["summary"]["observed"].as_string(), "allocations");
+  EXPECT_EQ(json["processes"][0]["drivers"][0].as_string(), "cuda");
+}
+
 TEST(Cli, GoldenFilesForEveryFormat) {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> formats = {{"json", "json"},       {"sarif", "sarif"},

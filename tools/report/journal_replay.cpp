@@ -309,6 +309,7 @@ class Replay : public journal::JournalVisitor {
     touch(end.time_ns);
     process_.complete = true;
     process_.dropped_records = end.dropped_records;
+    process_.drivers = end.drivers;
     end_remaining(EndedBy::Exit, end.time_ns);
   }
 

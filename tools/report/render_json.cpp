@@ -143,6 +143,15 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   else if (process.exit_code) json.begin_object().key("code").value(*process.exit_code).end_object();
   else json.null();
   json.key("complete").value(process.complete);
+  json.key("drivers");  // loaded when it ended; null if not known
+  if ((process.drivers & journal::kDriversKnown) == 0) {
+    json.null();
+  } else {
+    json.begin_array();
+    if (process.drivers & journal::kDriverCuda) json.value("cuda");
+    if (process.drivers & journal::kDriverHip) json.value("hip");
+    json.end_array();
+  }
   json.key("exec").value(process.exec_replaced);
   json.key("journal").value(process.journal);
   json.key("allocations").value(process.allocations);
@@ -171,6 +180,7 @@ void write_report(JsonWriter &json, const Report &report) {
   json.key("baseline_allocations").value(report.baseline_allocations);
   json.key("processes").value(static_cast<uint64_t>(report.processes.size()));
   json.key("leases").value(static_cast<uint64_t>(report.lease_count()));
+  json.key("observed").value(observed_name(observed(report)));
   json.end_object();
   json.key("processes").begin_array();
   for (const ProcessReport &process : report.processes) write_process(json, process);

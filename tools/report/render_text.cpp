@@ -192,6 +192,10 @@ class TextReport {
     if (report_.baseline_allocations != 0)
       out += "\nleaseguard: " + std::to_string(report_.baseline_allocations) +
              " leaked allocation(s) also in the baseline, left out\n";
+    if (const std::string nothing = nothing_checked(report_); !nothing.empty()) {
+      out += "\nSUMMARY: leaseguard: nothing was checked: " + nothing + ".\n";
+      return;
+    }
     out += "\nSUMMARY: leaseguard: " + std::to_string(report_.leaked_bytes()) + " byte(s) leaked in " +
            std::to_string(report_.leaked_allocations()) + " allocation(s).\n";
   }

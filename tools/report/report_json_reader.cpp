@@ -92,6 +92,14 @@ class JsonReportReader {
     if (item["exit"]["signal"].type() == JsonValue::Type::Number)
       process.exit_signal = number<int>(item["exit"]["signal"], "signal");
     process.complete = flag(item["complete"]);
+    if (item["drivers"].type() == JsonValue::Type::Array) {
+      process.drivers = journal::kDriversKnown;
+      for (const JsonValue &driver : item["drivers"].items()) {
+        if (driver.type() != JsonValue::Type::String) continue;
+        if (driver.as_string() == "cuda") process.drivers |= journal::kDriverCuda;
+        else if (driver.as_string() == "hip") process.drivers |= journal::kDriverHip;
+      }
+    }
     process.exec_replaced = flag(item["exec"]);
     process.allocations = number<uint64_t>(item["allocations"], "allocations");
     process.frees = number<uint64_t>(item["frees"], "frees");

@@ -56,6 +56,47 @@ uint64_t Report::leaked_allocations() const {
   return total;
 }
 
+Observed observed(const Report &report) {
+  if (report.recording_disabled) return Observed::Disabled;
+  bool all_without_driver = true;
+  for (const ProcessReport &process : report.processes) {
+    if (process.allocations != 0 || process.leaked_allocations() != 0) return Observed::Allocations;
+    const bool known = (process.drivers & journal::kDriversKnown) != 0;
+    all_without_driver = all_without_driver && known && (process.drivers & ~journal::kDriversKnown) == 0;
+  }
+  return all_without_driver ? Observed::NoDriver : Observed::NoAllocation;
+}
+
+std::string_view observed_name(Observed observed) {
+  switch (observed) {
+    case Observed::Allocations: return "allocations";
+    case Observed::Disabled: return "disabled";
+    case Observed::NoDriver: return "no_driver";
+    case Observed::NoAllocation: return "no_allocation";
+  }
+  return "allocations";
+}
+
+std::string nothing_checked(const Report &report) {
+  const bool simulated = report.simulated.value_or(false);
+  const std::string without_gpu = report.simulated.has_value() && !simulated
+                                      ? "; without a GPU, `leaseguard run --sim` runs the program on the simulated one"
+                                      : "";
+  switch (observed(report)) {
+    case Observed::Allocations: return "";
+    case Observed::Disabled: return "recording was disabled (LEASEGUARD_DISABLE=1): nothing was recorded";
+    case Observed::NoDriver:
+      return "no process loaded a GPU driver (libcuda.so.1, libamdhip64.so) or recorded an allocation" + without_gpu +
+             " (a statically linked or setuid program is never recorded)";
+    case Observed::NoAllocation:
+      return std::string("no allocation was recorded: the program made none, or its driver refused them") +
+             (simulated ? "; the simulator serves the driver API, not the CUDA runtime (cudaMalloc), whose "
+                          "first call fails there"
+                        : without_gpu);
+  }
+  return "";
+}
+
 size_t Report::lease_count() const {
   size_t total = 0;
   for (const ProcessReport &process : processes) {

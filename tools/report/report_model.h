@@ -178,7 +178,10 @@ struct ProcessReport {
   std::vector<std::string> command;
   std::optional<int> exit_code;
   std::optional<int> exit_signal;
-  bool complete = false;       // the process ended its leases itself
+  bool complete = false;  // the process ended its leases itself
+  // The drivers loaded when it ended (journal::kDriversKnown and kDriver* bits), 0 if not
+  // known (it died, or an older journal).
+  uint32_t drivers = 0;
   bool exec_replaced = false;  // its image was replaced by exec (a later journal of the pid)
   uint64_t start_realtime_ns = 0;
   std::vector<LeaseEnding> leases;
@@ -238,11 +241,30 @@ struct Report {
   uint64_t baseline_allocations = 0;              // left out because the baseline has them
   size_t max_groups = 0;                          // text: at most this many groups per lease; 0: all
   std::vector<std::string> problems;              // damaged inputs, said in the report
+  // Known to `run` only: the command ran with LEASEGUARD_DISABLE=1, and whether on the
+  // simulated GPU (it decides the hint when nothing was observed).
+  bool recording_disabled = false;
+  std::optional<bool> simulated;
 
   uint64_t leaked_bytes() const;
   uint64_t leaked_allocations() const;
   size_t lease_count() const;
 };
+
+// What a report could check: a report of 0 leaks means something only if allocations were
+// seen. In order of precedence.
+enum class Observed {
+  Allocations,   // at least one allocation was recorded
+  Disabled,      // recording was off (LEASEGUARD_DISABLE=1)
+  NoDriver,      // no process loaded a GPU driver: none journaled (a process journals once
+                 // it records something, or at its end if a driver is loaded), or each
+                 // ended with none loaded
+  NoAllocation,  // a driver was (or may have been) loaded, but no allocation was recorded
+};
+Observed observed(const Report &report);
+std::string_view observed_name(Observed observed);  // "allocations", "disabled", ... (JSON)
+// Nothing checked: what was observed and the hint that fits, one sentence; "" for Allocations.
+std::string nothing_checked(const Report &report);
 
 // Exit statuses collected by `leaseguard run` for each pid it reaped.
 struct ExitStatus {
