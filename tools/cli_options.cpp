@@ -2,6 +2,7 @@
 #include "cli_options.h"
 
 #include "options.h"
+#include "suppressions.h"
 
 #include <cstdint>
 
@@ -63,8 +64,8 @@ bool parse_format(const std::string &value, CommonOptions &common, std::string &
 }
 
 bool parse_min_bytes(const std::string &value, CommonOptions &common, std::string &error) {
-  const auto bytes = parse_integer(value, 0, INT64_MAX);
-  if (!bytes) error = "--min-bytes " + value + ": must be a byte count";
+  const auto bytes = report::parse_byte_size(value);
+  if (!bytes) error = "--min-bytes " + value + ": must be a byte count, with an optional K, M or G suffix";
   else common.min_bytes = static_cast<uint64_t>(*bytes);
   return bytes.has_value();
 }
@@ -72,7 +73,14 @@ bool parse_min_bytes(const std::string &value, CommonOptions &common, std::strin
 bool parse_kind(const std::string &value, CommonOptions &common, std::string &error) {
   for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
     if (kind_name(static_cast<Kind>(i)) == value) common.kind = static_cast<Kind>(i);
-  if (!common.kind) error = "--kind " + value + ": must be device, pitched, managed, async, host, vmm or array";
+  if (!common.kind) {
+    error = "--kind " + value + ": must be one of";
+    for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
+      error += (i == 0                                   ? " "
+                : i + 1 == static_cast<int>(Kind::Count) ? " or "
+                                                         : ", ") +
+               std::string(kind_name(static_cast<Kind>(i)));
+  }
   return common.kind.has_value();
 }
 
@@ -139,6 +147,14 @@ bool parse_fail_on_leak(const std::optional<std::string> &inline_value, CommonOp
 bool parse_common(const std::vector<std::string> &arguments, size_t &index, const std::string &name,
                   const std::optional<std::string> &inline_value, CommonOptions &common, bool &ok, std::string &error) {
   if (name == "--fail-on-leak") {
+    // `--fail-on-leak 5` would run (or read) "5": a number there was meant as the code.
+    const std::string next = index + 1 < arguments.size() ? arguments[index + 1] : "";
+    if (!inline_value && !next.empty() && next.size() <= 3 &&
+        next.find_first_not_of("0123456789") == std::string::npos) {
+      error = "--fail-on-leak takes its exit code after '=': --fail-on-leak=" + next;
+      ok = false;
+      return true;
+    }
     ok = parse_fail_on_leak(inline_value, common, error);
     return true;
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli_options.h"
+#include "files.h"
 #include "report_output.h"
 #include "run_command.h"
 
@@ -28,8 +29,14 @@ int report_command(const ReportOptions &options, bool diff) {
     std::fprintf(stderr, "leaseguard: error: no journals or JSON reports found in the given paths\n");
     return kUsageError;
   }
-  leaseguard::report::Report report;
+  // Before the work: an output directory it can make and paths it can write.
   std::string dir = options.common.out_dir_given ? options.common.out_dir : ".";
+  if ((options.common.out_dir_given && !leaseguard::make_output_directory(dir, error)) ||
+      !check_format_paths(options.common, error)) {
+    std::fprintf(stderr, "leaseguard: error: %s\n", error.c_str());
+    return kUsageError;
+  }
+  leaseguard::report::Report report;
   if (!produce_report(inputs, options.common, dir, stdout, report, error)) {
     std::fprintf(stderr, "leaseguard: error: %s\n", error.c_str());
     return kUsageError;
@@ -55,7 +62,9 @@ int dispatch(int argc, char **argv) {
   }
   switch (command.subcommand) {
     case Subcommand::Help: std::fputs(usage_text().c_str(), stdout); return 0;
-    case Subcommand::Version: std::printf("leaseguard %s\n", LEASEGUARD_VERSION); return 0;
+    case Subcommand::Version:
+      std::printf("leaseguard %s\nreports name frames with: %s\n", LEASEGUARD_VERSION, LEASEGUARD_SYMBOLS);
+      return 0;
     case Subcommand::Run: return run_command(command.run);
     case Subcommand::Report: return report_command(command.report, false);
     case Subcommand::Diff: return report_command(command.report, true);

@@ -115,6 +115,29 @@ bool apply_baseline(report::Report &report, const std::string &baseline_path, re
   return true;
 }
 
+bool check_format_paths(const CommonOptions &options, std::string &error) {
+  for (const FormatRequest &request : options.formats) {
+    if (request.path.empty()) continue;
+    const size_t slash = request.path.rfind('/');
+    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : request.path.substr(0, slash);
+    struct stat status;
+    const std::string where = "--format " + request.format + "=" + request.path + ": ";
+    if (stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+      error = where + "no directory " + directory;
+      return false;
+    }
+    if (access(directory.c_str(), W_OK | X_OK) != 0) {
+      error = where + "cannot write into " + directory + ": " + std::strerror(errno);
+      return false;
+    }
+    if (stat(request.path.c_str(), &status) == 0 && S_ISDIR(status.st_mode)) {
+      error = where + "is a directory";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
                     FILE *text_stream, report::Report &report, std::string &error,
                     std::vector<std::string> *unwritten) {

@@ -22,6 +22,12 @@ struct Inputs {
 bool collect_inputs(const std::vector<std::string> &paths, const std::string &run_id, Inputs &inputs,
                     std::string &error);
 
+// Before any work: every --format path can be written (its directory exists and is one;
+// the path is no directory). The real open decides in the end; this only keeps a run from
+// finding out after the command ran. Paths left empty (the output directory's) are not
+// checked here.
+bool check_format_paths(const CommonOptions &options, std::string &error);
+
 // Loads, symbolizes, writes the requested formats and the text report (to `text_stream`
 // unless quiet). Returns false on an I/O error or unreadable input. A format file that
 // cannot be written is such an error, unless `unwritten` is given: then it is added there

@@ -49,9 +49,13 @@ std::string absolute(const std::string &path) {
   return std::string(cwd) + "/" + path;
 }
 
-// What execvp would run (stored in `found`), so that a missing command is leaseguard's
-// usage error (exit 2) rather than a child that exits 127.
-bool find_executable(const std::string &command, std::string &found, std::string &error) {
+// Exit statuses for a command that cannot be run, as shells give them.
+constexpr int kCommandNotFound = 127, kCommandNotExecutable = 126;
+
+// What execvp would run (stored in `found`). A command that cannot be run is said before
+// anything starts, and `exit_status` is what a shell would exit with: 127 not found, 126 found
+// but not executable.
+bool find_executable(const std::string &command, std::string &found, int &exit_status, std::string &error) {
   auto runnable = [&](const std::string &path) {
     struct stat status;
     found = path;
@@ -59,8 +63,9 @@ bool find_executable(const std::string &command, std::string &found, std::string
   };
   if (command.find('/') != std::string::npos) {
     if (runnable(command)) return true;
-    error = "cannot run '" + command +
-            "': " + (access(command.c_str(), F_OK) == 0 ? "not an executable file" : "no such file");
+    const bool exists = access(command.c_str(), F_OK) == 0;
+    exit_status = exists ? kCommandNotExecutable : kCommandNotFound;
+    error = "cannot run '" + command + "': " + (exists ? "not an executable file" : "no such file");
     return false;
   }
   const char *path = std::getenv("PATH");
@@ -74,6 +79,7 @@ bool find_executable(const std::string &command, std::string &found, std::string
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
+  exit_status = kCommandNotFound;
   error = "cannot run '" + command + "': command not found";
   return false;
 }
@@ -158,14 +164,19 @@ namespace {
 // What a run needs before the command starts, each checked so that a mistake is a usage
 // error before the command runs, not after: leaseguard's files, the command, the
 // suppressions file, the output directory.
-bool prepare(const RunOptions &options, InstallPaths &paths, std::string &executable, std::string &out_dir,
+// Everything that can be found wrong before the command runs; `status` is the exit status
+// for it (leaseguard's usage error, or a shell's for a command that cannot be run).
+bool prepare(const RunOptions &options, InstallPaths &paths, std::string &executable, std::string &out_dir, int &status,
              std::string &error) {
-  if (!find_install_paths(paths, options.sim, error) || !find_executable(options.command[0], executable, error))
+  status = kUsageError;
+  if (!find_install_paths(paths, options.sim, error) ||
+      !find_executable(options.command[0], executable, status, error))
     return false;
   report::Suppressions suppressions;
   if (!options.common.suppressions.empty() && !suppressions.load(options.common.suppressions, error)) return false;
   out_dir = absolute(options.common.out_dir);
-  return make_output_directory(out_dir, error);
+  // The output directory first: --format paths often lie in it.
+  return make_output_directory(out_dir, error) && check_format_paths(options.common, error);
 }
 
 // Starts the command with `environment`; 0 and `error` set if it cannot. leaseguard becomes
@@ -257,9 +268,10 @@ bool report_the_run(const RunOptions &options, const std::string &out_dir, const
 int run_command(const RunOptions &options) {
   std::string error, executable, out_dir;
   InstallPaths paths;
-  if (!prepare(options, paths, executable, out_dir, error)) {
+  int status = kUsageError;
+  if (!prepare(options, paths, executable, out_dir, status, error)) {
     fail(error);
-    return kUsageError;
+    return status;
   }
   const std::string run_id = make_run_id();
   report::Report report;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "api_ids.h"
 #include "process_runner.h"
 #include "../unit/test_support.h"
 
@@ -32,24 +33,80 @@ TEST(Cli, HelpAndVersion) {
   auto version = leaseguard({"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out.rfind("leaseguard ", 0), 0u);
+  // Whether reports will have files and lines, decided when it was built.
+  EXPECT_NE(version.out.find("\nreports name frames with: function names"), std::string::npos) << version.out;
 }
 
 TEST(Cli, UsageErrorsExit2WithOneLine) {
-  for (const auto &arguments :
-       std::vector<std::vector<std::string>>{{},
-                                             {"run"},
-                                             {"run", "--ttl", "x", "--", "true"},
-                                             {"run", "--stack-depth", "-1", "--", "true"},
-                                             {"run", "--fail-on-leak=300", "--", "true"},
-                                             {"nope"},
-                                             {"report"},
-                                             {"run", "--sim", "--", "/nonexistent/program"},
-                                             {"run", "--sim", "--", "no-such-command-anywhere"}}) {
+  for (const auto &arguments : std::vector<std::vector<std::string>>{{},
+                                                                     {"run"},
+                                                                     {"run", "--ttl", "x", "--", "true"},
+                                                                     {"run", "--stack-depth", "-1", "--", "true"},
+                                                                     {"run", "--fail-on-leak=300", "--", "true"},
+                                                                     {"nope"},
+                                                                     {"report"}}) {
     auto result = leaseguard(arguments);
     EXPECT_EQ(result.exit_code, 2) << ::testing::PrintToString(arguments);
     EXPECT_EQ(result.err.rfind("leaseguard: error: ", 0), 0u) << result.err;
     EXPECT_LE(count_lines(result.err), 2) << result.err;  // the error, and "Try --help"
   }
+}
+
+// As a shell: 127 for a command not found, 126 for one found but not executable, said in
+// one line before anything runs.
+TEST(Cli, ACommandThatCannotRunExitsAsAShellWould) {
+  TempDir dir;
+  std::ofstream(dir / "not-executable") << "#!/bin/sh\n";
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"/nonexistent/program", 127}, {"no-such-command-anywhere", 127}, {dir / "not-executable", 126}};
+  for (const auto &[command, status] : cases) {
+    auto result = leaseguard({"run", "--sim", "--out", dir / "out", "--", command});
+    EXPECT_EQ(result.exit_code, status) << command;
+    EXPECT_EQ(result.err.rfind("leaseguard: error: cannot run '" + command + "'", 0), 0u) << result.err;
+    EXPECT_EQ(count_lines(result.err), 1) << result.err;
+  }
+}
+
+// What can be found wrong before the command runs is, so it does not run for nothing.
+TEST(Cli, OptionsThatCannotWorkAreRefusedBeforeTheCommandRuns) {
+  TempDir dir;
+  const std::string marker = dir / "ran";
+  const std::vector<std::vector<std::string>> refused = {
+      {"--format", "json=" + (dir / "missing/report.json")},  // no such directory
+      {"--format", "json=" + dir.path()},                     // a directory
+      {"--fail-on-leak", "5"},                                // the code takes '='
+  };
+  for (const auto &options : refused) {
+    std::vector<std::string> arguments = {"run", "--sim", "--out", dir / "out"};
+    arguments.insert(arguments.end(), options.begin(), options.end());
+    for (const char *word : {"--", "/usr/bin/touch"}) arguments.push_back(word);
+    arguments.push_back(marker);
+    auto result = leaseguard(arguments);
+    EXPECT_EQ(result.exit_code, 2) << ::testing::PrintToString(options) << "\n" << result.err;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << ::testing::PrintToString(options);
+    EXPECT_EQ(count_lines(result.err), options[0] == "--fail-on-leak" ? 2 : 1) << result.err;
+  }
+  auto code = leaseguard({"run", "--sim", "--fail-on-leak", "5", "--", "/bin/true"});
+  EXPECT_NE(code.err.find("--fail-on-leak takes its exit code after '=': --fail-on-leak=5"), std::string::npos)
+      << code.err;
+}
+
+// report --out makes its directory (before the work, so a bad one fails first); --min-bytes
+// takes the sizes suppression files take; --kind's error lists every kind.
+TEST(Cli, ReportOptionsAreAsDocumented) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "run", "--", kPipeline}).exit_code, 0);
+  auto made = leaseguard({"report", "--quiet", "--out", dir / "new/reports", "--format", "json", dir / "run"});
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "new/reports/leaseguard-report.json"));
+  auto sized = leaseguard({"report", "--min-bytes", "5M", dir / "run"});
+  EXPECT_EQ(sized.exit_code, 0) << sized.err;
+  EXPECT_NE(sized.out.find("left out by filters"), std::string::npos) << sized.out;
+  auto kind = leaseguard({"report", "--kind", "nope", dir / "run"});
+  EXPECT_EQ(kind.exit_code, 2);
+  for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
+    EXPECT_NE(kind.err.find(std::string(kind_name(static_cast<Kind>(i)))), std::string::npos)
+        << kind_name(static_cast<Kind>(i)) << " missing from: " << kind.err;
 }
 
 TEST(Cli, OutputDirectoryThatIsAFileIsAnError) {
@@ -193,8 +250,9 @@ TEST(Cli, AReportThatCannotBeWrittenIsAnErrorNamingTheFile) {
     auto missing =
         leaseguard({"report", "--quiet", "--format", std::string(format) + "=" + (dir / "no/such.json"), dir.path()});
     EXPECT_EQ(missing.exit_code, 2) << format;
-    EXPECT_EQ(missing.err,
-              "leaseguard: error: cannot write " + (dir / "no/such.json") + ": No such file or directory\n")
+    // Found before the work: the directory is not there.
+    EXPECT_EQ(missing.err, "leaseguard: error: --format " + std::string(format) + "=" + (dir / "no/such.json") +
+                               ": no directory " + (dir / "no") + "\n")
         << format;
   }
   // A report that could not be written whole is removed, but never a device.

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -233,6 +237,28 @@ TEST_F(Sim, ErrorNamesAndProcAddressOfUnknownSymbols) {
   EXPECT_EQ(function, reinterpret_cast<void *>(&cuMemAlloc_v2));
   EXPECT_EQ(cuGetProcAddress_v2("cuMemAlloc", &function, 2000, 0, &status), CUDA_SUCCESS);
   EXPECT_EQ(function, reinterpret_cast<void *>(&cuMemAlloc));
+}
+
+// The kernels the README's C++ example loads are ones the simulator has: its snippet runs on
+// the simulator as written (docs/simulator.md lists the kernels).
+TEST_F(Sim, TheReadmesKernelsAreTheSimulators) {
+  std::ifstream readme(LEASEGUARD_README);
+  ASSERT_TRUE(readme) << LEASEGUARD_README;
+  std::stringstream text;
+  text << readme.rdbuf();
+  const std::string content = text.str();
+  const std::regex load(R"re(load_function\(module, "([A-Za-z_0-9]+)"\))re");
+  int kernels = 0;
+  for (auto it = std::sregex_iterator(content.begin(), content.end(), load); it != std::sregex_iterator(); ++it) {
+    const std::string image = "leaseguard-sim-module:" + (*it)[1].str();
+    CUmodule module = nullptr;
+    ASSERT_EQ(cuModuleLoadData(&module, image.c_str()), CUDA_SUCCESS) << image;
+    CUfunction function = nullptr;
+    EXPECT_EQ(cuModuleGetFunction(&function, module, (*it)[1].str().c_str()), CUDA_SUCCESS) << (*it)[1].str();
+    EXPECT_EQ(cuModuleUnload(module), CUDA_SUCCESS);
+    ++kernels;
+  }
+  EXPECT_GE(kernels, 1) << "the README loads no kernel any more: this test has nothing to check";
 }
 
 }  // namespace

@@ -32,7 +32,9 @@ bool glob_matches(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-std::optional<uint64_t> parse_size(std::string_view text) {
+}  // namespace
+
+std::optional<uint64_t> parse_byte_size(std::string_view text) {
   uint64_t scale = 1;
   if (!text.empty()) {
     switch (text.back()) {
@@ -50,8 +52,6 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   if (!value || static_cast<uint64_t>(*value) > UINT64_MAX / scale) return std::nullopt;
   return static_cast<uint64_t>(*value) * scale;
 }
-
-}  // namespace
 
 bool wildcard_matches(std::string_view pattern, std::string_view text) { return glob_matches(pattern, text); }
 
@@ -95,7 +95,7 @@ bool Suppressions::parse(std::string_view text, const std::string &name, std::st
       if (qualifier.rfind("api=", 0) == 0 && qualifier.size() > 4) {
         suppression.api_pattern = qualifier.substr(4);
       } else if (qualifier.rfind("min_bytes=", 0) == 0) {
-        auto bytes = parse_size(std::string_view(qualifier).substr(10));
+        auto bytes = parse_byte_size(std::string_view(qualifier).substr(10));
         if (!bytes) {
           error = where + ": min_bytes wants a size such as 4096, 64K or 1M";
           return false;

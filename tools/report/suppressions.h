@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,10 @@
 namespace leaseguard::report {
 
 // `pattern` against all of `text`, `*` matching any run of characters.
+// A byte count, with an optional K, M or G suffix (powers of 1024): what min_bytes= in a
+// suppression file and --min-bytes accept.
+std::optional<uint64_t> parse_byte_size(std::string_view text);
+
 bool wildcard_matches(std::string_view pattern, std::string_view text);
 
 // `pattern` against `text`, LeakSanitizer's way: substring unless anchored, `*` wildcard.
