@@ -50,6 +50,7 @@ enum class RecordType : uint8_t {
   Recycled = 13,
   JournalFull = 14,
   UnjournaledLeaks = 15,
+  Signal = 16,  // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -185,6 +186,16 @@ struct LeaseBeginPayload {
   uint8_t reserved[7];
 };
 
+// A termination signal's arrival. Leases go on: the program's handler may clean up and exit
+// normally; with the default action the process dies next, and its journal, without a
+// ProcessEnd, says what was live then.
+struct SignalPayload {
+  uint64_t time_ns;
+  uint8_t signal;          // SIGTERM or SIGINT
+  uint8_t default_action;  // 1: the program left the default action: it dies of it next
+  uint8_t reserved[6];
+};
+
 struct LeaseEndPayload {
   uint32_t lease_id;
   uint8_t ended_by;
@@ -275,6 +286,7 @@ static_assert(sizeof(HeaderPayload) == 48 && sizeof(ProcessPayload) == 16 && siz
 static_assert(offsetof(AllocPayload, freed_in_place) == kFreedInPlaceOffset && (4 + kFreedInPlaceOffset) % 4 == 0);
 static_assert(sizeof(FreePayload) == 40 && sizeof(FreePayload) <= kSlotPayloadBytes);
 static_assert(sizeof(LeaseEndPayload) <= kSlotPayloadBytes);
+static_assert(sizeof(SignalPayload) == 16);
 static_assert(sizeof(ProcessEndPayload) == 24 && offsetof(ProcessEndPayload, drivers) == kProcessEndFirstBytes);
 static_assert(sizeof(ContextDestroyPayload) == 32 && sizeof(ContextDestroyPayload) <= kSlotPayloadBytes);
 static_assert(sizeof(UnjournaledLeaksPayload) == 32);

@@ -133,6 +133,7 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
     case RecordType::JournalFull: return visit_fixed<JournalFullPayload>(payload, to(&JournalVisitor::on_journal_full));
     case RecordType::UnjournaledLeaks:
       return visit_fixed<UnjournaledLeaksPayload>(payload, to(&JournalVisitor::on_unjournaled_leaks));
+    case RecordType::Signal: return visit_fixed<SignalPayload>(payload, to(&JournalVisitor::on_signal));
     case RecordType::Continuation: return true;
   }
   ++stats.unknown_records;

@@ -47,6 +47,7 @@ class JournalVisitor {
   virtual void on_recycled(const RecycledPayload &) {}
   virtual void on_journal_full(const JournalFullPayload &) {}
   virtual void on_unjournaled_leaks(const UnjournaledLeaksPayload &) {}
+  virtual void on_signal(const SignalPayload &) {}
 
   // The first slot of the record being visited: its place in the journal.
   uint64_t record_slot() const noexcept { return record_slot_; }

@@ -55,19 +55,6 @@ class LeaseRegistry {
   // Leases not yet ended, newest first (explicit leases before the process lease).
   std::vector<Lease *> open_leases();
 
-  // For a signal handler: calls `visit` on every lease without allocating, if the registry's
-  // lock is free; otherwise on the process lease only. Returns whether all were visited.
-  template <typename Visit>
-  bool visit_from_signal_handler(Visit visit) {
-    std::unique_lock lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) {
-      visit(*process_);
-      return false;
-    }
-    for (auto &[id, lease] : leases_) visit(*lease);
-    return true;
-  }
-
   // Marks `lease` ended; true only for the one caller that ended it.
   static bool try_end(Lease &lease) { return !lease.ended.exchange(true); }
 

@@ -688,39 +688,13 @@ void Tracker::on_expired(Lease &lease) noexcept {
   end_lease(lease, EndedBy::Expiry);
 }
 
-void Tracker::end_leases_from_signal_handler(int signal_number, bool terminating) noexcept {
+void Tracker::note_signal_from_signal_handler(int signal_number, bool default_action) noexcept {
   if (journal_state_.load(std::memory_order_acquire) != 1) return;  // nothing recorded yet
-  raise_barrier();
-  const uint64_t now = monotonic_ns();
-  auto end = [&](Lease &lease) {
-    if (!LeaseRegistry::try_end(lease)) return;
-    journal::LeaseEndPayload record{};
-    record.lease_id = lease.id;
-    record.ended_by = static_cast<uint8_t>(EndedBy::Exit);
-    record.signal = static_cast<uint8_t>(signal_number);
-    record.time_ns = now;
-    // The leaked count is left to the reader: counting would mean taking the table's locks,
-    // which the interrupted thread may hold.
-    journal_.append_from_signal_handler(journal::RecordType::LeaseEnd, &record, sizeof record);
-    lease.settled.store(true, std::memory_order_release);
-  };
-  // Innermost (newest) leases first, as at exit; the process lease last.
-  std::array<Lease *, 64> explicit_leases{};
-  size_t count = 0;
-  leases_.visit_from_signal_handler([&](Lease &lease) {
-    if (lease.id != kProcessLeaseId && count < explicit_leases.size()) explicit_leases[count++] = &lease;
-  });
-  std::sort(explicit_leases.begin(), explicit_leases.begin() + static_cast<long>(count),
-            [](const Lease *a, const Lease *b) { return a->id > b->id; });
-  for (size_t i = 0; i < count; ++i) end(*explicit_leases[i]);
-  end(leases_.process_lease());
-  if (terminating) {
-    finished_ = true;
-    journal::ProcessEndPayload record{};
-    record.time_ns = monotonic_ns();
-    record.dropped_records = journal_.dropped();
-    journal_.append_from_signal_handler(journal::RecordType::ProcessEnd, &record, sizeof record);
-  }
+  journal::SignalPayload record{};
+  record.time_ns = monotonic_ns();
+  record.signal = static_cast<uint8_t>(signal_number);
+  record.default_action = default_action ? 1 : 0;
+  journal_.append_from_signal_handler(journal::RecordType::Signal, &record, sizeof record);
 }
 
 void Tracker::finish_process(uint32_t drivers) noexcept {

@@ -127,10 +127,10 @@ class Tracker {
   }
 
   // From a SIGTERM/SIGINT handler, before the program's handler or the default action:
-  // ends every open lease (ended_by exit, with the signal) by journal records alone, which is
-  // async-signal-safe: no lock is waited for and nothing is allocated. `terminating` also
-  // marks the journal complete, for when the default action will end the process.
-  void end_leases_from_signal_handler(int signal_number, bool terminating) noexcept;
+  // journals the signal's arrival and nothing else (async-signal-safe: one record). Leases
+  // go on, so that a program that cleans up in its handler and exits is reported as it
+  // ended; one that dies of the signal is reported from its journal, as any killed process.
+  void note_signal_from_signal_handler(int signal_number, bool default_action) noexcept;
 
   // Frames in these ranges (the preload, the C++ API library) are dropped from the top of
   // stacks. Called at start-up, before other threads record.

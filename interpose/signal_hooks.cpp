@@ -1,14 +1,16 @@
-// SIGTERM and SIGINT end every lease, and write it to the journal, before the program's own
-// handler or the default action runs: a scheduler's SIGTERM at the end of a job's time, or
-// a ^C, still leaves a report of what the job held.
+// SIGTERM and SIGINT are journaled when they arrive, before the program's own handler or the
+// default action runs, and end nothing: schedulers send SIGTERM to start a graceful shutdown
+// (SIGKILL comes later), so a program that frees everything in its handler and exits is
+// reported as it ended, clean. One that dies of the signal (its default action, or a later
+// SIGKILL) is reported from its journal as any killed process is, with the signal named.
 //
 // leaseguard keeps its handler installed for both signals and presents the program with the
 // disposition the program asked for: sigaction() and signal() are interposed for these two
 // signals only, record the program's action, and return it as the old one. When the signal
-// arrives, leaseguard's handler ends the leases (async-signal-safely: journal records only)
-// and then runs the program's action as the kernel would have: its handler with its mask
+// arrives, leaseguard's handler journals it (async-signal-safely: one record) and then runs
+// the program's action as the kernel would have: its handler with its mask
 // and flags, nothing for SIG_IGN, or the default action (terminate) by re-raising. A signal
-// the program ignores is really ignored, so leases never end for a signal with no effect.
+// the program ignores is really ignored, and never journaled.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -80,7 +82,7 @@ void on_termination_signal(int signal_number, siginfo_t *info, void *context) {
   if (index < 0) return;
   const struct sigaction program = g_dispositions[index].program;
   const bool default_action = !(program.sa_flags & SA_SIGINFO) && program.sa_handler == SIG_DFL;
-  if (Tracker *tracker = recording_tracker()) tracker->end_leases_from_signal_handler(signal_number, default_action);
+  if (Tracker *tracker = recording_tracker()) tracker->note_signal_from_signal_handler(signal_number, default_action);
 
   if (default_action) {
     // Terminate as the kernel would have: with the default disposition, the signal (blocked

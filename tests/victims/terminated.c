@@ -1,8 +1,9 @@
 /* SIGTERM and SIGINT under leaseguard. Usage: terminated handler | default | ignored | sigint
- *   handler: the program's SIGTERM handler (installed with sigaction) frees the buffer; the
- *            leases must have ended before it ran, so its free is a late free.
- *   default: SIGTERM's default action: the process dies, its leases ended with the signal.
- *   ignored: SIGTERM is ignored: nothing ends, the program goes on and frees its buffer.
+ *   handler: a graceful service: its SIGTERM handler (installed with sigaction) frees the
+ *            buffer, and it exits 0: nothing leaked, and its leases end at exit.
+ *   default: SIGTERM's default action: the process dies of it; what was live then (the
+ *            buffer) is reported from the journal.
+ *   ignored: SIGTERM is ignored: nothing happens, the program goes on and frees its buffer.
  *   sigint:  the same as default, for SIGINT (a ^C). */
 #include <signal.h>
 #include <string.h>

@@ -304,6 +304,12 @@ class Replay : public journal::JournalVisitor {
     process_.journal_full_error = full.error;
   }
 
+  void on_signal(const journal::SignalPayload &signal) override {
+    touch(signal.time_ns);
+    process_.signals.push_back({signal.signal, since_start_ms(signal.time_ns), signal.default_action == 0});
+    if (signal.default_action != 0) dying_signal_ = signal.signal;
+  }
+
   void on_process_end(const journal::ProcessEndPayload &end) override {
     apply_every_free(end.time_ns);
     touch(end.time_ns);
@@ -384,6 +390,10 @@ class Replay : public journal::JournalVisitor {
     LeaseEnding ending;
     ending.id = lease_id;
     ending.ended_by = ended_by;
+    // A process that died after a termination signal it left to its default action died of
+    // it (leaseguard before Signal records ended leases in the signal handler instead, and
+    // said so in LeaseEnd's own signal).
+    if (ended_by == EndedBy::Crash) ending.signal = dying_signal_;
     auto it = leases_.find(lease_id);
     if (it != leases_.end()) {
       ending.name = it->second.name;
@@ -548,6 +558,7 @@ class Replay : public journal::JournalVisitor {
   ProcessReport &process_;
   uint64_t start_ns_ = 0;
   uint64_t last_ns_ = 0;
+  int dying_signal_ = 0;        // the last termination signal left to its default action
   bool frees_at_slots_ = true;  // where a free in place happened: a slot (version 5) or a time
   struct ModuleTexts {
     Text path;

@@ -102,6 +102,15 @@ void write_process_events(JsonWriter &json, const ProcessReport &process) {
     json.end_object();
   }
   json.end_array();
+  json.key("signals").begin_array();
+  for (const SignalArrival &arrival : process.signals) {
+    json.begin_object();
+    json.key("signal").value(static_cast<uint64_t>(arrival.signal));
+    json.key("time_ms").value(arrival.time_ms);
+    json.key("handled").value(arrival.handled);
+    json.end_object();
+  }
+  json.end_array();
   json.key("wrong_family_frees").begin_array();
   for (const WrongFamilyFree &wrong : process.wrong_family_frees) {
     json.begin_object();

@@ -99,6 +99,9 @@ class TextReport {
     if (!process.complete)
       out +=
           tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
+    for (const SignalArrival &arrival : process.signals)
+      out += tag + "signal " + std::to_string(arrival.signal) + " arrived at " + milliseconds(arrival.time_ms) +
+             (arrival.handled ? "; the program's handler ran" : "; its default action ended the process") + "\n";
     for (const LeaseEnding &lease : process.leases) render_lease(process, lease, tag);
     render_process_events(process, tag);
   }

@@ -115,6 +115,9 @@ class JsonReportReader {
     stack_ids_.clear();
     for (const JsonValue &twice : item["double_frees"].items())
       process.double_frees.push_back(double_free_of(twice, process));
+    for (const JsonValue &arrival : item["signals"].items())
+      process.signals.push_back({number<int>(arrival["signal"], "signal"), milliseconds(arrival["time_ms"], "time_ms"),
+                                 flag(arrival["handled"])});
     for (const JsonValue &wrong : item["wrong_family_frees"].items())
       process.wrong_family_frees.push_back(wrong_family_free_of(wrong, process));
     for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));

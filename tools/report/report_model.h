@@ -117,7 +117,8 @@ struct LeaseEnding {
   double begin_ms = 0;  // since the process started
   double end_ms = 0;
   uint64_t peak_bytes = 0;  // most bytes the lease held live at once, up to this ending
-  int signal = 0;           // the SIGTERM/SIGINT that ended it, or 0
+  int signal = 0;           // ended_by crash: the SIGTERM/SIGINT whose default action killed the
+                            // process; ended_by exit in older journals: the one that ended it
   std::vector<Leak> leaks;
   std::vector<LateFree> late_frees;
   // Leaks allocated while the journal was full: counted by the process, never listed (no
@@ -170,6 +171,14 @@ struct WrongFamilyFree {
   std::optional<double> freed_ms;  // when its own release freed it, if it had; else it was live
 };
 
+// A SIGTERM or SIGINT that reached the process: the program's handler ran, or the default
+// action (then the process died of it).
+struct SignalArrival {
+  int signal = 0;
+  double time_ms = 0;
+  bool handled = false;
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -219,6 +228,7 @@ struct ProcessReport {
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
   std::vector<DoubleFree> double_frees;
   std::vector<WrongFamilyFree> wrong_family_frees;
+  std::vector<SignalArrival> signals;
   journal::ReadStats read_stats;
 
   uint64_t leaked_bytes() const;
