@@ -159,7 +159,7 @@ struct DoubleFree {
 
 // A free by an entry point of another family than the allocation at that address: live then
 // (the driver refuses it; the allocation stays live) or freed already by its own family's
-// release (cuMemHostRegister, cuMemHostUnregister, then cuMemFreeHost). Not a double free:
+// release (a host buffer registered, unregistered, then freed as pinned host memory). Not a double free:
 // the value was never this entry point's to free.
 struct WrongFamilyFree {
   Api api = Api::Unknown;           // the free
