@@ -41,7 +41,7 @@ cmake --build "$prefix/consumer/build" >/dev/null
 if (cd "$prefix/consumer/build" && ctest -R leaky --output-on-failure > "$prefix/leaky.log" 2>&1); then
   echo "the leaky test passed under leaseguard_add_test"; cat "$prefix/leaky.log"; exit 1
 fi
-ls "$prefix/consumer/build/leaseguard/leaky/"*.journal >/dev/null || { echo "no per-test output directory"; exit 1; }
+ls "$prefix/consumer/build/leaseguard/leaky/latest/"*.journal >/dev/null || { echo "no per-test output directory"; exit 1; }
 
 # A C++ consumer of leaseguard::api, written from docs/api.md: a session, handles,
 # KernelArgs and a launch, on the installed simulator under the installed CLI.

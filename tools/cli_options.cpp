@@ -232,6 +232,15 @@ bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptio
         return false;
       }
       run.journal_mode = *mode;
+    } else if (name == "--keep") {
+      const auto keep = take_value(arguments, index, name, inline_value, value, error)
+                            ? parse_integer(value, 1, 1000000)
+                            : std::nullopt;
+      if (!keep) {
+        if (error.empty()) error = "--keep " + value + ": must be a number of runs from 1 up";
+        return false;
+      }
+      run.keep_runs = static_cast<size_t>(*keep);
     } else {
       error = "unknown option " + name + " for 'run'";
       return false;
@@ -263,6 +272,10 @@ bool parse_report(const std::vector<std::string> &arguments, size_t index, Repor
     bool ok = true;
     if (parse_common(arguments, index, name, inline_value, report.common, ok, error)) {
       if (!ok) return false;
+      continue;
+    }
+    if (name == "--all-runs" && !inline_value) {
+      report.all_runs = true;
       continue;
     }
     error = "unknown option " + name + " for 'report'";
@@ -342,7 +355,9 @@ Usage:
 
 Options of run:
   --sim                  run COMMAND against the bundled simulated GPU
-  --out DIR              where journals and reports go (default ./leaseguard-out)
+  --out DIR              where reports go (default ./leaseguard-out); each run's journals go
+                         into a directory of its own there, DIR/latest names the newest
+  --keep N               keep the newest N runs in DIR, removing older ones
   --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
   --on-expiry POLICY     report | reclaim | abort (default report)
   --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
@@ -366,11 +381,13 @@ Filters (run, report, diff):
                          groups match by entry point and symbolized frames, never addresses
 
 Options of report and diff: --out, --format, --source-root, --suppressions,
---gen-suppressions, --fail-on-leak, --quiet, as above. diff exits 23 when CURRENT has a
-leak group BASELINE lacks, 0 when it has none.
+--gen-suppressions, --fail-on-leak, --quiet, as above. A directory of runs (run's --out)
+is read for its newest run; --all-runs (report) reads every run in it. diff exits 23 when
+CURRENT has a leak group BASELINE lacks, 0 when it has none.
 
-Exit status of run: COMMAND's status; 128+N if it died of signal N; CODE with
---fail-on-leak when a leak remains; 2 for leaseguard's own usage or I/O errors.
+Exit status of run: COMMAND's status; 128+N if it died of signal N; 127 if COMMAND was not
+found, 126 if it is not executable; CODE with --fail-on-leak when a leak remains; 2 for
+leaseguard's own usage or I/O errors.
 report exits 0, 23 (or CODE) with --fail-on-leak when a leak remains, 2 on unreadable
 or damaged input (a damaged journal still yields a partial report).
 )";

@@ -46,12 +46,14 @@ struct RunOptions {
   Policy on_expiry = Policy::Report;
   std::optional<int> stack_depth;
   std::optional<JournalMode> journal_mode;
+  std::optional<size_t> keep_runs;  // --keep N: the newest N runs stay under --out
   std::vector<std::string> command;
 };
 
 struct ReportOptions {
   CommonOptions common;
   std::vector<std::string> paths;
+  bool all_runs = false;  // a directory of runs: every run, not only the newest
 };
 
 enum class Subcommand { Help, Version, Run, Report, Diff };

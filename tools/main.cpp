@@ -8,6 +8,7 @@
 #include "files.h"
 #include "report_output.h"
 #include "run_command.h"
+#include "run_directories.h"
 
 #ifndef LEASEGUARD_VERSION
 #define LEASEGUARD_VERSION "0.0.0"
@@ -21,7 +22,12 @@ using namespace leaseguard::cli;
 int report_command(const ReportOptions &options, bool diff) {
   std::string error;
   Inputs inputs;
-  if (!collect_inputs(options.paths, "", inputs, error)) {
+  // A directory of runs (run's --out) is read for its newest run, unless --all-runs.
+  std::vector<std::string> paths = options.paths;
+  if (!options.all_runs)
+    for (std::string &path : paths)
+      if (std::optional<std::string> newest = newest_run(path)) path = *newest;
+  if (!collect_inputs(paths, "", inputs, error)) {
     std::fprintf(stderr, "leaseguard: error: %s\n", error.c_str());
     return kUsageError;
   }

@@ -27,6 +27,7 @@
 #include "report/report_model.h"
 #include "report/suppressions.h"
 #include "report_output.h"
+#include "run_directories.h"
 #include "sanitizer_runtime.h"
 
 extern char **environ;
@@ -109,7 +110,7 @@ std::string preload_list(const InstallPaths &paths, const std::string &executabl
 
 // `recording_disabled`: the command will see LEASEGUARD_DISABLE=1 (its report says so).
 std::vector<std::string> child_environment(const RunOptions &options, const InstallPaths &paths,
-                                           const std::string &executable, const std::string &out_dir,
+                                           const std::string &executable, const std::string &run_dir,
                                            const std::string &run_id, bool &recording_disabled) {
   std::map<std::string, std::string> overrides;
   overrides["LD_PRELOAD"] = preload_list(paths, executable);
@@ -119,7 +120,7 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
         paths.sim_library_dir +
         (library_path != nullptr && *library_path != '\0' ? ":" + std::string(library_path) : "");
   }
-  overrides["LEASEGUARD_OUT"] = out_dir;
+  overrides["LEASEGUARD_OUT"] = run_dir;
   overrides["LEASEGUARD_RUN_ID"] = run_id;
   if (options.ttl_ms) overrides["LEASEGUARD_TTL"] = std::to_string(*options.ttl_ms) + "ms";
   overrides["LEASEGUARD_ON_EXPIRY"] = std::string(policy_name(options.on_expiry));
@@ -169,8 +170,7 @@ namespace {
 bool prepare(const RunOptions &options, InstallPaths &paths, std::string &executable, std::string &out_dir, int &status,
              std::string &error) {
   status = kUsageError;
-  if (!find_install_paths(paths, options.sim, error) ||
-      !find_executable(options.command[0], executable, status, error))
+  if (!find_install_paths(paths, options.sim, error) || !find_executable(options.command[0], executable, status, error))
     return false;
   report::Suppressions suppressions;
   if (!options.common.suppressions.empty() && !suppressions.load(options.common.suppressions, error)) return false;
@@ -242,18 +242,19 @@ report::ExitStatuses wait_for_the_tree(pid_t command, int &command_status) {
   return exits;
 }
 
-// The run's report, from its journals and the exit statuses it collected; false on an error
-// that is leaseguard's own (unreadable journals).
-bool report_the_run(const RunOptions &options, const std::string &out_dir, const std::string &run_id,
-                    const report::ExitStatuses &exits, report::Report &report, std::string &error) {
+// The run's report, from its journals (in `run_dir`) and the exit statuses it collected;
+// false on an error that is leaseguard's own (unreadable journals).
+bool report_the_run(const RunOptions &options, const std::string &out_dir, const std::string &run_dir,
+                    const std::string &run_id, const report::ExitStatuses &exits, report::Report &report,
+                    std::string &error) {
   // For `leaseguard report` of the directory later. This run's own report has them in
   // memory, so a file system too full for them (often the one the journals filled) costs
   // only that, never the command's exit status.
-  if (!report::write_exit_statuses(out_dir + "/" + run_id + ".exits", exits, error))
+  if (!report::write_exit_statuses(run_dir + "/" + run_id + ".exits", exits, error))
     std::fprintf(stderr, "leaseguard: warning: %s; a later report of %s will not know how its processes ended\n",
-                 error.c_str(), out_dir.c_str());
+                 error.c_str(), run_dir.c_str());
   Inputs inputs;
-  if (!collect_inputs({out_dir}, run_id, inputs, error)) return false;
+  if (!collect_inputs({run_dir}, run_id, inputs, error)) return false;
   inputs.exit_statuses = exits;
   // A format file that cannot be written (a full disk) is said, but the exit status stays
   // the program's: the text report has been printed, and the journals are there.
@@ -273,11 +274,16 @@ int run_command(const RunOptions &options) {
     fail(error);
     return status;
   }
+  const std::optional<std::string> run_dir = start_run_directory(out_dir, error);
+  if (!run_dir) {
+    fail(error);
+    return kUsageError;
+  }
   const std::string run_id = make_run_id();
   report::Report report;
   const pid_t command =
       start_command(options.command,
-                    child_environment(options, paths, executable, out_dir, run_id, report.recording_disabled), error);
+                    child_environment(options, paths, executable, *run_dir, run_id, report.recording_disabled), error);
   if (command == 0) {
     fail(error);
     return kUsageError;
@@ -285,10 +291,12 @@ int run_command(const RunOptions &options) {
   int command_status = 0;
   const report::ExitStatuses exits = wait_for_the_tree(command, command_status);
   report.simulated = options.sim;
-  if (!report_the_run(options, out_dir, run_id, exits, report, error)) {
+  if (!report_the_run(options, out_dir, *run_dir, run_id, exits, report, error)) {
     fail(error);
     return kUsageError;
   }
+  if (options.keep_runs && !prune_runs(out_dir, *options.keep_runs, error))
+    std::fprintf(stderr, "leaseguard: warning: %s\n", error.c_str());
   // A gate that checked nothing says so where CI logs look, also when the text report went
   // elsewhere or nowhere (--quiet).
   if (options.common.fail_on_leak)

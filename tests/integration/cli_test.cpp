@@ -2,6 +2,7 @@
 // over a directory, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -107,6 +108,43 @@ TEST(Cli, ReportOptionsAreAsDocumented) {
   for (int i = 0; i < static_cast<int>(Kind::Count); ++i)
     EXPECT_NE(kind.err.find(std::string(kind_name(static_cast<Kind>(i)))), std::string::npos)
         << kind_name(static_cast<Kind>(i)) << " missing from: " << kind.err;
+}
+
+// Runs into one --out directory are never merged by accident: each has a directory of its
+// own, `latest` names the newest, `report DIR` reads it (every run with --all-runs), and
+// --keep N leaves the newest N.
+TEST(Cli, EachRunHasItsOwnDirectoryAndReportReadsTheNewest) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  auto leaks_in = [&](std::vector<std::string> arguments) {
+    arguments.insert(arguments.begin(), {"report", "--quiet", "--format", "json=" + (dir / "r.json")});
+    auto result = leaseguard(arguments);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    JsonValue json;
+    std::string error;
+    EXPECT_TRUE(JsonValue::parse(read_text(dir / "r.json"), json, error)) << error;
+    return static_cast<int>(json["summary"]["leaked_allocations"].as_number());
+  };
+  for (int run = 0; run < 2; ++run)
+    ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", out, "--", kPipeline}).exit_code, 0);
+  std::vector<std::string> runs;
+  for (const auto &entry : std::filesystem::directory_iterator(out))
+    if (entry.is_directory() && !entry.is_symlink()) runs.push_back(entry.path().filename());
+  std::sort(runs.begin(), runs.end());
+  ASSERT_EQ(runs.size(), 2u);
+  for (const std::string &name : runs) EXPECT_EQ(name.rfind("run-", 0), 0u) << name;
+  EXPECT_EQ(std::filesystem::read_symlink(dir / "out/latest").string(), runs.back());
+  EXPECT_EQ(leaks_in({out}), 4);  // the newest run's four, not both runs' eight
+  EXPECT_EQ(leaks_in({"--all-runs", out}), 8);
+  EXPECT_EQ(leaks_in({dir / ("out/" + runs.front())}), 4);  // a run's own directory, named
+  // --keep 1: the new run stays, the two before go.
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--keep", "1", "--out", out, "--", kPipeline}).exit_code, 0);
+  int left = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(out))
+    left += entry.is_directory() && !entry.is_symlink();
+  EXPECT_EQ(left, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / ("out/" + runs.front())));
+  EXPECT_EQ(leaks_in({"--all-runs", out}), 4);
 }
 
 TEST(Cli, OutputDirectoryThatIsAFileIsAnError) {
@@ -264,7 +302,7 @@ TEST(Cli, ReportOfDamagedOrMissingInputExits2) {
   ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--", kPipeline}).exit_code, 0);
   EXPECT_EQ(leaseguard({"report", dir / "missing"}).exit_code, 2);
   std::string journal;
-  for (const auto &entry : std::filesystem::directory_iterator(dir.path()))
+  for (const auto &entry : std::filesystem::recursive_directory_iterator(dir.path()))
     if (entry.path().extension() == ".journal") journal = entry.path();
   ASSERT_FALSE(journal.empty());
   {
@@ -577,6 +615,7 @@ std::string normalize_any(std::string text, const std::string &out_dir) {
   text = std::regex_replace(text, std::regex("pid [0-9]+"), "pid PID");
   text = std::regex_replace(text, std::regex("\\[[0-9.]+,([0-9]+)\\]"), "[T,$1]");  // timeline points
   text = std::regex_replace(text, std::regex("lg-[0-9a-f]+-[0-9]+\\.[0-9]+"), "RUN.PID");
+  text = std::regex_replace(text, std::regex("run-[0-9]{8}-[0-9]{6}\\.[0-9]{3}-[0-9]+/"), "RUN-DIR/");
   return text;
 }
 

@@ -35,12 +35,19 @@ TEST(Files, JournalsAndReportsArePrivate) {
   auto run = run_under_leaseguard(out, {victim("threads")}, {"--format", "text"});
   ASSERT_EQ(run.result.exit_code, 0);
   EXPECT_EQ(mode_of(out), 0700u);
-  int files = 0;
-  for (const auto &entry : fs::directory_iterator(out)) {
+  int files = 0, run_directories = 0;
+  for (const auto &entry : fs::recursive_directory_iterator(out)) {
+    if (entry.is_symlink()) continue;  // `latest`, naming the run
+    if (entry.is_directory()) {
+      EXPECT_EQ(mode_of(entry.path()), 0700u) << entry.path();
+      ++run_directories;
+      continue;
+    }
     EXPECT_EQ(mode_of(entry.path()), 0600u) << entry.path();
     ++files;
   }
-  EXPECT_EQ(files, 4);  // journal, exit statuses, report.json, leaseguard-report.txt
+  EXPECT_EQ(run_directories, 1);
+  EXPECT_EQ(files, 4);  // journal and exit statuses in the run's directory; report.json, leaseguard-report.txt
 }
 
 TEST(Files, APlantedLinkAtTheJournalIsRefusedAndNotFollowed) {

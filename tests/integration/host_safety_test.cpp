@@ -65,7 +65,7 @@ TEST(HostSafety, AFileSizeLimitNeverKillsTheProgram) {
   EXPECT_EQ(leaked_sizes(run.json), (std::multiset<uint64_t>{3001}));  // listed; the other counted
   EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 2);
   struct stat journal {};
-  for (const auto &entry : std::filesystem::directory_iterator(dir / "out"))
+  for (const auto &entry : std::filesystem::recursive_directory_iterator(dir / "out"))
     if (entry.path().extension() == ".journal") {
       ASSERT_EQ(stat(entry.path().c_str(), &journal), 0);
     }
@@ -79,7 +79,7 @@ TEST(HostSafety, AProgramThatRecordsLittleLeavesASmallJournal) {
   auto run = run_under_leaseguard(dir / "out", {std::string(LEASEGUARD_EXAMPLES) + "/leaky_pipeline"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   int journals = 0;
-  for (const auto &entry : std::filesystem::directory_iterator(dir / "out")) {
+  for (const auto &entry : std::filesystem::recursive_directory_iterator(dir / "out")) {
     if (entry.path().extension() != ".journal") continue;
     struct stat journal {};
     ASSERT_EQ(stat(entry.path().c_str(), &journal), 0);

@@ -46,7 +46,7 @@ std::string journals_of_the_example(const TempDir &dir) {
 }
 
 std::string the_journal_in(const std::string &directory) {
-  for (const auto &entry : fs::directory_iterator(directory))
+  for (const auto &entry : fs::recursive_directory_iterator(directory))
     if (entry.path().extension() == ".journal") return entry.path();
   return "";
 }
