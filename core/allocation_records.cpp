@@ -92,10 +92,12 @@ uint64_t AllocationRecords::write_compact(const journal::AllocPayload &alloc, ui
   LastRecord &last = t_last_record;
   if (last.tracker_number != tracker_number_)
     last = LastRecord{tracker_number_, journal::JournalWriter::kNoSlot, 0, false, 0, 0};
-  if (last.slot != journal::JournalWriter::kNoSlot && last.barrier == barriers &&
-      journal_.load_in_place(last.slot, journal::kFreedInPlaceOffset) != 0) {
-    const auto bytes = journal_.read_field<uint64_t>(last.slot, offsetof(journal::AllocPayload, bytes));
-    if (journal_.replace_last_one_slot(last.slot, journal::RecordType::Alloc, alloc)) {
+  uint64_t bytes = 0;
+  // The thread's last record, if it is still the journal's last and its allocation was freed
+  // in place, is written over.
+  if (last.slot != journal::JournalWriter::kNoSlot && last.barrier == barriers) {
+    if (journal_.replace_last_if_marked(last.slot, journal::kFreedInPlaceOffset, offsetof(journal::AllocPayload, bytes),
+                                        bytes, journal::RecordType::Alloc, alloc)) {
       last.recycled_bytes += bytes;
       if (++last.recycled >= journal::kRecycledFlushEvery) write_recycled(last);
       if (!last.exit_key_set) {

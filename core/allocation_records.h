@@ -19,7 +19,7 @@
 //      Alloc record, once its allocation was freed in place (1), with nothing appended
 //      after it and no barrier raised since, is written over by the same thread's next
 //      allocation: tag cleared, payload written, tag set (JournalWriter::
-//      replace_last_one_slot). Killed in between, the slot is uncommitted: the old
+//      replace_last_if_marked). Killed in between, the slot is uncommitted: the old
 //      allocation and its free are gone, which the replay could not tell from their being
 //      recycled, and the new allocation was not yet recorded (its hook had not returned).
 //      What is written over is counted in the thread's next Recycled record.

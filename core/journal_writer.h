@@ -113,13 +113,24 @@ class JournalWriter {
   bool replace_last_one_slot(uint64_t slot, RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
     if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    overwrite_one_slot(slot_address(slot), type, payload);
+    return true;
+  }
+
+  // The same, only if the 32-bit word `marked_offset` bytes into the record's payload is
+  // non-zero (store_in_place set it), giving the old record's 64-bit field at `field_offset`
+  // back in `old_field`: a compact journal's recycling of a freed allocation's record, with
+  // the slot's address found once (allocation_records.cpp).
+  template <typename Payload>
+  bool replace_last_if_marked(uint64_t slot, size_t marked_offset, size_t field_offset, uint64_t &old_field,
+                              RecordType type, const Payload &payload) noexcept {
+    static_assert(sizeof(Payload) <= kSlotPayloadBytes);
+    if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
     unsigned char *at = slot_address(slot);
-    __atomic_store_n(reinterpret_cast<uint32_t *>(at), 0u, __ATOMIC_RELAXED);
-    // The cleared tag must reach memory before the payload does. x86-64 (the only target:
-    // see CMakeLists.txt) makes stores visible in program order; the compiler must keep it.
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    std::memcpy(at + 4, &payload, sizeof payload);
-    __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
+    if (__atomic_load_n(reinterpret_cast<const uint32_t *>(at + 4 + marked_offset), __ATOMIC_ACQUIRE) == 0)
+      return false;
+    std::memcpy(&old_field, at + 4 + field_offset, sizeof old_field);
+    overwrite_one_slot(at, type, payload);
     return true;
   }
 
@@ -198,6 +209,17 @@ class JournalWriter {
   static constexpr size_t kMaxChunks = 8192;  // 16 GiB: 268M records
 
  private:
+  // Writes a one-slot record at `at` over the one there: the tag cleared before the payload
+  // changes and set after (replace_last_one_slot).
+  template <typename Payload>
+  static void overwrite_one_slot(unsigned char *at, RecordType type, const Payload &payload) noexcept {
+    __atomic_store_n(reinterpret_cast<uint32_t *>(at), 0u, __ATOMIC_RELAXED);
+    // The cleared tag must reach memory before the payload does. x86-64 (the only target:
+    // see CMakeLists.txt) makes stores visible in program order; the compiler must keep it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    std::memcpy(at + 4, &payload, sizeof payload);
+    __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(type, 1), __ATOMIC_RELEASE);
+  }
   // Where slot `slot` is in memory; only for slots below mapped_slots_ (acquired). A chunk is
   // kept as its origin (see chunk_origins_), so a slot is found with one load and an add.
   unsigned char *slot_address(uint64_t slot) const noexcept {
