@@ -17,6 +17,7 @@
 #include "report/renderers.h"
 #include "report/suppressions.h"
 #include "report/symbolizer.h"
+#include "run_directories.h"
 
 namespace leaseguard::cli {
 namespace {
@@ -90,10 +91,41 @@ void remove_leaks(report::Report &report, uint64_t &counter, Keep keep) {
     }
 }
 
+// The inputs of a baseline: a directory of runs stands for its newest run, and a run for its
+// symbolized JSON (kRunReportName) where it has one, instead of journals whose binaries may
+// have been rebuilt since.
+bool collect_baseline(const std::string &path, Inputs &inputs, std::string &error) {
+  std::string run = newest_run(path).value_or(path);
+  struct stat status;
+  const std::string json = run + "/" + kRunReportName;
+  if (stat(run.c_str(), &status) == 0 && S_ISDIR(status.st_mode) && stat(json.c_str(), &status) == 0) {
+    inputs.report_files.push_back(json);
+    return true;
+  }
+  return collect_inputs({run}, "", inputs, error);
+}
+
+// A baseline read from journals whose modules cannot be symbolized any more matches nothing
+// in them: said, naming the modules, rather than letting every leak count as new unexplained.
+void warn_of_unsymbolized_baseline(const report::Report &baseline, const report::Symbolizer &symbolizer,
+                                   const std::string &baseline_path, report::Report &report) {
+  std::set<std::string> modules;
+  for (const report::ProcessReport &process : baseline.processes)
+    for (const report::Frame &frame : process.frames)
+      if (!frame.module.empty() && symbolizer.unusable_modules().count(std::string(frame.module)) != 0)
+        modules.insert(std::string(frame.module));
+  for (const std::string &module : modules)
+    report.problems.push_back("the baseline " + baseline_path + " cannot be symbolized in " + module + ": it " +
+                              symbolizer.unusable_modules().at(module) +
+                              "; its leaks there match nothing, so they all count as new (a baseline from `run` "
+                              "keeps its symbolized " +
+                              kRunReportName + " for this)");
+}
+
 bool apply_baseline(report::Report &report, const std::string &baseline_path, report::Symbolizer &symbolizer,
                     std::string &error) {
   Inputs baseline_inputs;
-  if (!collect_inputs({baseline_path}, "", baseline_inputs, error)) return false;
+  if (!collect_baseline(baseline_path, baseline_inputs, error)) return false;
   if (baseline_inputs.journals.empty() && baseline_inputs.report_files.empty()) {
     error = "the baseline " + baseline_path + " holds no journal or JSON report";
     return false;
@@ -103,6 +135,7 @@ bool apply_baseline(report::Report &report, const std::string &baseline_path, re
     error = "baseline: " + error;
     return false;
   }
+  warn_of_unsymbolized_baseline(baseline, symbolizer, baseline_path, report);
   std::set<std::string> known;
   for (const report::ProcessReport &process : baseline.processes)
     for (const report::LeaseEnding &lease : process.leases)
@@ -139,14 +172,20 @@ bool check_format_paths(const CommonOptions &options, std::string &error) {
 }
 
 bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
-                    FILE *text_stream, report::Report &report, std::string &error,
-                    std::vector<std::string> *unwritten) {
+                    FILE *text_stream, report::Report &report, std::string &error, std::vector<std::string> *unwritten,
+                    const std::string &run_report) {
   report::Suppressions suppressions;
   if (!options.suppressions.empty() && !suppressions.load(options.suppressions, error)) return false;
   report::Symbolizer symbolizer;
   if (!load_inputs(inputs, report, symbolizer, error)) return false;
   for (const auto &[module, why] : symbolizer.unusable_modules())
     report.problems.push_back("no symbols for " + module + ": it " + why);
+  if (!run_report.empty()) {
+    report::OutputFile file(run_report);
+    report::render_json(report, [&](std::string_view piece) { file.write(piece); });
+    std::string write_error;
+    if (!file.close(write_error) && unwritten != nullptr) unwritten->push_back(write_error);
+  }
   suppressions.apply(report);  // matches symbolized frames, never raw addresses
   remove_leaks(
       report, report.filtered_allocations,

@@ -32,8 +32,9 @@ bool check_format_paths(const CommonOptions &options, std::string &error);
 // unless quiet). Returns false on an I/O error or unreadable input. A format file that
 // cannot be written is such an error, unless `unwritten` is given: then it is added there
 // and the others are still written (`run`, whose exit status is the program's).
+// `run_report`: where to write the run's symbolized JSON (run_directories.h) first, if given.
 bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
                     FILE *text_stream, report::Report &report, std::string &error,
-                    std::vector<std::string> *unwritten = nullptr);
+                    std::vector<std::string> *unwritten = nullptr, const std::string &run_report = "");
 
 }  // namespace leaseguard::cli

@@ -259,7 +259,9 @@ bool report_the_run(const RunOptions &options, const std::string &out_dir, const
   // A format file that cannot be written (a full disk) is said, but the exit status stays
   // the program's: the text report has been printed, and the journals are there.
   std::vector<std::string> unwritten;
-  if (!produce_report(inputs, options.common, out_dir, stderr, report, error, &unwritten)) return false;
+  if (!produce_report(inputs, options.common, out_dir, stderr, report, error, &unwritten,
+                      run_dir + "/" + kRunReportName))
+    return false;
   for (const std::string &problem : unwritten) std::fprintf(stderr, "leaseguard: warning: %s\n", problem.c_str());
   return true;
 }

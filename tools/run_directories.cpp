@@ -111,8 +111,10 @@ bool prune_runs(const std::string &out_dir, size_t keep, std::string &error) {
     if (directory == nullptr) continue;
     while (const dirent *entry = readdir(directory)) {
       const std::string file = entry->d_name;
-      const bool ours = file.size() > 8 && (file.rfind(".journal") == file.size() - 8 ||
-                                            (file.size() > 6 && file.rfind(".exits") == file.size() - 6));
+      auto ends_with = [&](const std::string &suffix) {
+        return file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      const bool ours = ends_with(".journal") || ends_with(".exits") || file == kRunReportName;
       if (ours) unlinkat(dirfd(directory), file.c_str(), 0);
     }
     closedir(directory);

@@ -18,6 +18,12 @@
 
 namespace leaseguard::cli {
 
+// The JSON report `run` leaves beside a run's journals: every leak, symbolized while the
+// run's binaries are the ones that ran, before suppressions and filters. A baseline that is
+// a run (`diff`, `--baseline`) is read from it, so that rebuilding the program after the
+// run does not leave the baseline's stacks unnamed (and every leak new).
+inline constexpr char kRunReportName[] = "leaseguard-run.json";
+
 // Makes the directory of a new run under `out_dir` (which exists and is checked: files.h)
 // and points `latest` at it. Returns its path, or nullopt and one line in `error`.
 std::optional<std::string> start_run_directory(const std::string &out_dir, std::string &error);
@@ -29,7 +35,8 @@ std::vector<std::string> run_directory_names(const std::string &out_dir);
 // `directory` holds no runs (journals written there directly are read as they are).
 std::optional<std::string> newest_run(const std::string &directory);
 
-// Removes every run but the newest `keep` (its journals and exit files, then the directory).
+// Removes every run but the newest `keep` (its journals, exit files and kRunReportName, then
+// the directory).
 // Anything else in a run's directory is left, and the directory with it. False and one line
 // in `error` if a run could not be removed.
 bool prune_runs(const std::string &out_dir, size_t keep, std::string &error);

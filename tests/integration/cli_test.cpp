@@ -507,6 +507,31 @@ TEST(Cli, DiffReportsOnlyLeakGroupsTheBaselineLacks) {
   EXPECT_EQ(leaseguard({"diff", dir / "nothing-here", dir / "new"}).exit_code, 2);
 }
 
+// A baseline stays a baseline after the program is rebuilt: `run` keeps a symbolized JSON
+// beside its journals, and diff reads it instead of journals whose binary has changed. A
+// baseline that has only such journals is a warning naming the module, not a silent "all new".
+TEST(Cli, ABaselineSurvivesARebuildOfTheProgram) {
+  TempDir dir;
+  const std::string program = dir / "pipeline";
+  std::filesystem::copy_file(kPipeline, program);
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "base", "--", program}).exit_code, 0);
+  // "Rebuilt": the same code under another build-id (none), which the baseline's journal no
+  // longer matches.
+  ASSERT_EQ(run_process({"/usr/bin/objcopy", "--remove-section=.note.gnu.build-id", program}).exit_code, 0);
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "current", "--", program}).exit_code, 0);
+  auto same = leaseguard({"diff", dir / "base", dir / "current"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("4 leaked allocation(s) also in the baseline, left out"), std::string::npos) << same.out;
+  // Without the JSON, only journals: the leaks count as new, and the report says why.
+  std::filesystem::remove(
+      dir / ("base/" + std::filesystem::read_symlink(dir / "base/latest").string() + "/leaseguard-run.json"));
+  auto unexplained = leaseguard({"diff", dir / "base", dir / "current"});
+  EXPECT_EQ(unexplained.exit_code, 23) << unexplained.out;
+  EXPECT_NE(unexplained.out.find("cannot be symbolized in " + program + ": it was rebuilt since the run"),
+            std::string::npos)
+      << unexplained.out;
+}
+
 }  // namespace
 }  // namespace leaseguard::testing
 

@@ -47,7 +47,8 @@ TEST(Files, JournalsAndReportsArePrivate) {
     ++files;
   }
   EXPECT_EQ(run_directories, 1);
-  EXPECT_EQ(files, 4);  // journal and exit statuses in the run's directory; report.json, leaseguard-report.txt
+  EXPECT_EQ(files, 5);  // journal, exit statuses and leaseguard-run.json in the run's directory; report.json,
+                        // leaseguard-report.txt
 }
 
 TEST(Files, APlantedLinkAtTheJournalIsRefusedAndNotFollowed) {
