@@ -371,6 +371,11 @@ TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
             "process ended by context_destroy, peak 3333: 2222 cuMemAlloc_v2 on 0\n"
             "process ended by context_destroy, peak 4444: 3333 cuMemAlloc_v2 on 1\n"
             "process ended by exit, peak 5555: 1111 cuMemAlloc_v2 on 1 4444 cuMemAllocAsync on 0\n");
+  // Every family too, pools destroyed with memory outstanding among them (pool queries).
+  TempDir families_out;
+  auto families = run_under_leaseguard(families_out.path(), {victim("resource_families")});
+  ASSERT_EQ(families.result.exit_code, 0) << families.result.err;
+  const std::string families_expected = shim_sensitive_facts(families.json);
   for (const char *shim : {"libbehind_shim_rtld_next.so", "libbehind_shim_dlopen.so"}) {
     TempDir out;
     std::map<std::string, std::string> environment = two_devices;
@@ -378,6 +383,14 @@ TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
     auto run = run_under_leaseguard(out.path(), {victim("behind_shim")}, {}, environment);
     ASSERT_EQ(run.result.exit_code, 0) << shim << "\n" << run.result.err;
     EXPECT_EQ(shim_sensitive_facts(run.json), expected) << shim;
+    TempDir shimmed_families_out;
+    auto shimmed_families = run_under_leaseguard(shimmed_families_out.path(), {victim("resource_families")}, {},
+                                                 {{"LD_PRELOAD", victim(shim)}});
+    ASSERT_EQ(shimmed_families.result.exit_code, 0) << shim << "\n" << shimmed_families.result.err;
+    EXPECT_EQ(shim_sensitive_facts(shimmed_families.json), families_expected) << shim;
+    EXPECT_EQ(shimmed_families.json["processes"][0]["pools_destroyed_in_use"].size(),
+              families.json["processes"][0]["pools_destroyed_in_use"].size())
+        << shim;
   }
 }
 
