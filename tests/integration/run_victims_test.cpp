@@ -380,12 +380,19 @@ TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
     TempDir out;
     std::map<std::string, std::string> environment = two_devices;
     environment["LD_PRELOAD"] = victim(shim);
+    // The user's LD_PRELOAD is leaseguard's own too: under the asan preset the CLI is built
+    // with ASan, whose runtime then would not come first. Only the CLI is told to accept it.
+    const char *asan_options = std::getenv("ASAN_OPTIONS");
+    environment["ASAN_OPTIONS"] =
+        std::string(asan_options != nullptr && *asan_options != '\0' ? std::string(asan_options) + ":" : "") +
+        "verify_asan_link_order=0";
     auto run = run_under_leaseguard(out.path(), {victim("behind_shim")}, {}, environment);
     ASSERT_EQ(run.result.exit_code, 0) << shim << "\n" << run.result.err;
     EXPECT_EQ(shim_sensitive_facts(run.json), expected) << shim;
     TempDir shimmed_families_out;
-    auto shimmed_families = run_under_leaseguard(shimmed_families_out.path(), {victim("resource_families")}, {},
-                                                 {{"LD_PRELOAD", victim(shim)}});
+    auto shimmed_families =
+        run_under_leaseguard(shimmed_families_out.path(), {victim("resource_families")}, {},
+                             {{"LD_PRELOAD", victim(shim)}, {"ASAN_OPTIONS", environment["ASAN_OPTIONS"]}});
     ASSERT_EQ(shimmed_families.result.exit_code, 0) << shim << "\n" << shimmed_families.result.err;
     EXPECT_EQ(shim_sensitive_facts(shimmed_families.json), families_expected) << shim;
     EXPECT_EQ(shimmed_families.json["processes"][0]["pools_destroyed_in_use"].size(),
