@@ -163,14 +163,6 @@ class JournalWriter {
     if (at != nullptr) std::memcpy(&payload, at, sizeof payload);
     return at != nullptr;
   }
-  // One field of it, `payload_offset` bytes into the payload; 0 if there is no such slot.
-  // Inline: every free of a recent allocation reads the allocation's time.
-  template <typename Field>
-  Field read_field(uint64_t slot, size_t payload_offset) const noexcept {
-    Field field{};
-    if (const unsigned char *at = payload_at(slot, payload_offset, sizeof field)) std::memcpy(&field, at, sizeof field);
-    return field;
-  }
 
   bool is_open() const noexcept { return open_; }
   // The slot the next record will take: every record appended so far lies before it.
