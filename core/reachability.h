@@ -1,0 +1,70 @@
+// Which of the program's live memory it can still reach: the classification of device
+// allocations at a lease's end as reachable, indirectly lost or directly lost, the way
+// LeakSanitizer classifies the host heap.
+//
+// Pure logic over a snapshot that the preload takes (interpose/reachability_scan.cpp): the
+// program's roots (globals, thread stacks, registers, TLS), leaseguard's and the driver's
+// own roots, and the nodes: live host heap blocks and live device allocations, each with
+// where its words can be read. The snapshot is taken with every other thread stopped, so
+// the classifier allocates nothing: the caller hands it scratch memory of scratch_bytes().
+//
+//   1. Owned: host blocks reachable from leaseguard's and the driver's roots are theirs (a
+//      driver's table of the context's allocations, leaseguard's handle table). They are
+//      never entered from the program's side, so their copies of device pointers never
+//      count. Device allocations are never owned: they are the program's.
+//   2. Reachable: everything reachable from the program's roots through nodes not owned.
+//   3. The rest is lost. Within it, a node that another lost node points to is `indirect`,
+//      unless the two are in one cycle that nothing else lost points to: each such cycle
+//      (a strongly connected component with no lost predecessor) has one `direct` member,
+//      its earliest device allocation, so a lost cycle never hides behind `indirect`.
+//
+// A word is a pointer to a node if it lies anywhere inside it (interior pointers count, as
+// in LeakSanitizer); only 8-byte aligned words are read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace leaseguard::reachability {
+
+enum class Class : uint8_t { Unchecked = 0, Direct = 1, Indirect = 2, Reachable = 3 };
+const char *class_name(Class value) noexcept;  // "unchecked", "direct", "indirect", "reachable"
+
+struct MemoryRange {
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+};
+
+struct Node {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  // Where the node's words are read: the memory itself (host blocks), a copy (device memory
+  // read back), or nullptr: treated as holding no pointers (beyond the device bound).
+  const void *contents = nullptr;
+  uint64_t contents_bytes = 0;
+  uint64_t allocation_id = 0;  // the device allocation's id; 0 for a host heap block
+  Class result = Class::Unchecked;
+};
+
+struct Snapshot {
+  const MemoryRange *program_roots = nullptr;
+  size_t program_root_count = 0;
+  const MemoryRange *owner_roots = nullptr;  // leaseguard's and the driver's
+  size_t owner_root_count = 0;
+  Node *nodes = nullptr;  // sorted by address in place; overlapping host blocks are dropped
+  size_t node_count = 0;
+};
+
+struct Statistics {
+  uint64_t scanned_bytes = 0;  // roots and node contents read
+  uint64_t owned_blocks = 0;
+  uint64_t lost_components = 0;
+};
+
+// Scratch memory classify() needs for `node_count` nodes.
+size_t scratch_bytes(size_t node_count) noexcept;
+
+// Sets every node's `result`. `scratch` must hold scratch_bytes(node_count) bytes, 8-aligned.
+Statistics classify(Snapshot &snapshot, void *scratch) noexcept;
+
+}  // namespace leaseguard::reachability

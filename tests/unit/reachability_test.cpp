@@ -1,0 +1,174 @@
+// The classifier (core/reachability.h) over hand-built snapshots: each case names the class
+// every node must get.
+#include "reachability.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace leaseguard::reachability {
+namespace {
+
+// Memory that plays host blocks, device buffers and roots: words the test writes pointers into.
+struct Memory {
+  std::vector<uint64_t> words = std::vector<uint64_t>(64);
+  uint64_t at(size_t word) const { return reinterpret_cast<uint64_t>(&words[word]); }
+  MemoryRange range() const { return {reinterpret_cast<uintptr_t>(words.data()), reinterpret_cast<uintptr_t>(words.data() + words.size())}; }
+};
+
+Node host_block(const Memory &memory) {
+  Node node;
+  node.address = memory.at(0);
+  node.bytes = memory.words.size() * 8;
+  node.contents = memory.words.data();
+  node.contents_bytes = node.bytes;
+  return node;
+}
+
+Node device(const Memory &memory, uint64_t id) {
+  Node node = host_block(memory);
+  node.allocation_id = id;
+  return node;
+}
+
+struct Case {
+  std::vector<MemoryRange> program_roots, owner_roots;
+  std::vector<Node> nodes;
+
+  // The class of the node with `id` (device) or at `address` (host) after classifying.
+  std::vector<Node> classify() {
+    Snapshot snapshot{program_roots.data(), program_roots.size(), owner_roots.data(), owner_roots.size(),
+                      nodes.data(), nodes.size()};
+    std::vector<uint64_t> scratch(scratch_bytes(nodes.size()) / 8 + 1);
+    reachability::classify(snapshot, scratch.data());
+    return nodes;
+  }
+  Class of(uint64_t id) const {
+    for (const Node &node : nodes)
+      if (node.allocation_id == id) return node.result;
+    ADD_FAILURE() << "no node " << id;
+    return Class::Unchecked;
+  }
+};
+
+TEST(Reachability, APointerInARootMakesAnAllocationReachableEvenInsideIt) {
+  Memory root, a, b;
+  root.words[3] = a.at(0);
+  root.words[9] = b.at(17);  // interior
+  Case c{{root.range()}, {}, {device(a, 1), device(b, 2)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+  EXPECT_EQ(c.of(2), Class::Reachable);
+}
+
+TEST(Reachability, ReachableHostBlocksAndDeviceMemoryAreFollowed) {
+  Memory root, heap, table, target;
+  root.words[0] = heap.at(0);
+  heap.words[5] = table.at(0);
+  table.words[2] = target.at(0);  // a table of device pointers in device memory
+  Case c{{root.range()}, {}, {host_block(heap), device(table, 1), device(target, 2)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+  EXPECT_EQ(c.of(2), Class::Reachable);
+}
+
+TEST(Reachability, NothingPointingIsDirectAndLostMemoryPointingIsIndirect) {
+  Memory root, lost_heap, lost_device, a, b, c_memory;
+  lost_heap.words[1] = a.at(0);
+  lost_device.words[7] = b.at(8);
+  root.words[0] = 0x1234;
+  Case c{{root.range()},
+         {},
+         {host_block(lost_heap), device(lost_device, 1), device(a, 2), device(b, 3), device(c_memory, 4)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Direct);
+  EXPECT_EQ(c.of(2), Class::Indirect);  // only from lost host memory
+  EXPECT_EQ(c.of(3), Class::Indirect);  // only from lost device memory
+  EXPECT_EQ(c.of(4), Class::Direct);
+}
+
+TEST(Reachability, ALostCycleHasOneDirectMemberItsEarliest) {
+  Memory a, b, d, tail;
+  a.words[0] = b.at(0);
+  b.words[0] = d.at(0);
+  d.words[0] = a.at(0);
+  d.words[1] = tail.at(0);
+  Case c{{}, {}, {device(b, 7), device(d, 9), device(a, 5), device(tail, 2)}};
+  c.classify();
+  EXPECT_EQ(c.of(5), Class::Direct);
+  EXPECT_EQ(c.of(7), Class::Indirect);
+  EXPECT_EQ(c.of(9), Class::Indirect);
+  EXPECT_EQ(c.of(2), Class::Indirect);  // earlier, but hangs from the cycle
+}
+
+TEST(Reachability, ACycleHangingFromALostAllocationIsIndirect) {
+  Memory head, a, b;
+  head.words[0] = a.at(0);
+  a.words[0] = b.at(0);
+  b.words[0] = a.at(0);
+  Case c{{}, {}, {device(a, 1), device(b, 2), device(head, 3)}};
+  c.classify();
+  EXPECT_EQ(c.of(3), Class::Direct);
+  EXPECT_EQ(c.of(1), Class::Indirect);
+  EXPECT_EQ(c.of(2), Class::Indirect);
+}
+
+TEST(Reachability, TheDriversTablesNeverCountEvenReachedFromTheProgram) {
+  // The program holds the context handle; the driver's context lists the allocations.
+  Memory program_global, driver_global, context, list, a;
+  program_global.words[0] = context.at(0);
+  driver_global.words[0] = context.at(0);
+  context.words[4] = list.at(0);
+  list.words[0] = a.at(0);
+  Case c{{program_global.range()}, {driver_global.range()}, {host_block(context), host_block(list), device(a, 1)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Direct);
+}
+
+TEST(Reachability, DisguisedPointersAndUnscannedDeviceMemoryHoldNoPointers) {
+  Memory root, big, a, b;
+  root.words[0] = a.at(0) ^ 0x5555555555555555ull;
+  root.words[1] = big.at(0);
+  big.words[0] = b.at(0);
+  Node beyond_bound = device(big, 1);
+  beyond_bound.contents = nullptr;
+  Case c{{root.range()}, {}, {beyond_bound, device(a, 2), device(b, 3)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+  EXPECT_EQ(c.of(2), Class::Direct);
+  EXPECT_EQ(c.of(3), Class::Direct);
+}
+
+TEST(Reachability, DeviceMemoryInsideADriversHostBlockStandsForThatMemory) {
+  Memory root, heap_block;
+  root.words[0] = heap_block.at(8);
+  Node block = host_block(heap_block);
+  Node inside = device(heap_block, 1);
+  inside.address = heap_block.at(8);
+  inside.bytes = 64;
+  Case c{{root.range()}, {}, {block, inside}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+}
+
+TEST(Reachability, AMillionLostBlocksInAChainNeedNoRecursion) {
+  std::vector<uint64_t> memory(1'000'000 * 2);
+  std::vector<Node> nodes(1'000'000);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    memory[2 * i] = i + 1 < nodes.size() ? reinterpret_cast<uint64_t>(&memory[2 * (i + 1)]) : 0;
+    nodes[i].address = reinterpret_cast<uint64_t>(&memory[2 * i]);
+    nodes[i].bytes = 16;
+    nodes[i].contents = &memory[2 * i];
+    nodes[i].contents_bytes = 16;
+    nodes[i].allocation_id = i + 1;
+  }
+  Case c{{}, {}, std::move(nodes)};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Direct);
+  EXPECT_EQ(c.of(500'000), Class::Indirect);
+  EXPECT_EQ(c.of(1'000'000), Class::Indirect);
+}
+
+}  // namespace
+}  // namespace leaseguard::reachability
