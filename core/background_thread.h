@@ -9,6 +9,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <functional>
@@ -29,6 +30,9 @@ class BackgroundThread {
   // True on the thread itself.
   bool is_current() const noexcept;
   void join() noexcept;
+  // The thread ids of every BackgroundThread running in the process (at most `capacity`):
+  // the threads a scan of the program's memory leaves alone (interpose/world_stop.h).
+  static size_t running_thread_ids(pid_t *out, size_t capacity) noexcept;
   // Forgets the thread without joining it: for a forked child, where it does not exist.
   void forget() noexcept { started_ = false; }
 

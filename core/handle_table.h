@@ -109,6 +109,15 @@ class HandleTable {
     return mark_lease_reported(lease_id, [](const LiveRecord &) {});
   }
 
+  // Calls visit(record) for every record, each under its shard's lock.
+  template <typename Visit>
+  void for_each(Visit visit) {
+    for (Shard &shard : shards_) {
+      std::lock_guard lock(shard.lock);
+      shard.records.for_each([&](const LiveRecord &record) { visit(record); });
+    }
+  }
+
   // Removes every record `take(record)` says to, calling it under the record's shard lock;
   // if it throws, the record it was given stays, and the exception leaves the table as is.
   template <typename Take>

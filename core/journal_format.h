@@ -51,6 +51,7 @@ enum class RecordType : uint8_t {
   JournalFull = 14,
   UnjournaledLeaks = 15,
   Signal = 16,  // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
+  Reachability = 17,  // how live allocations were classified (core/reachability.h)
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -265,6 +266,21 @@ struct UnjournaledLeaksPayload {
   uint64_t bytes;
 };
 
+// The classes of allocations live when a lease was classified (at the process's end: before
+// its static destructors run; see docs/how-it-works.md, "Reachability"). Followed by `count`
+// entries, each an allocation id with its class (reachability::Class) in the top two bits.
+// A classification takes as many records as it needs; an allocation in none is unchecked.
+struct ReachabilityPayload {
+  uint64_t time_ns;
+  uint32_t count;
+  uint32_t flags;  // kReachability*
+};
+inline constexpr uint32_t kReachabilityDeviceBounded = 1;  // some device memory was too large to read
+inline constexpr uint32_t kReachabilityThreadsNotStopped = 2;  // lost ones are unchecked: a thread could not be stopped
+inline constexpr uint32_t kReachabilityHeapUntracked = 4;  // lost ones are unchecked: the host heap was not tracked
+inline constexpr int kReachabilityClassShift = 62;
+inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
+
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
@@ -293,5 +309,6 @@ static_assert(sizeof(UnjournaledLeaksPayload) == 32);
 static_assert(sizeof(StackFrame) == 12);
 static_assert(sizeof(PoolDestroyPayload) == 24);
 static_assert(sizeof(JournalFullPayload) == 16);
+static_assert(sizeof(ReachabilityPayload) == 16);
 
 }  // namespace leaseguard::journal

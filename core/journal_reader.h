@@ -48,6 +48,8 @@ class JournalVisitor {
   virtual void on_journal_full(const JournalFullPayload &) {}
   virtual void on_unjournaled_leaks(const UnjournaledLeaksPayload &) {}
   virtual void on_signal(const SignalPayload &) {}
+  // Each entry: an allocation id with its class in the top bits (journal_format.h).
+  virtual void on_reachability(const ReachabilityPayload &, const uint64_t * /*entries*/) {}
 
   // The first slot of the record being visited: its place in the journal.
   uint64_t record_slot() const noexcept { return record_slot_; }

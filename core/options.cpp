@@ -1,6 +1,9 @@
 // Parsing of LEASEGUARD_* environment variables and of durations.
 #include "options.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include <time.h>
 
 #include <charconv>
@@ -125,6 +128,46 @@ std::optional<JournalMode> journal_mode_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<uint64_t> parse_byte_count(std::string_view text) {
+  size_t digits = 0;
+  uint64_t value = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, uint64_t(text[digits] - '0'), &value))
+      return std::nullopt;
+    ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  std::string_view unit = text.substr(digits);
+  int shift = 0;
+  if (!unit.empty()) {
+    const char *units = "KMGT";
+    const char *found = std::strchr(units, unit[0] & ~0x20);
+    if (found == nullptr || *found == '\0') return std::nullopt;
+    shift = 10 * static_cast<int>(found - units + 1);
+    unit.remove_prefix(1);
+    if (!(unit.empty() || unit == "iB" || unit == "B")) return std::nullopt;
+  }
+  if (shift != 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::optional<ReachabilityMode> reachability_mode_from_name(std::string_view name) {
+  if (name == "exit") return ReachabilityMode::Exit;
+  if (name == "off") return ReachabilityMode::Off;
+  return std::nullopt;
+}
+
+bool parse_device_scan(std::string_view text, uint64_t &total, uint64_t &per_allocation) {
+  const size_t comma = text.find(',');
+  auto first = parse_byte_count(text.substr(0, comma));
+  if (!first) return false;
+  std::optional<uint64_t> second = std::min(*first, kDefaultDeviceScanAllocationBytes);
+  if (comma != std::string_view::npos && !(second = parse_byte_count(text.substr(comma + 1)))) return false;
+  total = *first;
+  per_allocation = *second;
+  return true;
+}
+
 Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings, uint64_t now_unix_ns) {
   Options options;
   auto get = [&](const char *name) -> std::optional<std::string_view> {
@@ -177,6 +220,14 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
   if (auto value = get("LEASEGUARD_JOURNAL")) {
     if (auto mode = journal_mode_from_name(*value)) options.journal_mode = *mode;
     else warn("LEASEGUARD_JOURNAL", *value, "full (allowed: full, compact)");
+  }
+  if (auto value = get("LEASEGUARD_REACHABILITY")) {
+    if (auto mode = reachability_mode_from_name(*value)) options.reachability = *mode;
+    else warn("LEASEGUARD_REACHABILITY", *value, "exit (allowed: exit, off)");
+  }
+  if (auto value = get("LEASEGUARD_DEVICE_SCAN")) {
+    if (!parse_device_scan(*value, options.device_scan_total_bytes, options.device_scan_allocation_bytes))
+      warn("LEASEGUARD_DEVICE_SCAN", *value, "64M,1M (want TOTAL[,PER_ALLOCATION] in bytes, K, M or G)");
   }
   if (auto value = get("LEASEGUARD_RUN_ID")) {
     bool ok = !value->empty() && value->size() <= 64;

@@ -22,6 +22,16 @@ enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
 // written over (compact: see journal::kHeaderCompact). Leak reports are the same in both.
 enum class JournalMode { Full = 0, Compact = 1 };
 
+// When live allocations are classified as reachable, indirectly or directly lost
+// (core/reachability.h): at the process lease's end (exit), or never (off).
+enum class ReachabilityMode { Exit = 0, Off = 1 };
+
+// How much device memory the classification copies back to read pointers in it (a real
+// GPU's memory is not host memory): in all, and of one allocation. Larger ones are read as
+// holding no pointers, and the report says the scan was bounded.
+inline constexpr uint64_t kDefaultDeviceScanTotalBytes = 64ull << 20;
+inline constexpr uint64_t kDefaultDeviceScanAllocationBytes = 1ull << 20;
+
 inline constexpr int kDefaultStackDepth = 16;
 inline constexpr int kMaxStackDepth = 64;
 
@@ -34,6 +44,9 @@ struct Options {
   int stack_depth = kDefaultStackDepth;
   JournalMode journal_mode = JournalMode::Full;  // LEASEGUARD_JOURNAL: full | compact
   LogLevel log_level = LogLevel::Info;
+  ReachabilityMode reachability = ReachabilityMode::Exit;  // LEASEGUARD_REACHABILITY: exit | off
+  uint64_t device_scan_total_bytes = kDefaultDeviceScanTotalBytes;  // LEASEGUARD_DEVICE_SCAN: TOTAL[,PER]
+  uint64_t device_scan_allocation_bytes = kDefaultDeviceScanAllocationBytes;
   std::string run_id;  // set by `leaseguard run` to tell its journals apart
 };
 
@@ -50,6 +63,15 @@ uint64_t wall_clock_ns() noexcept;
 // the same variables and said once what is wrong with them, so the processes of the run
 // do not say it again, each of them.
 bool settings_checked_by_run(const Options &options);
+
+// A byte count: digits with an optional K, M, G or T (powers of 1024; "KiB" etc. too).
+std::optional<uint64_t> parse_byte_count(std::string_view text);
+
+// "exit" or "off".
+std::optional<ReachabilityMode> reachability_mode_from_name(std::string_view name);
+
+// "TOTAL" or "TOTAL,PER" (byte counts) for LEASEGUARD_DEVICE_SCAN and --device-scan.
+bool parse_device_scan(std::string_view text, uint64_t &total, uint64_t &per_allocation);
 
 // "250ms", "30s", "5m", "2h", or "0". Returns milliseconds, or nullopt if malformed or
 // too large to represent.

@@ -97,6 +97,7 @@ class Classifier {
     for (size_t i = 0; i < count_; ++i) {
       Node &node = nodes_[i];
       node.result = Class::Unchecked;
+      node.reached_from = 0;
       s_.starts[i] = node.address;
       s_.state[i] = kLost;
       s_.index[i] = kNone;
@@ -148,7 +149,10 @@ class Classifier {
     for (auto *word = reinterpret_cast<const uint64_t *>(begin); word < reinterpret_cast<const uint64_t *>(end);
          ++word) {
       const uint64_t value = load_word(word);
-      if (value - low_ < span_) visit(value);
+      if (value - low_ < span_) {
+        at_ = reinterpret_cast<uintptr_t>(word);
+        visit(value);
+      }
     }
   }
 
@@ -157,6 +161,7 @@ class Classifier {
     if (target == kNone || s_.state[target] != kLost) return;
     if (as == kOwned && nodes_[target].allocation_id != 0) return;  // device memory is never owned
     s_.state[target] = as;
+    nodes_[target].reached_from = at_;
     s_.work[work_size_++] = target;
   }
 
@@ -256,6 +261,7 @@ class Classifier {
   Scratch s_;
   size_t work_size_ = 0;
   uint64_t low_ = 0, span_ = 0;
+  uintptr_t at_ = 0;  // the word being visited
   Statistics stats_;
 };
 

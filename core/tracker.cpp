@@ -218,6 +218,8 @@ bool Tracker::open_journal_once() noexcept {
   }
   if (!opened) log_warning("%s; continuing without recording", error.c_str());
   journal_state_.store(opened ? 1 : 2, std::memory_order_release);
+  if (auto callback = journal_opened_callback_.load(std::memory_order_acquire); opened && callback != nullptr)
+    callback();
   return opened;
 }
 
@@ -695,6 +697,48 @@ void Tracker::note_signal_from_signal_handler(int signal_number, bool default_ac
   record.signal = static_cast<uint8_t>(signal_number);
   record.default_action = default_action ? 1 : 0;
   journal_.append_from_signal_handler(journal::RecordType::Signal, &record, sizeof record);
+}
+
+std::vector<Tracker::LiveMemory> Tracker::live_memory() noexcept {
+  std::vector<LiveMemory> live;
+  try {
+    std::vector<LiveRecord> records;
+    table_.for_each([&](const LiveRecord &record) {
+      if (!record.reported && space_of(record.api) == Space::Address) records.push_back(record);
+    });
+    live.reserve(records.size());
+    for (const LiveRecord &record : records) {
+      const HandleRecord full = records_.full(record);
+      live.push_back(LiveMemory{full.id, full.address, full.bytes, full.context, full.api, full.kind});
+    }
+  } catch (...) {
+    log_warning("no memory to classify live allocations: they are reported unchecked");
+    live.clear();
+  }
+  return live;
+}
+
+void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>> &classes, uint32_t flags) noexcept {
+  if (journal_state_.load(std::memory_order_acquire) != 1) return;
+  try {
+    const uint64_t now = monotonic_ns();
+    size_t done = 0;
+    do {
+      const size_t count = std::min(classes.size() - done, journal::kReachabilityEntriesPerRecord);
+      std::vector<char> payload(sizeof(journal::ReachabilityPayload) + count * 8);
+      journal::ReachabilityPayload head{now, static_cast<uint32_t>(count), flags};
+      std::memcpy(payload.data(), &head, sizeof head);
+      for (size_t i = 0; i < count; ++i) {
+        const auto &[id, value] = classes[done + i];
+        const uint64_t entry = id | uint64_t{value} << journal::kReachabilityClassShift;
+        std::memcpy(payload.data() + sizeof head + i * 8, &entry, 8);
+      }
+      journal_.append(journal::RecordType::Reachability, payload.data(), payload.size());
+      done += count;
+    } while (done < classes.size());
+  } catch (...) {
+    log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
+  }
 }
 
 void Tracker::finish_process(uint32_t drivers) noexcept {

@@ -113,6 +113,21 @@ class Tracker {
   LeaseState lease_state(uint64_t lease_id) noexcept;
   int lease_leave() noexcept;
 
+  // What a reachability scan classifies: the live allocations at addresses (not handles)
+  // that no ended lease reported yet.
+  struct LiveMemory {
+    uint64_t id = 0;
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+    uint64_t context = 0;
+    Api api = Api::Unknown;
+    Kind kind = Kind::Device;
+  };
+  std::vector<LiveMemory> live_memory() noexcept;
+  // Journals a classification: (allocation id, reachability::Class) pairs, and the
+  // journal::kReachability* flags that say how far it can be trusted.
+  void write_reachability(const std::vector<std::pair<uint64_t, uint8_t>> &classes, uint32_t flags) noexcept;
+
   // At exit: ends every open lease (ended_by exit) and marks the journal complete, saying
   // which drivers were loaded (journal::kDriversKnown with kDriver* bits; 0: not known). A
   // process with a driver loaded gets a journal even if it recorded nothing.
@@ -135,6 +150,12 @@ class Tracker {
   // Frames in these ranges (the preload, the C++ API library) are dropped from the top of
   // stacks. Called at start-up, before other threads record.
   void exclude_code(CodeRange range) noexcept { excluded_.add(range); }
+
+  // `callback` runs once in each process, when its journal opens (its first record): the
+  // front end then arranges its classification at exit (reachability.h). Process-wide.
+  static void call_when_journal_opens(void (*callback)()) noexcept {
+    journal_opened_callback_.store(callback, std::memory_order_release);
+  }
 
   // Who frees allocations for leases with policy reclaim. Without one, reclaim reports only.
   void set_reclaim_backend(ReclaimBackend *backend) noexcept { backend_ = backend; }
@@ -200,6 +221,8 @@ class Tracker {
   // None installed; or, in a process made by a raw clone(), gives it its own instance and
   // journal (instance_slot.h).
   __attribute__((noinline, cold)) static Tracker *instance_in_new_process() noexcept;
+
+  static inline std::atomic<void (*)()> journal_opened_callback_{nullptr};
 
   Options options_;
   uint64_t start_monotonic_ns_;

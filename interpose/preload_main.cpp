@@ -1,8 +1,10 @@
 // Start-up and shutdown of the preload library: the process's core (core/process_start.h),
 // the termination signals, and the end of recording at exit.
 #include "driver_queries.h"
+#include "heap_tracker.h"
 #include "preload_state.h"
 #include "process_start.h"
+#include "reachability_scan.h"
 #include "real_dlsym.h"
 #include "reclaim.h"
 #include "signal_hooks.h"
@@ -17,6 +19,8 @@ __attribute__((constructor(101))) void preload_start() {
   leaseguard_resolve_real_dlsym();
   // Never destroyed: a lease may expire on the watchdog thread while the process exits.
   static auto *backend = new DriverReclaimBackend;
+  heap::start();
+  Tracker::call_when_journal_opens(arrange_classification_at_exit);
   Tracker *tracker = start_process_core(FrontEnd{reinterpret_cast<uintptr_t>(&preload_start), backend});
   g_pass_through = tracker == nullptr;
   if (tracker != nullptr) install_termination_handlers();

@@ -159,6 +159,29 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
 }
 
 namespace {
+
+void list_allocation(SimContext *context, uint64_t address) {
+  if (context->allocation_count == context->allocation_capacity) {
+    const size_t capacity = context->allocation_capacity == 0 ? 16 : context->allocation_capacity * 2;
+    void *grown = std::realloc(context->allocations, capacity * sizeof(uint64_t));
+    if (grown == nullptr) return;
+    context->allocations = static_cast<uint64_t *>(grown);
+    context->allocation_capacity = capacity;
+  }
+  context->allocations[context->allocation_count++] = address;
+}
+
+void unlist_allocation(SimContext *context, uint64_t address) {
+  for (size_t i = context->allocation_count; i-- > 0;) {
+    if (context->allocations[i] != address) continue;
+    context->allocations[i] = context->allocations[--context->allocation_count];
+    return;
+  }
+}
+
+}  // namespace
+
+namespace {
 // Host memory, another process's memory opened over IPC and imported external memory do not
 // take device capacity here.
 bool takes_capacity(MemoryKind kind) {
@@ -196,6 +219,7 @@ void SimDriver::free_context_memory_locked(SimContext *ctx) {
     // Stream-ordered memory belongs to its pool, not the context (as on the real driver).
     if (it->second.context == ctx && it->second.kind != MemoryKind::Async) {
       unmap_locked(it->first, it->second);
+      unlist_allocation(ctx, it->first);
       it = allocations_.erase(it);
     } else {
       ++it;
@@ -371,6 +395,7 @@ CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, S
   }
   *address = reinterpret_cast<uint64_t>(base);
   allocations_.emplace(*address, allocation);
+  list_allocation(allocation.context, *address);
   return CUDA_SUCCESS;
 }
 
@@ -381,6 +406,7 @@ CUresult SimDriver::release(uint64_t address, std::initializer_list<MemoryKind> 
   if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
   if (std::find(allowed.begin(), allowed.end(), it->second.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
   unmap_locked(it->first, it->second);
+  if (it->second.context != nullptr) unlist_allocation(it->second.context, it->first);
   allocations_.erase(it);
   return CUDA_SUCCESS;
 }

@@ -27,6 +27,12 @@ struct SimContext {
   // cuCtxGetId: unique for the process's life, so a primary context made again after its
   // last release (same handle here) has a new one.
   uint64_t id = 0;
+  // The context's allocations, in host memory the context points to, as a real driver keeps
+  // them (malloc'd as a C driver does): a leak checker that scans the program's memory
+  // reaches this table through the CUcontext the program holds, and must leave it out.
+  uint64_t *allocations = nullptr;
+  size_t allocation_count = 0;
+  size_t allocation_capacity = 0;
 };
 
 enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer };

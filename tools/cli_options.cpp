@@ -158,10 +158,11 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
     ok = parse_fail_on_leak(inline_value, common, error);
     return true;
   }
-  if (name == "--quiet" || name == "--gen-suppressions") {
+  if (name == "--quiet" || name == "--gen-suppressions" || name == "--show-reachable") {
     if (inline_value) error = name + " takes no value";
     ok = !inline_value;
-    (name == "--quiet" ? common.quiet : common.gen_suppressions) = true;
+    (name == "--quiet" ? common.quiet : name == "--show-reachable" ? common.show_reachable : common.gen_suppressions) =
+        true;
     return true;
   }
   for (const auto &[option, apply] : kValueOptions) {
@@ -232,6 +233,22 @@ bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptio
         return false;
       }
       run.journal_mode = *mode;
+    } else if (name == "--reachability") {
+      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+      auto mode = reachability_mode_from_name(value);
+      if (!mode) {
+        error = "--reachability " + value + ": must be exit or off";
+        return false;
+      }
+      run.reachability = *mode;
+    } else if (name == "--device-scan") {
+      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+      uint64_t total = 0, per_allocation = 0;
+      if (!parse_device_scan(value, total, per_allocation)) {
+        error = "--device-scan " + value + ": must be TOTAL[,PER_ALLOCATION] byte counts (K, M, G suffixes)";
+        return false;
+      }
+      run.device_scan = value;
     } else if (name == "--keep") {
       const auto keep = take_value(arguments, index, name, inline_value, value, error)
                             ? parse_integer(value, 1, 1000000)
@@ -364,6 +381,12 @@ Options of run:
   --journal MODE         full | compact (default full): compact writes an allocation freed
                          right away over by the thread's next one, so loops keep the journal
                          small; leaks are reported the same, timelines and peaks leave them out
+  --reachability MODE    exit | off (default exit): at exit, tell leaked device memory
+                         (direct, indirect) from memory the program still reaches (reachable:
+                         not reported); off reports every live allocation, unchecked
+  --device-scan T[,P]    device memory read for pointers by the classification: T in all,
+                         P of one allocation (default 64M,1M); larger is read as pointer-free
+  --show-reachable       list reachable allocations too (run, report, diff)
   --format FMT[=PATH]    text | json | sarif | junit | html | folded; repeatable; without =PATH
                          a file in DIR
   --source-root DIR      SARIF file locations are relative to DIR (default: the current
@@ -381,7 +404,7 @@ Filters (run, report, diff):
                          groups match by entry point and symbolized frames, never addresses
 
 Options of report and diff: --out, --format, --source-root, --suppressions,
---gen-suppressions, --fail-on-leak, --quiet, as above. A directory of runs (run's --out)
+--gen-suppressions, --show-reachable, --fail-on-leak, --quiet, as above. A directory of runs (run's --out)
 is read for its newest run; --all-runs (report) reads every run in it. diff exits 23 when
 CURRENT has a leak group BASELINE lacks, 0 when it has none.
 

@@ -29,6 +29,7 @@ struct CommonOptions {
   bool quiet = false;
   std::string suppressions;       // file of leak: lines; empty: none
   bool gen_suppressions = false;  // print a ready suppression for each leak group
+  bool show_reachable = false;    // list reachable allocations, not only count them
   std::string source_root;        // SARIF paths are relative to it; empty: the cwd
   // Filters: only leaks that pass all of them are reported.
   uint64_t min_bytes = 0;
@@ -47,6 +48,8 @@ struct RunOptions {
   std::optional<int> stack_depth;
   std::optional<JournalMode> journal_mode;
   std::optional<size_t> keep_runs;  // --keep N: the newest N runs stay under --out
+  std::optional<ReachabilityMode> reachability;
+  std::string device_scan;  // --device-scan, checked: passed on as LEASEGUARD_DEVICE_SCAN
   std::vector<std::string> command;
 };
 

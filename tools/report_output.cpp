@@ -205,6 +205,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
         }
   if (!options.baseline.empty() && !apply_baseline(report, options.baseline, symbolizer, error)) return false;
   report.suggest_suppressions = options.gen_suppressions;
+  report.show_reachable = options.show_reachable;
   report.max_groups = options.max_groups;
 
   std::string source_root = options.source_root;

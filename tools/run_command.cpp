@@ -128,6 +128,9 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   if (options.journal_mode)
     overrides["LEASEGUARD_JOURNAL"] = *options.journal_mode == JournalMode::Compact ? "compact" : "full";
   if (options.common.quiet) overrides["LEASEGUARD_LOG"] = "quiet";
+  if (options.reachability)
+    overrides["LEASEGUARD_REACHABILITY"] = *options.reachability == ReachabilityMode::Off ? "off" : "exit";
+  if (!options.device_scan.empty()) overrides["LEASEGUARD_DEVICE_SCAN"] = options.device_scan;
 
   // The preload of each process would say what is wrong with these; run says it once
   // (options.h, settings_checked_by_run).

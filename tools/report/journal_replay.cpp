@@ -260,7 +260,7 @@ class Replay : public journal::JournalVisitor {
       if (!it->second.reported) {
         auto [entry, inserted] = by_lease.try_emplace(record.lease_id);
         if (inserted) entry->second = make_ending(record.lease_id, EndedBy::ContextDestroy, destroy.time_ns);
-        entry->second.leaks.push_back(make_leak(record, destroy.time_ns));
+        add_leak(entry->second, make_leak(record, destroy.time_ns));
       }
       it = release(it);
     }
@@ -308,6 +308,16 @@ class Replay : public journal::JournalVisitor {
     touch(signal.time_ns);
     process_.signals.push_back({signal.signal, since_start_ms(signal.time_ns), signal.default_action == 0});
     if (signal.default_action != 0) dying_signal_ = signal.signal;
+  }
+
+  void on_reachability(const journal::ReachabilityPayload &head, const uint64_t *entries) override {
+    process_.classified = true;
+    process_.reachability_flags |= head.flags;
+    constexpr uint64_t kIdMask = (uint64_t{1} << journal::kReachabilityClassShift) - 1;
+    for (uint32_t i = 0; i < head.count; ++i) {
+      const auto value = static_cast<uint8_t>(entries[i] >> journal::kReachabilityClassShift);
+      classes_[entries[i] & kIdMask] = static_cast<Reachability>(value);
+    }
   }
 
   void on_process_end(const journal::ProcessEndPayload &end) override {
@@ -412,7 +422,7 @@ class Replay : public journal::JournalVisitor {
     allocation.reported = true;
     allocation.ending = ending_index;
     allocation.leak = ending.leaks.size();
-    ending.leaks.push_back(make_leak(allocation.record, time_ns));
+    add_leak(ending, make_leak(allocation.record, time_ns));
   }
 
   using LiveIterator = std::map<uint64_t, LiveAllocation>::iterator;
@@ -515,7 +525,13 @@ class Replay : public journal::JournalVisitor {
     leak.thread = record.thread;
     leak.age_ms = end_ns > record.time_ns ? (end_ns - record.time_ns) / 1'000'000 : 0;
     leak.stack_id = record.stack_id;
+    if (auto found = classes_.find(record.id); found != classes_.end()) leak.reachability = found->second;
     return leak;
+  }
+
+  // A leak of `ending`, or an allocation it still reached (not a leak).
+  static void add_leak(LeaseEnding &ending, Leak leak) {
+    (leak.reachability == Reachability::Reachable ? ending.reachable : ending.leaks).push_back(std::move(leak));
   }
 
   // Ends what the journal left open: each open lease, and live allocations of leases that
@@ -556,6 +572,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   ProcessReport &process_;
+  std::unordered_map<uint64_t, Reachability> classes_;  // by allocation id, from Reachability records
   uint64_t start_ns_ = 0;
   uint64_t last_ns_ = 0;
   int dying_signal_ = 0;        // the last termination signal left to its default action

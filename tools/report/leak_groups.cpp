@@ -48,17 +48,20 @@ std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api 
   return text;
 }
 
-std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease) {
-  (void)process;
-  std::map<std::tuple<uint32_t, uint16_t, int32_t, bool>, LeakGroup> groups;
-  for (const Leak &leak : lease.leaks) {
-    auto key = std::make_tuple(leak.stack_id, static_cast<uint16_t>(leak.api), leak.device, leak.reclaimed);
+std::vector<LeakGroup> group_leaks(const ProcessReport &, const LeaseEnding &lease) { return group_leaks(lease.leaks); }
+
+std::vector<LeakGroup> group_leaks(const std::vector<Leak> &leaks) {
+  std::map<std::tuple<uint32_t, uint16_t, int32_t, bool, uint8_t>, LeakGroup> groups;
+  for (const Leak &leak : leaks) {
+    auto key = std::make_tuple(leak.stack_id, static_cast<uint16_t>(leak.api), leak.device, leak.reclaimed,
+                               static_cast<uint8_t>(leak.reachability));
     LeakGroup &group = groups[key];
     group.stack_id = leak.stack_id;
     group.api = leak.api;
     group.kind = leak.kind;
     group.device = leak.device;
     group.reclaimed = leak.reclaimed;
+    group.reachability = leak.reachability;
     group.bytes += leak.bytes;
     group.allocations += 1;
   }
@@ -66,6 +69,8 @@ std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEndi
   sorted.reserve(groups.size());
   for (auto &[key, group] : groups) sorted.push_back(group);
   std::stable_sort(sorted.begin(), sorted.end(), [](const LeakGroup &a, const LeakGroup &b) {
+    const bool a_indirect = a.reachability == Reachability::Indirect, b_indirect = b.reachability == Reachability::Indirect;
+    if (a_indirect != b_indirect) return b_indirect;
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.allocations != b.allocations) return a.allocations > b.allocations;
     return false;

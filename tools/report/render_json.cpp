@@ -37,6 +37,7 @@ void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak
   json.key("thread").value(static_cast<uint64_t>(leak.thread));
   json.key("age_ms").value(leak.age_ms);
   json.key("reclaimed").value(leak.reclaimed);
+  json.key("reachability").value(reachability_name(leak.reachability));
   json.key("stack").begin_array();
   for (const Frame &frame : process.stack(leak.stack_id)) write_frame(json, frame);
   json.end_array();
@@ -78,8 +79,15 @@ void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEndi
   json.key("peak_bytes").value(lease.peak_bytes);
   json.key("unjournaled_allocations").value(lease.unjournaled_allocations);
   json.key("unjournaled_bytes").value(lease.unjournaled_bytes);
+  json.key("reachable_bytes").value([&] {
+    uint64_t total = 0;
+    for (const Leak &leak : lease.reachable) total += leak.bytes;
+    return total;
+  }());
+  // Every allocation live at the lease's end, each with its class: reachable ones too.
   json.key("leaks").begin_array();
   for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
+  for (const Leak &leak : lease.reachable) write_leak(json, process, leak);
   json.end_array();
   json.key("late_frees").begin_array();
   for (const LateFree &late : lease.late_frees) write_late_free(json, process, late);
@@ -172,6 +180,12 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("recycled_allocations").value(process.recycled_allocations);
   json.key("recycled_bytes").value(process.recycled_bytes);
   write_process_events(json, process);
+  json.key("reachability").begin_object();
+  json.key("classified").value(process.classified);
+  json.key("device_scan_bounded").value((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0);
+  json.key("threads_not_stopped").value((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0);
+  json.key("heap_untracked").value((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0);
+  json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);
   json.end_array();
@@ -184,6 +198,8 @@ void write_report(JsonWriter &json, const Report &report) {
   json.key("summary").begin_object();
   json.key("leaked_bytes").value(report.leaked_bytes());
   json.key("leaked_allocations").value(report.leaked_allocations());
+  json.key("reachable_bytes").value(report.reachable_bytes());
+  json.key("reachable_allocations").value(report.reachable_allocations());
   json.key("suppressed_allocations").value(report.suppressed_allocations);
   json.key("filtered_allocations").value(report.filtered_allocations);
   json.key("baseline_allocations").value(report.baseline_allocations);

@@ -88,17 +88,22 @@ class TextReport {
     bool any_late_free = false;
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
     const bool leaks = process.leaked_allocations() != 0 || any_late_free;
-    if (!leaks && process.double_frees.empty() && process.wrong_family_frees.empty()) return;
+    const bool listed_reachable = report_.show_reachable && process.reachable_allocations() != 0;
+    if (!leaks && !listed_reachable && process.double_frees.empty() && process.wrong_family_frees.empty()) return;
     const std::string tag = "==" + std::to_string(process.pid) + "==";
     std::string &out = out_.text();
     // The header names what was found: leaks only where there are leaks.
-    out += "\n" + tag + "ERROR: leaseguard: detected " +
-           (leaks ? "device memory leaks" : "invalid frees (and no leaks)") + "\n";
+    const bool invalid_frees = !process.double_frees.empty() || !process.wrong_family_frees.empty();
+    out += "\n" + tag + (leaks || invalid_frees ? "ERROR: " : "") + "leaseguard: " +
+           (leaks ? "detected device memory leaks"
+                  : invalid_frees ? "detected invalid frees (and no leaks)" : "no leaks; memory still reachable") +
+           "\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
            how_it_ended(process) + "\n";
     if (!process.complete)
       out +=
           tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
+    if (const std::string note = reachability_note(process); !note.empty()) out += tag + note + "\n";
     for (const SignalArrival &arrival : process.signals)
       out += tag + "signal " + std::to_string(arrival.signal) + " arrived at " + milliseconds(arrival.time_ms) +
              (arrival.handled ? "; the program's handler ran" : "; its default action ended the process") + "\n";
@@ -106,8 +111,23 @@ class TextReport {
     render_process_events(process, tag);
   }
 
+  // Why some of a process's live allocations could not be classified, if they could not.
+  static std::string reachability_note(const ProcessReport &process) {
+    std::string note;
+    if (!process.classified) return note;
+    if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
+      note += "a thread blocked the scan's signal, so its registers were not read: lost allocations are unchecked";
+    else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
+      note += "the program's host heap was not tracked (its own malloc): lost allocations are unchecked";
+    if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
+      note += std::string(note.empty() ? "" : "; ") +
+              "the reachability scan was bounded: device memory past --device-scan was read as holding no pointers";
+    return note;
+  }
+
   void render_lease(const ProcessReport &process, const LeaseEnding &lease, const std::string &tag) {
-    if (lease.leaked_allocations() == 0 && lease.late_frees.empty()) return;
+    const bool listed_reachable = report_.show_reachable && !lease.reachable.empty();
+    if (lease.leaked_allocations() == 0 && lease.late_frees.empty() && !listed_reachable) return;
     std::string &out = out_.text();
     out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
            ") ended by " + std::string(ended_by_name(lease.ended_by)) +
@@ -119,6 +139,7 @@ class TextReport {
              std::to_string(lease.unjournaled_allocations) +
              " allocation(s) made while the journal was full: no stack or entry point was recorded for them\n";
     render_groups(process, group_leaks(process, lease));
+    if (listed_reachable) render_groups(process, group_leaks(lease.reachable));
     for (const LateFree &late : lease.late_frees) {
       out_.text() += "\nLate free of " + hex_address(late.address) + " [" + std::string(api_name(late.api)) + "] at " +
                      milliseconds(late.time_ms) +
@@ -134,7 +155,8 @@ class TextReport {
     for (size_t index = 0; index < shown; ++index) {
       const LeakGroup &group = groups[index];
       std::string &out = out_.text();
-      out += "\nLeak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
+      out += "\n" + std::string(group_heading(group.reachability)) + std::to_string(group.bytes) + " byte(s) in " +
+             std::to_string(group.allocations) +
              " allocation(s) [" + std::string(api_name(group.api)) + ", " + describe(group.api, group.kind) +
              ", device " + std::to_string(group.device) + (group.reclaimed ? ", reclaimed" : "") +
              "] allocated from:\n";
@@ -147,6 +169,17 @@ class TextReport {
     }
     if (shown < groups.size())
       out_.text() += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
+  }
+
+  // LeakSanitizer's words for its classes; "Leak of" where nothing classified it.
+  static const char *group_heading(Reachability reachability) {
+    switch (reachability) {
+      case Reachability::Direct: return "Direct leak of ";
+      case Reachability::Indirect: return "Indirect leak of ";
+      case Reachability::Reachable: return "Reachable: ";
+      case Reachability::Unchecked: break;
+    }
+    return "Leak of ";
   }
 
   void render_process_events(const ProcessReport &process, const std::string &tag) {
@@ -195,6 +228,10 @@ class TextReport {
     if (report_.baseline_allocations != 0)
       out += "\nleaseguard: " + std::to_string(report_.baseline_allocations) +
              " leaked allocation(s) also in the baseline, left out\n";
+    if (report_.reachable_allocations() != 0 && !report_.show_reachable)
+      out += "\nleaseguard: " + std::to_string(report_.reachable_bytes()) + " byte(s) in " +
+             std::to_string(report_.reachable_allocations()) +
+             " allocation(s) still reachable (--show-reachable lists them).\n";
     if (const std::string nothing = nothing_checked(report_); !nothing.empty()) {
       out += "\nSUMMARY: leaseguard: nothing was checked: " + nothing + ".\n";
       return;

@@ -18,6 +18,7 @@ struct LeakGroup {
   uint64_t bytes = 0;
   uint64_t allocations = 0;
   bool reclaimed = false;  // leaseguard gave these back to the device at the lease's end
+  Reachability reachability = Reachability::Unchecked;
 };
 
 // "0x1f40": how addresses and offsets are written in every format.
@@ -31,7 +32,10 @@ std::string frame_name(const Frame &frame);
 std::string leak_signature(const ProcessReport &process, uint32_t stack_id, Api api);
 
 // Groups, largest first (bytes, then count, then entry point and stack for a stable order).
+// The lease's leaks grouped by stack, entry point, device and class: direct (and
+// unchecked) groups first, then indirect ones, each by bytes, largest first.
 std::vector<LeakGroup> group_leaks(const ProcessReport &process, const LeaseEnding &lease);
+std::vector<LeakGroup> group_leaks(const std::vector<Leak> &leaks);
 
 // LeakSanitizer's shape: a header per process and leaking lease, a block per group, SUMMARY.
 // Whole, or handed to `out` a piece at a time.

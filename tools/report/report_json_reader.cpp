@@ -92,6 +92,11 @@ class JsonReportReader {
     if (item["exit"]["signal"].type() == JsonValue::Type::Number)
       process.exit_signal = number<int>(item["exit"]["signal"], "signal");
     process.complete = flag(item["complete"]);
+    const JsonValue &reachability = item["reachability"];
+    process.classified = flag(reachability["classified"]);
+    if (flag(reachability["device_scan_bounded"])) process.reachability_flags |= journal::kReachabilityDeviceBounded;
+    if (flag(reachability["threads_not_stopped"])) process.reachability_flags |= journal::kReachabilityThreadsNotStopped;
+    if (flag(reachability["heap_untracked"])) process.reachability_flags |= journal::kReachabilityHeapUntracked;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {
@@ -138,7 +143,10 @@ class JsonReportReader {
     lease.unjournaled_allocations = number<uint64_t>(item["unjournaled_allocations"], "unjournaled_allocations");
     lease.unjournaled_bytes = number<uint64_t>(item["unjournaled_bytes"], "unjournaled_bytes");
     lease.signal = number<int>(item["signal"], "signal");
-    for (const JsonValue &leak : item["leaks"].items()) lease.leaks.push_back(leak_of(leak, process));
+    for (const JsonValue &leak : item["leaks"].items()) {
+      Leak read = leak_of(leak, process);
+      (read.reachability == Reachability::Reachable ? lease.reachable : lease.leaks).push_back(std::move(read));
+    }
     for (const JsonValue &late : item["late_frees"].items()) lease.late_frees.push_back(late_free_of(late, process));
     return lease;
   }
@@ -154,6 +162,8 @@ class JsonReportReader {
     leak.age_ms = number<uint64_t>(item["age_ms"], "age_ms");
     leak.reclaimed = flag(item["reclaimed"]);
     leak.stack_id = stack_id_for(process, item["stack"]);
+    if (item["reachability"].type() == JsonValue::Type::String)
+      leak.reachability = reachability_from_name(item["reachability"].as_string()).value_or(Reachability::Unchecked);
     return leak;
   }
 

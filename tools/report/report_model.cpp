@@ -44,6 +44,47 @@ uint64_t ProcessReport::leaked_allocations() const {
   return total;
 }
 
+uint64_t ProcessReport::reachable_bytes() const {
+  uint64_t total = 0;
+  for (const LeaseEnding &lease : leases)
+    for (const Leak &leak : lease.reachable) total += leak.bytes;
+  return total;
+}
+
+uint64_t ProcessReport::reachable_allocations() const {
+  uint64_t total = 0;
+  for (const LeaseEnding &lease : leases) total += lease.reachable.size();
+  return total;
+}
+
+uint64_t Report::reachable_bytes() const {
+  uint64_t total = 0;
+  for (const ProcessReport &process : processes) total += process.reachable_bytes();
+  return total;
+}
+
+uint64_t Report::reachable_allocations() const {
+  uint64_t total = 0;
+  for (const ProcessReport &process : processes) total += process.reachable_allocations();
+  return total;
+}
+
+const char *reachability_name(Reachability value) {
+  switch (value) {
+    case Reachability::Direct: return "direct";
+    case Reachability::Indirect: return "indirect";
+    case Reachability::Reachable: return "reachable";
+    case Reachability::Unchecked: break;
+  }
+  return "unchecked";
+}
+
+std::optional<Reachability> reachability_from_name(std::string_view name) {
+  for (auto value : {Reachability::Unchecked, Reachability::Direct, Reachability::Indirect, Reachability::Reachable})
+    if (name == reachability_name(value)) return value;
+  return std::nullopt;
+}
+
 uint64_t Report::leaked_bytes() const {
   uint64_t total = 0;
   for (const ProcessReport &process : processes) total += process.leaked_bytes();
@@ -60,7 +101,8 @@ Observed observed(const Report &report) {
   if (report.recording_disabled) return Observed::Disabled;
   bool all_without_driver = true;
   for (const ProcessReport &process : report.processes) {
-    if (process.allocations != 0 || process.leaked_allocations() != 0) return Observed::Allocations;
+    if (process.allocations != 0 || process.leaked_allocations() != 0 || process.reachable_allocations() != 0)
+      return Observed::Allocations;
     const bool known = (process.drivers & journal::kDriversKnown) != 0;
     all_without_driver = all_without_driver && known && (process.drivers & ~journal::kDriversKnown) == 0;
   }

@@ -82,6 +82,13 @@ class StackView {
   size_t size_ = 0;
 };
 
+// What a scan of the program's memory found of a live allocation (core/reachability.h):
+// unchecked where none classified it (the process was killed, --reachability=off, or a
+// lease other than the process's).
+enum class Reachability : uint8_t { Unchecked = 0, Direct = 1, Indirect = 2, Reachable = 3 };
+const char *reachability_name(Reachability value);
+std::optional<Reachability> reachability_from_name(std::string_view name);
+
 struct Leak {
   uint64_t id = 0;
   Api api = Api::Unknown;
@@ -93,6 +100,7 @@ struct Leak {
   uint64_t age_ms = 0;
   bool reclaimed = false;
   uint32_t stack_id = 0;
+  Reachability reachability = Reachability::Unchecked;
 };
 
 // A free of an allocation that its lease had already reported (ended, expired) or
@@ -119,7 +127,9 @@ struct LeaseEnding {
   uint64_t peak_bytes = 0;  // most bytes the lease held live at once, up to this ending
   int signal = 0;           // ended_by crash: the SIGTERM/SIGINT whose default action killed the
                             // process; ended_by exit in older journals: the one that ended it
-  std::vector<Leak> leaks;
+  std::vector<Leak> leaks;  // reported: direct, indirect or unchecked
+  // Live at the lease's end but still reachable by the program: held on purpose, not leaks.
+  std::vector<Leak> reachable;
   std::vector<LateFree> late_frees;
   // Leaks allocated while the journal was full: counted by the process, never listed (no
   // record holds their stack, size or entry point one by one).
@@ -230,9 +240,15 @@ struct ProcessReport {
   std::vector<WrongFamilyFree> wrong_family_frees;
   std::vector<SignalArrival> signals;
   journal::ReadStats read_stats;
+  // The process's live allocations were classified (a Reachability record), and the
+  // journal::kReachability* flags it carried.
+  bool classified = false;
+  uint32_t reachability_flags = 0;
 
   uint64_t leaked_bytes() const;
   uint64_t leaked_allocations() const;
+  uint64_t reachable_bytes() const;
+  uint64_t reachable_allocations() const;
 };
 
 struct SuppressionUse {
@@ -258,7 +274,10 @@ struct Report {
 
   uint64_t leaked_bytes() const;
   uint64_t leaked_allocations() const;
+  uint64_t reachable_bytes() const;
+  uint64_t reachable_allocations() const;
   size_t lease_count() const;
+  bool show_reachable = false;  // --show-reachable: list them, not only count them
 };
 
 // What a report could check: a report of 0 leaks means something only if allocations were

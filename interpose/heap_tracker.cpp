@@ -1,0 +1,385 @@
+// The host heap table of heap_tracker.h, and the allocator entry points that feed it.
+#include "heap_tracker.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "real_dlsym.h"
+#include "spin_lock.h"
+#include "world_stop.h"
+
+namespace leaseguard::interpose::heap {
+namespace {
+
+// ---- the table: open addressing with linear probing, 64 shards, outside the heap ----
+
+struct Entry {
+  uintptr_t address;  // 0: empty
+  size_t bytes;
+};
+
+struct alignas(64) Shard {
+  SpinLock lock;
+  uint32_t capacity_log2 = 0;
+  size_t count = 0;
+  Entry *entries = nullptr;
+};
+
+constexpr size_t kShards = 64;
+constexpr uint32_t kFirstCapacityLog2 = 10;
+std::array<Shard, kShards> g_shards;
+
+inline uint64_t mix(uintptr_t address) noexcept { return (address >> 4) * 0x9E3779B97F4A7C15ull; }
+inline Shard &shard_of(uint64_t mixed) noexcept { return g_shards[mixed >> 58]; }
+inline size_t home_of(uint64_t mixed, size_t mask) noexcept { return (mixed >> 16) & mask; }
+
+Entry *map_entries(size_t capacity) noexcept {
+  void *memory = mmap(nullptr, capacity * sizeof(Entry), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return memory == MAP_FAILED ? nullptr : static_cast<Entry *>(memory);
+}
+
+void place(Entry *entries, size_t mask, uintptr_t address, size_t bytes) noexcept {
+  for (size_t i = home_of(mix(address), mask);; i = (i + 1) & mask) {
+    if (entries[i].address == 0 || entries[i].address == address) {
+      entries[i] = Entry{address, bytes};
+      return;
+    }
+  }
+}
+
+// False if the table could not grow (no memory): the block goes untracked, and the scan
+// says the heap is incomplete.
+bool grow(Shard &shard) noexcept {
+  const uint32_t log2 = shard.capacity_log2 == 0 ? kFirstCapacityLog2 : shard.capacity_log2 + 1;
+  Entry *bigger = map_entries(size_t{1} << log2);
+  if (bigger == nullptr) return false;
+  if (shard.entries != nullptr) {
+    const size_t old_capacity = size_t{1} << shard.capacity_log2;
+    for (size_t i = 0; i < old_capacity; ++i)
+      if (shard.entries[i].address != 0)
+        place(bigger, (size_t{1} << log2) - 1, shard.entries[i].address, shard.entries[i].bytes);
+    munmap(shard.entries, old_capacity * sizeof(Entry));
+  }
+  shard.entries = bigger;
+  shard.capacity_log2 = log2;
+  return true;
+}
+
+std::atomic<bool> g_lost_blocks{false};
+
+void insert(uintptr_t address, size_t bytes) noexcept {
+  const uint64_t mixed = mix(address);
+  Shard &shard = shard_of(mixed);
+  std::lock_guard lock(shard.lock);
+  if ((shard.count + 1) * 2 > (shard.entries == nullptr ? 0 : size_t{1} << shard.capacity_log2) && !grow(shard)) {
+    g_lost_blocks.store(true, std::memory_order_relaxed);
+    return;
+  }
+  const size_t mask = (size_t{1} << shard.capacity_log2) - 1;
+  for (size_t i = home_of(mixed, mask);; i = (i + 1) & mask) {
+    Entry &entry = shard.entries[i];
+    if (entry.address == address) {  // a block whose free went around us
+      entry.bytes = bytes;
+      return;
+    }
+    if (entry.address == 0) {
+      entry = Entry{address, bytes};
+      ++shard.count;
+      return;
+    }
+  }
+}
+
+// The erased block's size, or 0 if it was not tracked.
+size_t erase(uintptr_t address) noexcept {
+  const uint64_t mixed = mix(address);
+  Shard &shard = shard_of(mixed);
+  std::lock_guard lock(shard.lock);
+  if (shard.entries == nullptr) return 0;
+  const size_t mask = (size_t{1} << shard.capacity_log2) - 1;
+  size_t hole = home_of(mixed, mask);
+  for (;; hole = (hole + 1) & mask) {
+    if (shard.entries[hole].address == 0) return 0;  // not tracked (allocated before, or elsewhere)
+    if (shard.entries[hole].address == address) break;
+  }
+  const size_t bytes = shard.entries[hole].bytes;
+  // Backward-shift deletion: no tombstones, so probes stay short however often blocks churn.
+  for (size_t next = (hole + 1) & mask; shard.entries[next].address != 0; next = (next + 1) & mask) {
+    const size_t home = home_of(mix(shard.entries[next].address), mask);
+    const bool stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next);
+    if (stays) continue;
+    shard.entries[hole] = shard.entries[next];
+    hole = next;
+  }
+  shard.entries[hole].address = 0;
+  --shard.count;
+  return bytes;
+}
+
+// ---- the next allocator, and the bootstrap heap used while finding it ----
+
+struct NextAllocator {
+  void *(*malloc)(size_t) = nullptr;
+  void (*free)(void *) = nullptr;
+  void *(*calloc)(size_t, size_t) = nullptr;
+  void *(*realloc)(void *, size_t) = nullptr;
+  void *(*memalign)(size_t, size_t) = nullptr;
+  int (*posix_memalign)(void **, size_t, size_t) = nullptr;
+  void *(*aligned_alloc)(size_t, size_t) = nullptr;
+  void *(*valloc)(size_t) = nullptr;
+  void *(*pvalloc)(size_t) = nullptr;
+};
+NextAllocator g_next;
+std::atomic<int> g_state{0};  // 0: not resolved, 1: resolving, 2: ready
+pthread_t g_resolver;
+bool g_tracking = false;
+bool g_hooks_installed = false;
+bool g_program_uses_ours = false;
+
+// dlsym may allocate (its error buffer) while the next allocator is being found: those
+// requests are served here, and never freed.
+alignas(16) char g_bootstrap[64 * 1024];
+std::atomic<size_t> g_bootstrap_used{0};
+
+bool from_bootstrap(const void *pointer) noexcept {
+  return pointer >= static_cast<const void *>(g_bootstrap) &&
+         pointer < static_cast<const void *>(g_bootstrap + sizeof g_bootstrap);
+}
+
+void *bootstrap_allocate(size_t bytes) noexcept {
+  const size_t rounded = (bytes + 16 + 15) & ~size_t{15};
+  const size_t at = g_bootstrap_used.fetch_add(rounded);
+  if (at + rounded > sizeof g_bootstrap) return nullptr;
+  std::memcpy(g_bootstrap + at, &bytes, sizeof bytes);
+  return g_bootstrap + at + 16;
+}
+
+size_t bootstrap_size(const void *pointer) noexcept {
+  size_t bytes;
+  std::memcpy(&bytes, static_cast<const char *>(pointer) - 16, sizeof bytes);
+  return bytes;
+}
+
+template <typename Function>
+void find_next(Function &slot, const char *name) noexcept {
+  slot = reinterpret_cast<Function>(real_dlsym()(RTLD_NEXT, name));
+}
+
+bool tracking_wanted() noexcept {
+  const char *value = getenv("LEASEGUARD_REACHABILITY");
+  const char *disabled = getenv("LEASEGUARD_DISABLE");
+  if (disabled != nullptr && std::strcmp(disabled, "1") == 0) return false;
+  return value == nullptr || std::strcmp(value, "off") != 0;
+}
+
+// True once the next allocator is known; false on the thread finding it (use the bootstrap).
+bool ready() noexcept {
+  int state = g_state.load(std::memory_order_acquire);
+  if (__builtin_expect(state == 2, true)) return true;
+  if (state == 1 && pthread_equal(g_resolver, pthread_self())) return false;
+  int expected = 0;
+  if (g_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    g_resolver = pthread_self();
+    find_next(g_next.malloc, "malloc");
+    find_next(g_next.free, "free");
+    find_next(g_next.calloc, "calloc");
+    find_next(g_next.realloc, "realloc");
+    find_next(g_next.memalign, "memalign");
+    find_next(g_next.posix_memalign, "posix_memalign");
+    find_next(g_next.aligned_alloc, "aligned_alloc");
+    find_next(g_next.valloc, "valloc");
+    find_next(g_next.pvalloc, "pvalloc");
+    g_tracking = tracking_wanted();
+    g_state.store(2, std::memory_order_release);
+    return true;
+  }
+  while (g_state.load(std::memory_order_acquire) != 2) sched_yield();
+  return true;
+}
+
+// ---- deferring the world stop across a tracked call ----
+
+thread_local int t_in_call __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 0;
+
+class TrackedCall {
+ public:
+  TrackedCall() noexcept { ++t_in_call; }
+  ~TrackedCall() {
+    if (--t_in_call == 0 && __builtin_expect(t_deferred_signal != 0, false)) {
+      t_deferred_signal = 0;
+      park_after_deferred_stop();
+    }
+  }
+  TrackedCall(const TrackedCall &) = delete;
+  TrackedCall &operator=(const TrackedCall &) = delete;
+};
+
+void *track(void *pointer, size_t bytes) noexcept {
+  if (pointer != nullptr) insert(reinterpret_cast<uintptr_t>(pointer), bytes == 0 ? 1 : bytes);
+  return pointer;
+}
+
+// ---- a sanitizer's runtime owns malloc: its hooks feed the table ----
+
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void *, size_t),
+                                                         void (*)(const volatile void *)) __attribute__((weak));
+
+void sanitizer_malloc_hook(const volatile void *pointer, size_t bytes) {
+  insert(reinterpret_cast<uintptr_t>(pointer), bytes == 0 ? 1 : bytes);
+}
+void sanitizer_free_hook(const volatile void *pointer) { erase(reinterpret_cast<uintptr_t>(pointer)); }
+
+void lock_all() noexcept {
+  for (Shard &shard : g_shards) shard.lock.lock();
+}
+void unlock_all() noexcept {
+  for (Shard &shard : g_shards) shard.lock.unlock();
+}
+
+}  // namespace
+
+bool complete() noexcept {
+  return g_tracking && (g_program_uses_ours || g_hooks_installed) && !g_lost_blocks.load(std::memory_order_relaxed);
+}
+
+size_t live_blocks() noexcept {
+  size_t count = 0;
+  for (const Shard &shard : g_shards) count += shard.count;
+  return count;
+}
+
+void for_each_block(void (*visit)(void *, uintptr_t, size_t), void *context) noexcept {
+  for (const Shard &shard : g_shards) {
+    if (shard.entries == nullptr) continue;
+    const size_t capacity = size_t{1} << shard.capacity_log2;
+    for (size_t i = 0; i < capacity; ++i)
+      if (shard.entries[i].address != 0) visit(context, shard.entries[i].address, shard.entries[i].bytes);
+  }
+}
+
+bool in_tracked_call() noexcept { return t_in_call != 0; }
+void defer_stop(int signal_number) noexcept { t_deferred_signal = signal_number; }
+
+void start() noexcept {
+  ready();
+  if (!g_tracking) return;
+  // The table's locks are held across fork: the child inherits a table no thread was
+  // changing, whichever threads the parent had.
+  pthread_atfork(lock_all, unlock_all, unlock_all);
+  g_program_uses_ours = real_dlsym()(RTLD_DEFAULT, "malloc") == reinterpret_cast<void *>(&::malloc);
+  if (!g_program_uses_ours && __sanitizer_install_malloc_and_free_hooks != nullptr)
+    g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(sanitizer_malloc_hook, sanitizer_free_hook) != 0;
+}
+
+}  // namespace leaseguard::interpose::heap
+
+// ---- the allocator entry points the program's calls reach ----
+
+using namespace leaseguard::interpose::heap;
+
+extern "C" {
+
+__attribute__((visibility("default"))) void *malloc(size_t bytes) {
+  if (!ready()) return bootstrap_allocate(bytes);
+  if (!g_tracking) return g_next.malloc(bytes);
+  TrackedCall call;
+  return track(g_next.malloc(bytes), bytes);
+}
+
+__attribute__((visibility("default"))) void free(void *pointer) {
+  if (pointer == nullptr || from_bootstrap(pointer)) return;
+  if (!ready() || !g_tracking) return g_next.free(pointer);
+  TrackedCall call;
+  // Out of the table before the allocator may hand the address to another thread.
+  erase(reinterpret_cast<uintptr_t>(pointer));
+  g_next.free(pointer);
+}
+
+__attribute__((visibility("default"))) void *calloc(size_t count, size_t bytes) {
+  if (!ready()) {
+    size_t total;
+    if (__builtin_mul_overflow(count, bytes, &total)) return nullptr;
+    void *memory = bootstrap_allocate(total);
+    if (memory != nullptr) std::memset(memory, 0, total);
+    return memory;
+  }
+  if (!g_tracking) return g_next.calloc(count, bytes);
+  TrackedCall call;
+  return track(g_next.calloc(count, bytes), count * bytes);
+}
+
+__attribute__((visibility("default"))) void *realloc(void *pointer, size_t bytes) {
+  if (from_bootstrap(pointer)) {
+    void *moved = malloc(bytes);
+    if (moved != nullptr) std::memcpy(moved, pointer, std::min(bytes, bootstrap_size(pointer)));
+    return moved;
+  }
+  if (!ready()) return bootstrap_allocate(bytes);
+  if (!g_tracking) return g_next.realloc(pointer, bytes);
+  // One tracked call from the old block to the new: no stop finds the contents in neither.
+  TrackedCall call;
+  const size_t old_bytes = pointer != nullptr ? erase(reinterpret_cast<uintptr_t>(pointer)) : 0;
+  void *moved = g_next.realloc(pointer, bytes);
+  if (moved != nullptr) return track(moved, bytes);
+  if (old_bytes != 0 && bytes != 0) insert(reinterpret_cast<uintptr_t>(pointer), old_bytes);  // failed: still live
+  return nullptr;
+}
+
+__attribute__((visibility("default"))) void *reallocarray(void *pointer, size_t count, size_t bytes) {
+  size_t total;
+  if (__builtin_mul_overflow(count, bytes, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(pointer, total);
+}
+
+__attribute__((visibility("default"))) void *memalign(size_t alignment, size_t bytes) {
+  if (!ready()) return nullptr;
+  if (!g_tracking) return g_next.memalign(alignment, bytes);
+  TrackedCall call;
+  return track(g_next.memalign(alignment, bytes), bytes);
+}
+
+__attribute__((visibility("default"))) void *aligned_alloc(size_t alignment, size_t bytes) {
+  if (!ready()) return nullptr;
+  if (!g_tracking) return g_next.aligned_alloc(alignment, bytes);
+  TrackedCall call;
+  return track(g_next.aligned_alloc(alignment, bytes), bytes);
+}
+
+__attribute__((visibility("default"))) int posix_memalign(void **out, size_t alignment, size_t bytes) {
+  if (!ready()) return ENOMEM;
+  if (!g_tracking) return g_next.posix_memalign(out, alignment, bytes);
+  TrackedCall call;
+  const int status = g_next.posix_memalign(out, alignment, bytes);
+  if (status == 0) track(*out, bytes);
+  return status;
+}
+
+__attribute__((visibility("default"))) void *valloc(size_t bytes) {
+  if (!ready()) return nullptr;
+  if (!g_tracking) return g_next.valloc(bytes);
+  TrackedCall call;
+  return track(g_next.valloc(bytes), bytes);
+}
+
+__attribute__((visibility("default"))) void *pvalloc(size_t bytes) {
+  if (!ready()) return nullptr;
+  if (!g_tracking) return g_next.pvalloc(bytes);
+  TrackedCall call;
+  return track(g_next.pvalloc(bytes), bytes);
+}
+
+}  // extern "C"

@@ -1,0 +1,38 @@
+// The program's live host heap blocks, for the reachability scan: the preload's malloc,
+// free, calloc, realloc and aligned allocators forward to the next definitions (glibc's, or
+// an allocator preloaded after leaseguard) and keep each live block's address and size in a
+// sharded table outside the heap (mmap'd), so the scan can tell a pointer into a live block
+// from a stale one into freed memory.
+//
+// Off (LEASEGUARD_REACHABILITY=off) they only forward. Under a sanitizer whose runtime owns
+// malloc, the sanitizer's malloc/free hooks feed the same table.
+//
+// The world stop (world_stop.h) never stops a thread inside one of these calls: a thread
+// between the allocator and the table, or inside realloc moving a block's contents, would
+// leave a live block unknown. Its stop signal is deferred to the call's end instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace leaseguard::interpose::heap {
+
+// True if every block the program allocates is in the table (tracking on, and the
+// program's malloc is leaseguard's or a sanitizer's with hooks).
+bool complete() noexcept;
+size_t live_blocks() noexcept;
+
+// Calls visit(context, address, bytes) for every live block. Only while every other thread
+// is stopped (or in tests): it takes no lock.
+void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes), void *context) noexcept;
+
+// For the world stop's signal handler: a thread inside a tracked call is not stopped there;
+// its stop is marked pending and taken when the call ends (by raising the signal again).
+bool in_tracked_call() noexcept;
+void defer_stop(int signal_number) noexcept;
+
+// Called from the preload's constructor: fork safety (the table's locks are held across
+// fork, so the child's table is consistent), and the sanitizer hooks where they apply.
+void start() noexcept;
+
+}  // namespace leaseguard::interpose::heap

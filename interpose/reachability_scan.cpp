@@ -1,0 +1,382 @@
+// The snapshot of reachability_scan.h. Everything the stopped phase needs is prepared
+// before it, in memory of its own (mmap'd): while other threads are stopped one of them
+// may hold the heap's, the loader's or stdio's lock.
+#include "reachability_scan.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "background_thread.h"
+#include "driver_queries.h"
+#include "heap_tracker.h"
+#include "hook_table.h"
+#include "journal_format.h"
+#include "log.h"
+#include "reachability.h"
+#include "resource_rules.h"
+#include "tracker.h"
+#include "world_stop.h"
+
+namespace leaseguard::interpose {
+namespace {
+
+using reachability::Class;
+using reachability::MemoryRange;
+using reachability::Node;
+
+// Memory of the scan's own: mmap'd in one piece, handed out in 8-byte aligned parts.
+class Arena {
+ public:
+  explicit Arena(size_t bytes) noexcept : size_((bytes + 4095) & ~size_t{4095}) {
+    void *memory = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    base_ = memory == MAP_FAILED ? nullptr : static_cast<char *>(memory);
+  }
+  ~Arena() {
+    if (base_ != nullptr) munmap(base_, size_);
+  }
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  bool ok() const noexcept { return base_ != nullptr; }
+  template <typename T>
+  T *take(size_t count) noexcept {
+    const size_t bytes = (count * sizeof(T) + 7) & ~size_t{7};
+    if (base_ == nullptr || size_ - used_ < bytes) return nullptr;
+    T *part = reinterpret_cast<T *>(base_ + used_);
+    used_ += bytes;
+    return part;
+  }
+
+ private:
+  size_t size_;
+  char *base_ = nullptr;
+  size_t used_ = 0;
+};
+
+template <typename T>
+struct Array {
+  T *items = nullptr;
+  size_t count = 0;
+  size_t capacity = 0;
+  bool take(Arena &arena, size_t n) noexcept {
+    items = arena.take<T>(n);
+    capacity = items != nullptr ? n : 0;
+    return items != nullptr;
+  }
+  bool push(const T &item) noexcept {
+    if (count == capacity) return false;
+    items[count++] = item;
+    return true;
+  }
+};
+
+// Device memory the CPU cannot read in place: read back through the driver.
+bool read_in_place(Kind kind) noexcept { return kind == Kind::Host || kind == Kind::Managed || kind == Kind::Registered; }
+
+struct ModuleRanges {
+  Array<MemoryRange> *program;
+  Array<MemoryRange> *owner;
+  const uintptr_t *owner_bases;
+  size_t owner_base_count;
+};
+
+// Every module's writable segments (.data, .bss): the program's roots, or leaseguard's and
+// the drivers' own where the module is one of theirs.
+int add_module(dl_phdr_info *info, size_t, void *context) {
+  auto &ranges = *static_cast<ModuleRanges *>(context);
+  bool owned = false;
+  for (size_t i = 0; i < ranges.owner_base_count; ++i) owned = owned || ranges.owner_bases[i] == info->dlpi_addr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_W) == 0) continue;
+    const uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+    (owned ? ranges.owner : ranges.program)->push(MemoryRange{begin, begin + header.p_memsz});
+  }
+  return 0;
+}
+
+// The load bases of leaseguard's own module and of every driver (or shim) that a hook
+// forwards to: their globals and what those reach are not the program's.
+size_t owner_module_bases(uintptr_t *bases, size_t capacity) noexcept {
+  size_t count = 0;
+  auto add = [&](const void *address) {
+    Dl_info info{};
+    if (address == nullptr || dladdr(address, &info) == 0) return;
+    const auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    for (size_t i = 0; i < count; ++i)
+      if (bases[i] == base) return;
+    // dli_fbase is the ELF header's address; dl_iterate_phdr's dlpi_addr is the load bias.
+    // They agree for shared objects linked at 0, which drivers and leaseguard are.
+    if (count < capacity) bases[count++] = base;
+  };
+  add(reinterpret_cast<const void *>(&classify_live_memory));
+  for (size_t api = 1; api < static_cast<size_t>(Api::Count); ++api)
+    add(detail::g_real[api].load(std::memory_order_acquire));
+  return count;
+}
+
+// /proc/self/maps, read with plain system calls into `text`: the readable mappings.
+size_t read_mappings(char *text, size_t capacity, MemoryRange *out, size_t out_capacity) noexcept {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return 0;
+  size_t used = 0;
+  for (ssize_t got; used + 1 < capacity && (got = read(fd, text + used, capacity - 1 - used)) > 0;) used += got;
+  close(fd);
+  text[used] = '\0';
+  size_t count = 0;
+  for (char *line = text; *line != '\0' && count < out_capacity;) {
+    char *end_of_line = std::strchr(line, '\n');
+    char *dash = nullptr, *space = nullptr;
+    const uintptr_t begin = std::strtoull(line, &dash, 16);
+    const uintptr_t end = std::strtoull(dash + 1, &space, 16);
+    if (space[1] == 'r') out[count++] = MemoryRange{begin, end};
+    if (end_of_line == nullptr) break;
+    line = end_of_line + 1;
+  }
+  return count;
+}
+
+const MemoryRange *mapping_containing(const MemoryRange *mappings, size_t count, uintptr_t address) noexcept {
+  const MemoryRange *after = std::upper_bound(mappings, mappings + count, address,
+                                              [](uintptr_t a, const MemoryRange &m) { return a < m.begin; });
+  if (after == mappings) return nullptr;
+  const MemoryRange *candidate = after - 1;
+  return address < candidate->end ? candidate : nullptr;
+}
+
+// The size of the static TLS blocks below each thread pointer, from the loader (0: unknown).
+size_t static_tls_bytes() noexcept {
+  using Info = void (*)(size_t *, size_t *);
+  auto info = reinterpret_cast<Info>(dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info"));
+  size_t size = 0, align = 0;
+  if (info != nullptr) info(&size, &align);
+  return size;
+}
+
+// The thread control block and thread-specific data above the thread pointer (glibc's
+// struct pthread: 2304 bytes on x86-64 in glibc 2.36; the mapping bounds it where smaller).
+constexpr size_t kThreadBlockBytes = 4096;
+
+uintptr_t thread_pointer() noexcept {
+  uintptr_t pointer;
+  asm volatile("mov %%fs:0, %0" : "=r"(pointer));
+  return pointer;
+}
+
+struct Prepared {
+  Array<Node> nodes;
+  Array<MemoryRange> program_roots;
+  Array<MemoryRange> owner_roots;
+  Array<MemoryRange> mappings;
+  char *maps_text = nullptr;
+  size_t maps_capacity = 0;
+  uint64_t *registers = nullptr;  // each stopped thread's, in a row: roots too
+  size_t device_nodes = 0;
+  bool heap_overflow = false;
+};
+
+void add_block(void *context, uintptr_t address, size_t bytes) {
+  auto &prepared = *static_cast<Prepared *>(context);
+  Node node;
+  node.address = address;
+  node.bytes = bytes;
+  node.contents = reinterpret_cast<const void *>(address);
+  node.contents_bytes = bytes;
+  if (!prepared.nodes.push(node)) prepared.heap_overflow = true;
+}
+
+// Adds [begin, end) clamped to the readable mapping that holds `anchor`.
+void add_clamped(Prepared &prepared, uintptr_t anchor, uintptr_t begin, uintptr_t end) noexcept {
+  const MemoryRange *mapping = mapping_containing(prepared.mappings.items, prepared.mappings.count, anchor);
+  if (mapping == nullptr) return;
+  begin = std::max(begin, mapping->begin);
+  end = std::min(end, mapping->end);
+  if (begin < end) prepared.program_roots.push(MemoryRange{begin, end});
+}
+
+// A thread's static TLS and control block around its thread pointer. A thread that glibc
+// made keeps them at the top of its stack mapping, which its stack's range covers already:
+// the static TLS size the loader reports includes a surplus that would reach down into the
+// dead part of that stack. The main thread's are a block of their own.
+void add_thread_block(Prepared &prepared, uintptr_t stack_pointer, uintptr_t thread_pointer, size_t tls_bytes) noexcept {
+  const MemoryRange *stack = mapping_containing(prepared.mappings.items, prepared.mappings.count, stack_pointer);
+  if (stack != nullptr && thread_pointer >= stack->begin && thread_pointer < stack->end) return;
+  add_clamped(prepared, thread_pointer, thread_pointer - tls_bytes, thread_pointer + kThreadBlockBytes);
+}
+
+// The stopped phase: roots of every thread and the heap's blocks, then the classification.
+reachability::Statistics collect_and_classify(Prepared &prepared, const WorldStop &world, uintptr_t caller_frame,
+                          const ucontext_t &own_registers, size_t tls_bytes, void *scratch, size_t fixed_roots) noexcept {
+  prepared.mappings.count =
+      read_mappings(prepared.maps_text, prepared.maps_capacity, prepared.mappings.items, prepared.mappings.capacity);
+  prepared.program_roots.count = fixed_roots;
+  heap::for_each_block(add_block, &prepared);
+  // This thread: its registers as the exit handler was entered, its stack above leaseguard's frames.
+  std::memcpy(prepared.registers, own_registers.uc_mcontext.gregs, sizeof(StoppedThread::registers));
+  prepared.program_roots.push(
+      MemoryRange{reinterpret_cast<uintptr_t>(prepared.registers),
+                  reinterpret_cast<uintptr_t>(prepared.registers) + sizeof(StoppedThread::registers)});
+  add_clamped(prepared, caller_frame, caller_frame, UINTPTR_MAX);
+  add_thread_block(prepared, caller_frame, thread_pointer(), tls_bytes);
+  for (size_t i = 0; i < world.count(); ++i) {
+    const StoppedThread &thread = world.thread(i);
+    uint64_t *registers = prepared.registers + (i + 1) * 23;
+    if (thread.registers_read) {
+      std::memcpy(registers, thread.registers, sizeof thread.registers);
+      prepared.program_roots.push(MemoryRange{reinterpret_cast<uintptr_t>(registers),
+                                              reinterpret_cast<uintptr_t>(registers) + sizeof thread.registers});
+      add_thread_block(prepared, thread.stack_pointer, thread.thread_pointer, tls_bytes);
+    }
+    // A leaf function's locals may sit in the 128-byte red zone below the stack pointer.
+    if (thread.stack_pointer != 0) add_clamped(prepared, thread.stack_pointer, thread.stack_pointer - 128, UINTPTR_MAX);
+  }
+  reachability::Snapshot snapshot{prepared.program_roots.items, prepared.program_roots.count,
+                                  prepared.owner_roots.items,   prepared.owner_roots.count,
+                                  prepared.nodes.items,         prepared.nodes.count};
+  return reachability::classify(snapshot, scratch);
+}
+
+std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification ran
+
+void classify_at_exit() {
+  if (g_classified_in.exchange(getpid()) == getpid()) return;
+  if (Tracker *tracker = Tracker::instance())
+    classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
+}
+
+}  // namespace
+
+void arrange_classification_at_exit() noexcept {
+  Tracker *tracker = Tracker::instance();
+  if (tracker == nullptr || tracker->options().reachability == ReachabilityMode::Off) return;
+  std::atexit(classify_at_exit);
+}
+
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept {
+  if (tracker.options().reachability == ReachabilityMode::Off) return;
+  ucontext_t own_registers;
+  getcontext(&own_registers);
+  std::vector<Tracker::LiveMemory> live = tracker.live_memory();
+  if (live.empty()) return;
+
+  // Everything the stopped phase uses, sized with room for the blocks other threads
+  // allocate until they stop (more than that: the heap is reported incomplete).
+  const Options &options = tracker.options();
+  const size_t block_room = heap::live_blocks() + heap::live_blocks() / 4 + 65536;
+  const size_t node_room = block_room + live.size();
+  uint64_t device_budget = options.device_scan_total_bytes;
+  constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384;
+  const size_t arena_bytes = node_room * sizeof(Node) + reachability::scratch_bytes(node_room) +
+                             2 * kMaxRoots * sizeof(MemoryRange) + kMaxMappings * sizeof(MemoryRange) + kMapsText +
+                             (kMaxThreads + 1) * 23 * 8 + options.device_scan_total_bytes + 4096;
+  Arena arena(arena_bytes);
+  Prepared prepared;
+  void *scratch = arena.take<uint64_t>(reachability::scratch_bytes(node_room) / 8 + 1);
+  if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
+      !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
+      !prepared.mappings.take(arena, kMaxMappings) ||
+      (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
+      (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr) {
+    log_warning("no memory to classify live allocations: they are reported unchecked");
+    return;
+  }
+  prepared.maps_capacity = kMapsText;
+
+  // Device allocations, their memory read back now (the driver cannot be called while the
+  // world is stopped), within the bound.
+  uint32_t flags = 0;
+  for (const Tracker::LiveMemory &allocation : live) {
+    Node node;
+    node.address = allocation.address;
+    node.bytes = std::max<uint64_t>(allocation.bytes, 1);
+    node.allocation_id = allocation.id;
+    if (read_in_place(allocation.kind)) {
+      node.contents = reinterpret_cast<const void *>(allocation.address);
+      node.contents_bytes = allocation.bytes;
+    } else if (allocation.bytes > options.device_scan_allocation_bytes || allocation.bytes > device_budget) {
+      flags |= journal::kReachabilityDeviceBounded;
+    } else if (void *copy = arena.take<char>(allocation.bytes); copy != nullptr) {
+      void *anchor = detail::g_real[static_cast<size_t>(allocation.api)].load(std::memory_order_acquire);
+      bool copied = false;
+      if (vendor_of(allocation.api) == Vendor::Hip) {
+        using Copy = int (*)(void *, const void *, size_t, int);
+        if (auto hip_copy = reinterpret_cast<Copy>(driver_symbol(anchor, "hipMemcpy")))
+          copied = hip_copy(copy, reinterpret_cast<const void *>(allocation.address), allocation.bytes, 2) == 0;
+      } else if (auto cuda_copy = reinterpret_cast<CUresult (*)(void *, CUdeviceptr, size_t)>(
+                     driver_symbol(anchor, "cuMemcpyDtoH_v2"))) {
+        copied = cuda_copy(copy, allocation.address, allocation.bytes) == CUDA_SUCCESS;
+      }
+      if (copied) {
+        node.contents = copy;
+        node.contents_bytes = allocation.bytes;
+        device_budget -= allocation.bytes;
+      } else {
+        flags |= journal::kReachabilityDeviceBounded;
+      }
+    }
+    prepared.nodes.push(node);
+  }
+  prepared.device_nodes = prepared.nodes.count;
+
+  // Globals of every module, sorted into the program's and the owners'.
+  uintptr_t owner_bases[64];
+  ModuleRanges modules{&prepared.program_roots, &prepared.owner_roots, owner_bases,
+                       owner_module_bases(owner_bases, std::size(owner_bases))};
+  dl_iterate_phdr(add_module, &modules);
+  const size_t fixed_roots = prepared.program_roots.count;
+  const size_t tls_bytes = static_tls_bytes();
+  pid_t own_threads[16];
+  const size_t own_thread_count = BackgroundThread::running_thread_ids(own_threads, std::size(own_threads));
+  // The copies below must not be found as the program's: free them before the stop.
+  std::vector<std::pair<uint64_t, uint8_t>> classes;
+  std::vector<Tracker::LiveMemory>().swap(live);
+
+  WorldStop world;
+  if (!world.stop(own_threads, own_thread_count)) {
+    log_warning("no free signal to stop the program's threads: live allocations are reported unchecked");
+    return;
+  }
+  const reachability::Statistics statistics =
+      collect_and_classify(prepared, world, caller_frame, own_registers, tls_bytes, scratch, fixed_roots);
+  const bool threads_stopped = world.stopped_all();
+  const size_t threads = world.count();
+  world.resume();
+  log_debug("reachability: %zu node(s), %zu root range(s) (%zu owned), %zu other thread(s), %llu byte(s) scanned, "
+            "%llu owned block(s), %llu lost component(s)",
+            prepared.nodes.count, prepared.program_roots.count, prepared.owner_roots.count, threads,
+            static_cast<unsigned long long>(statistics.scanned_bytes),
+            static_cast<unsigned long long>(statistics.owned_blocks),
+            static_cast<unsigned long long>(statistics.lost_components));
+
+  if (!threads_stopped) flags |= journal::kReachabilityThreadsNotStopped;
+  if (!heap::complete() || prepared.heap_overflow) flags |= journal::kReachabilityHeapUntracked;
+  const bool lost_unchecked =
+      (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked)) != 0;
+  try {
+    classes.reserve(prepared.device_nodes);
+    for (size_t i = 0; i < prepared.nodes.count; ++i) {
+      const Node &node = prepared.nodes.items[i];
+      if (node.allocation_id == 0) continue;
+      Class result = node.result;
+      if (lost_unchecked && result != Class::Reachable) result = Class::Unchecked;
+      classes.emplace_back(node.allocation_id, static_cast<uint8_t>(result));
+    }
+  } catch (...) {
+    log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
+    return;
+  }
+  tracker.write_reachability(classes, flags);
+}
+
+}  // namespace leaseguard::interpose

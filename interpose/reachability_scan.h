@@ -1,0 +1,24 @@
+// Taking the snapshot that core/reachability.h classifies, in the running program: its
+// roots, its live host heap blocks (heap_tracker.h) and device allocations (the tracker's),
+// with every other thread stopped (world_stop.h); then journaling the classes.
+#pragma once
+
+#include <cstdint>
+
+namespace leaseguard {
+class Tracker;
+}
+
+namespace leaseguard::interpose {
+
+// Classifies every live allocation no lease has reported yet and journals the classes.
+// The calling thread's stack is read from `caller_frame` up: leaseguard's own frames below
+// it hold copies of the addresses being classified.
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept;
+
+// Run when a process's journal opens: arranges classify_live_memory at its exit, before
+// the static destructors of what it constructed so far (which would free the containers
+// that hold its device memory).
+void arrange_classification_at_exit() noexcept;
+
+}  // namespace leaseguard::interpose

@@ -1,0 +1,278 @@
+// The world stop of world_stop.h: a real-time signal, a futex to wait on, and /proc read
+// with plain system calls (no allocation, no stdio: other threads may hold their locks).
+#include "world_stop.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <ctime>
+
+#include "heap_tracker.h"
+
+namespace leaseguard::interpose {
+namespace {
+
+enum SlotState : int { kSignalled = 0, kStopped = 1, kNotStopped = 2, kGone = 3 };
+
+struct Slot {
+  std::atomic<int> state{kSignalled};
+  StoppedThread info;
+};
+
+constexpr size_t kMaxThreads = 16384;
+Slot *g_slots = nullptr;
+std::atomic<size_t> g_count{0};
+std::atomic<uint32_t> g_resume_epoch{0};
+std::atomic<uint32_t> g_stop_events{0};
+std::atomic<bool> g_active{false};
+int g_signal = 0;
+pid_t g_pid = 0;
+
+pid_t current_tid() noexcept { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+void futex_wait(std::atomic<uint32_t> &word, uint32_t expected, const timespec *timeout) noexcept {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, timeout, nullptr, 0);
+}
+void futex_wake_all(std::atomic<uint32_t> &word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+uintptr_t thread_pointer() noexcept {
+  uintptr_t pointer;
+  asm volatile("mov %%fs:0, %0" : "=r"(pointer));
+  return pointer;
+}
+
+Slot *own_slot() noexcept {
+  const pid_t tid = current_tid();
+  const size_t count = g_count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i)
+    if (g_slots[i].info.tid == tid) return &g_slots[i];
+  return nullptr;
+}
+
+void park(Slot &slot, const ucontext_t &context) noexcept {
+  const uint32_t epoch = g_resume_epoch.load(std::memory_order_acquire);
+  static_assert(sizeof slot.info.registers == sizeof context.uc_mcontext.gregs);
+  std::memcpy(slot.info.registers, context.uc_mcontext.gregs, sizeof slot.info.registers);
+  slot.info.stack_pointer = static_cast<uintptr_t>(context.uc_mcontext.gregs[REG_RSP]);
+  slot.info.thread_pointer = thread_pointer();
+  slot.info.registers_read = true;
+  int expected = kSignalled;
+  // The scan may have given up on this thread already: then it must not wait.
+  if (!slot.state.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel)) return;
+  g_stop_events.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(g_stop_events);
+  while (g_resume_epoch.load(std::memory_order_acquire) == epoch) futex_wait(g_resume_epoch, epoch, nullptr);
+}
+
+void on_stop_signal(int signal_number, siginfo_t *info, void *context) {
+  if (!g_active.load(std::memory_order_acquire) || info->si_code != SI_TKILL || info->si_pid != g_pid) return;
+  if (heap::in_tracked_call()) {
+    heap::defer_stop(signal_number);
+    return;
+  }
+  const int saved_errno = errno;
+  if (Slot *slot = own_slot(); slot != nullptr && slot->state.load(std::memory_order_acquire) == kSignalled)
+    park(*slot, *static_cast<const ucontext_t *>(context));
+  errno = saved_errno;
+}
+
+// A real-time signal with no handler, chosen once and then kept: its handler stays
+// installed, so a stop signal still pending for a thread when the scan ended is ignored.
+bool install_handler() noexcept {
+  if (g_signal != 0) return true;
+  for (int candidate = SIGRTMAX; candidate >= SIGRTMIN + 2; --candidate) {
+    struct sigaction current {};
+    if (sigaction(candidate, nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) continue;
+    struct sigaction ours {};
+    ours.sa_sigaction = on_stop_signal;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&ours.sa_mask);
+    if (sigaction(candidate, &ours, nullptr) != 0) continue;
+    g_signal = candidate;
+    return true;
+  }
+  return false;
+}
+
+// Reads a small /proc file into `buffer` (NUL-terminated); false if it could not.
+bool read_proc(const char *path, char *buffer, size_t size) noexcept {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  size_t used = 0;
+  for (ssize_t got; used + 1 < size && (got = read(fd, buffer + used, size - 1 - used)) > 0;) used += got;
+  close(fd);
+  buffer[used] = '\0';
+  return used > 0;
+}
+
+void task_path(char *out, pid_t tid, const char *leaf) noexcept {
+  char digits[16];
+  int n = 0;
+  for (unsigned value = static_cast<unsigned>(tid); value != 0 || n == 0; value /= 10) digits[n++] = '0' + value % 10;
+  char *at = out;
+  for (const char *p = "/proc/self/task/"; *p != '\0'; ++p) *at++ = *p;
+  while (n > 0) *at++ = digits[--n];
+  *at++ = '/';
+  for (const char *p = leaf; *p != '\0'; ++p) *at++ = *p;
+  *at = '\0';
+}
+
+// Whether `tid` blocks the stop signal (SigBlk in its status); true if it cannot be read.
+bool blocks_stop_signal(pid_t tid) noexcept {
+  char path[64], status[4096];
+  task_path(path, tid, "status");
+  if (!read_proc(path, status, sizeof status)) return true;
+  const char *line = std::strstr(status, "SigBlk:");
+  if (line == nullptr) return true;
+  const unsigned long long mask = std::strtoull(line + 7, nullptr, 16);
+  return (mask >> (g_signal - 1) & 1) != 0;
+}
+
+// The stack pointer of a thread blocked in a system call (/proc/.../syscall: "nr args... sp
+// pc"), or 0.
+uintptr_t blocked_stack_pointer(pid_t tid) noexcept {
+  char path[64], text[256];
+  task_path(path, tid, "syscall");
+  if (!read_proc(path, text, sizeof text) || text[0] < '0' || text[0] > '9') return 0;
+  const char *fields[9] = {};
+  int count = 0;
+  for (char *at = text; *at != '\0' && count < 9;) {
+    while (*at == ' ') ++at;
+    if (*at == '\0' || *at == '\n') break;
+    fields[count++] = at;
+    while (*at != ' ' && *at != '\0' && *at != '\n') ++at;
+  }
+  return count == 9 ? static_cast<uintptr_t>(std::strtoull(fields[7], nullptr, 16)) : 0;
+}
+
+bool task_exists(pid_t tid) noexcept {
+  char path[64];
+  task_path(path, tid, "stat");
+  return syscall(SYS_faccessat, AT_FDCWD, path, F_OK) == 0;
+}
+
+bool known(pid_t tid) noexcept {
+  const size_t count = g_count.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < count; ++i)
+    if (g_slots[i].info.tid == tid) return true;
+  return false;
+}
+
+// Adds and signals every thread of /proc/self/task not yet known; returns how many.
+size_t signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexcept {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd < 0) return 0;
+  alignas(8) char entries[8192];
+  size_t added = 0;
+  for (long got; (got = syscall(SYS_getdents64, fd, entries, sizeof entries)) > 0;) {
+    for (long at = 0; at < got;) {
+      const auto *name = entries + at + 19;  // linux_dirent64: ino 8, off 8, reclen 2, type 1, name
+      uint16_t record_length;
+      std::memcpy(&record_length, entries + at + 16, sizeof record_length);
+      at += record_length;
+      if (*name < '0' || *name > '9') continue;
+      const auto tid = static_cast<pid_t>(std::strtol(name, nullptr, 10));
+      bool skipped = tid == self || known(tid);
+      for (size_t i = 0; i < skip_count && !skipped; ++i) skipped = skip[i] == tid;
+      if (skipped || g_count.load(std::memory_order_relaxed) >= kMaxThreads) continue;
+      Slot &slot = g_slots[g_count.load(std::memory_order_relaxed)];
+      slot.info = StoppedThread{};
+      slot.info.tid = tid;
+      slot.state.store(kSignalled, std::memory_order_relaxed);
+      g_count.fetch_add(1, std::memory_order_release);
+      ++added;
+      if (blocks_stop_signal(tid)) {
+        slot.info.stack_pointer = blocked_stack_pointer(tid);
+        slot.state.store(kNotStopped, std::memory_order_release);
+      } else if (syscall(SYS_tgkill, g_pid, tid, g_signal) != 0) {
+        slot.state.store(kGone, std::memory_order_release);
+      }
+    }
+  }
+  close(fd);
+  return added;
+}
+
+// Waits until no thread is still on its way to stopping. A thread that has not stopped
+// after a few seconds (it blocked the signal after it was sent) is taken as not stopped.
+void wait_for_stops() noexcept {
+  timespec started{};
+  clock_gettime(CLOCK_MONOTONIC, &started);
+  for (;;) {
+    const uint32_t seen = g_stop_events.load(std::memory_order_acquire);
+    size_t pending = 0;
+    const size_t count = g_count.load(std::memory_order_acquire);
+    for (size_t i = 0; i < count; ++i)
+      if (g_slots[i].state.load(std::memory_order_acquire) == kSignalled) ++pending;
+    if (pending == 0) return;
+    const timespec slice{0, 20'000'000};
+    futex_wait(g_stop_events, seen, &slice);
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const bool given_up = now.tv_sec - started.tv_sec >= 5;
+    for (size_t i = 0; i < count; ++i) {
+      Slot &slot = g_slots[i];
+      if (slot.state.load(std::memory_order_acquire) != kSignalled) continue;
+      int expected = kSignalled;
+      if (!task_exists(slot.info.tid)) slot.state.compare_exchange_strong(expected, kGone);
+      else if (given_up && slot.state.compare_exchange_strong(expected, kNotStopped))
+        slot.info.stack_pointer = blocked_stack_pointer(slot.info.tid);
+    }
+  }
+}
+
+}  // namespace
+
+bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
+  if (g_slots == nullptr) {
+    void *memory = mmap(nullptr, kMaxThreads * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return false;
+    g_slots = static_cast<Slot *>(memory);
+  }
+  if (!install_handler()) return false;
+  g_pid = getpid();
+  g_count.store(0, std::memory_order_release);
+  g_active.store(true, std::memory_order_release);
+  const pid_t self = current_tid();
+  while (signal_new_threads(self, skip, skip_count) > 0) wait_for_stops();
+  return true;
+}
+
+void WorldStop::resume() noexcept {
+  g_active.store(false, std::memory_order_release);
+  g_resume_epoch.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(g_resume_epoch);
+}
+
+size_t WorldStop::count() const noexcept { return g_count.load(std::memory_order_acquire); }
+const StoppedThread &WorldStop::thread(size_t i) const noexcept { return g_slots[i].info; }
+
+bool WorldStop::stopped_all() const noexcept {
+  const size_t count = g_count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i)
+    if (g_slots[i].state.load(std::memory_order_acquire) == kNotStopped) return false;
+  return true;
+}
+
+void park_after_deferred_stop() noexcept {
+  if (!g_active.load(std::memory_order_acquire)) return;
+  Slot *slot = own_slot();
+  if (slot == nullptr || slot->state.load(std::memory_order_acquire) != kSignalled) return;
+  ucontext_t context;
+  getcontext(&context);
+  park(*slot, context);
+}
+
+}  // namespace leaseguard::interpose

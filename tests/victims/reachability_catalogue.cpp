@@ -1,0 +1,221 @@
+// Device memory held, lost and hidden in every way the reachability scan must tell apart.
+// Each case allocates its own size (below), so the test can find it in the report and
+// assert its class. Modes: (none) the catalogue and a forked child; "kill": one held and
+// one dropped allocation, then SIGKILL; "gate": held memory only, plus one dropped
+// allocation if a second argument "drop" is given.
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "victim.h"
+
+namespace {
+
+// Sizes: reachable cases 1001..1099, indirect 2001..2099, direct 3001..3099.
+enum Size : size_t {
+  kGlobal = 1001,
+  kStaticLocal = 1002,
+  kHeapStruct = 1003,
+  kVector = 1004,
+  kMap = 1005,
+  kTls = 1006,
+  kInterior = 1007,
+  kBlockedStack = 1008,
+  kSpinningRegister = 1009,
+  kInReachableDevice = 1010,
+  kReachableTable = 1011,
+  kChildGlobal = 1012,
+  kInLostDevice = 2001,
+  kInLostHost = 2002,
+  kCycleSecond = 2003,
+  kLostTable = 3001,
+  kDisguised = 3002,
+  kOnlyInFreedHost = 3003,
+  kOnlyInDriverTables = 3004,
+  kCycleFirst = 3005,
+  kDropped = 3006,
+  kChildDropped = 3007,
+};
+
+// Held with external linkage and `used`: a global written and never read again is what
+// an optimizer deletes, and with it the only pointer to the memory.
+#define HELD __attribute__((used))
+struct Cache {
+  int generation;
+  CUdeviceptr blocks[4];
+};
+}  // namespace
+
+HELD CUcontext g_context;  // the program holds its context: the driver's tables hang from it
+HELD CUdeviceptr g_global;
+HELD Cache *g_cache;
+HELD std::vector<CUdeviceptr> g_vector;
+HELD std::unordered_map<int, CUdeviceptr> g_map;
+HELD thread_local CUdeviceptr t_tls;
+HELD char *g_interior;
+HELD CUdeviceptr g_table;  // device memory holding a device pointer
+HELD uintptr_t g_disguised;
+HELD void *volatile g_lost_host;  // cleared: the block it pointed to is lost
+
+namespace {
+sem_t g_threads_ready;
+
+VICTIM_NOINLINE CUdeviceptr allocate(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  CHECK(cuMemAlloc_v2(&pointer, bytes));
+  return pointer;
+}
+
+// Overwrites the dead stack below the caller, where stale copies of dropped pointers lie.
+VICTIM_NOINLINE void scrub_stack() {
+  volatile char area[16384];
+  for (size_t i = 0; i < sizeof area; ++i) area[i] = 0;
+}
+
+VICTIM_NOINLINE void static_local() {
+  static volatile CUdeviceptr held = allocate(kStaticLocal);
+  (void)held;
+}
+
+VICTIM_NOINLINE void store_pointer_in_device(CUdeviceptr table, CUdeviceptr pointer) {
+  CHECK(cuMemcpyHtoD_v2(table, &pointer, sizeof pointer));
+}
+
+VICTIM_NOINLINE void lose_device_table() {
+  CUdeviceptr table = allocate(kLostTable);
+  store_pointer_in_device(table, allocate(kInLostDevice));
+}
+
+VICTIM_NOINLINE void lose_host_struct() {
+  auto *lost = static_cast<CUdeviceptr *>(std::malloc(64));
+  lost[3] = allocate(kInLostHost);
+  g_lost_host = lost;  // so the block and its store are kept
+  g_lost_host = nullptr;  // the block leaks (LeakSanitizer's business); the device memory hangs from it
+}
+
+VICTIM_NOINLINE void leave_pointer_in_freed_host() {
+  auto *block = static_cast<CUdeviceptr *>(std::malloc(256));
+  block[20] = allocate(kOnlyInFreedHost);  // past what free() writes into the chunk
+  g_lost_host = block;  // so the store is kept
+  g_lost_host = nullptr;
+  std::free(block);
+}
+
+VICTIM_NOINLINE void lose_cycle() {
+  CUdeviceptr first = allocate(kCycleFirst);
+  CUdeviceptr second = allocate(kCycleSecond);
+  store_pointer_in_device(first, second);
+  store_pointer_in_device(second, first);
+}
+
+VICTIM_NOINLINE void drop(size_t bytes) { allocate(bytes); }
+
+void *blocked_thread(void *) {
+  CHECK(cuCtxSetCurrent(g_context));
+  volatile CUdeviceptr held = allocate(kBlockedStack);
+  (void)held;
+  sem_post(&g_threads_ready);
+  int never[2];
+  if (pipe(never) == 0) {
+    char byte;
+    while (read(never[0], &byte, 1) != 0) {  // blocks until the process exits
+    }
+  }
+  return nullptr;
+}
+
+VICTIM_NOINLINE uint64_t allocate_and_forget_where() {
+  volatile CUdeviceptr pointer = allocate(kSpinningRegister);
+  const uint64_t value = pointer;
+  pointer = 0;
+  return value;
+}
+
+void *spinning_thread(void *) {
+  CHECK(cuCtxSetCurrent(g_context));
+  register uint64_t held asm("r12") = allocate_and_forget_where();
+  asm volatile("" : "+r"(held));
+  scrub_stack();
+  asm volatile("" : "+r"(held));
+  sem_post(&g_threads_ready);
+  for (;;) asm volatile("pause" : "+r"(held));  // the only copy: r12
+  return nullptr;
+}
+
+void start_thread(void *(*body)(void *)) {
+  pthread_t thread;
+  if (pthread_create(&thread, nullptr, body, nullptr) != 0) std::exit(4);
+  pthread_detach(thread);
+  sem_wait(&g_threads_ready);
+}
+
+void catalogue() {
+  g_global = allocate(kGlobal);
+  static_local();
+  g_cache = static_cast<Cache *>(std::calloc(1, sizeof(Cache)));
+  g_cache->blocks[2] = allocate(kHeapStruct);
+  g_vector.push_back(0);
+  g_vector.push_back(allocate(kVector));
+  g_map[7] = allocate(kMap);
+  t_tls = allocate(kTls);
+  g_interior = reinterpret_cast<char *>(allocate(kInterior)) + 100;
+  g_table = allocate(kReachableTable);
+  store_pointer_in_device(g_table, allocate(kInReachableDevice));
+  lose_device_table();
+  lose_host_struct();
+  g_disguised = allocate(kDisguised) ^ 0x5a5a5a5a5a5a5a5aull;
+  leave_pointer_in_freed_host();
+  drop(kOnlyInDriverTables);
+  lose_cycle();
+  drop(kDropped);
+  start_thread(blocked_thread);
+  start_thread(spinning_thread);
+}
+
+VICTIM_NOINLINE void child() {
+  g_global = allocate(kChildGlobal);
+  drop(kChildDropped);
+  scrub_stack();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  sem_init(&g_threads_ready, 0, 0);
+  g_context = victim_primary_context();
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "kill") == 0) {
+    g_global = allocate(kGlobal);
+    drop(kDropped);
+    raise(SIGKILL);
+  }
+  if (std::strcmp(mode, "gate") == 0) {
+    g_global = allocate(kGlobal);
+    g_cache = static_cast<Cache *>(std::calloc(1, sizeof(Cache)));
+    g_cache->blocks[0] = allocate(kHeapStruct);
+    t_tls = allocate(kTls);
+    start_thread(blocked_thread);
+    if (argc > 2 && std::strcmp(argv[2], "drop") == 0) drop(kDropped);
+    scrub_stack();
+    return 0;
+  }
+  catalogue();
+  scrub_stack();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    child();
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  scrub_stack();
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 5;
+}
