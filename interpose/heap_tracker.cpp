@@ -57,10 +57,32 @@ void place(Entry *entries, size_t mask, uintptr_t address, size_t bytes) noexcep
   }
 }
 
+// Every shard's first table, in one mapping made once: a program whose blocks never
+// outgrow them maps nothing more, so the tables never take address ranges the program's
+// unmapping freed (a library loaded again where an unloaded one was).
+std::atomic<Entry *> g_first_tables{nullptr};
+
+Entry *first_table(const Shard &shard) noexcept {
+  Entry *tables = g_first_tables.load(std::memory_order_acquire);
+  if (tables == nullptr) {
+    Entry *made = map_entries(kShards << kFirstCapacityLog2);
+    if (made == nullptr) return nullptr;
+    if (!g_first_tables.compare_exchange_strong(tables, made, std::memory_order_acq_rel))
+      munmap(made, (kShards << kFirstCapacityLog2) * sizeof(Entry));
+    else tables = made;
+  }
+  return tables + (static_cast<size_t>(&shard - g_shards.data()) << kFirstCapacityLog2);
+}
+
 // False if the table could not grow (no memory): the block goes untracked, and the scan
 // says the heap is incomplete.
 bool grow(Shard &shard) noexcept {
   const uint32_t log2 = shard.capacity_log2 == 0 ? kFirstCapacityLog2 : shard.capacity_log2 + 1;
+  if (shard.entries == nullptr) {
+    shard.entries = first_table(shard);
+    shard.capacity_log2 = log2;
+    return shard.entries != nullptr;
+  }
   Entry *bigger = map_entries(size_t{1} << log2);
   if (bigger == nullptr) return false;
   if (shard.entries != nullptr) {
@@ -68,7 +90,9 @@ bool grow(Shard &shard) noexcept {
     for (size_t i = 0; i < old_capacity; ++i)
       if (shard.entries[i].address != 0)
         place(bigger, (size_t{1} << log2) - 1, shard.entries[i].address, shard.entries[i].bytes);
-    munmap(shard.entries, old_capacity * sizeof(Entry));
+    // The first tables share one mapping: theirs stays mapped, its pages given back.
+    if (shard.capacity_log2 != kFirstCapacityLog2) munmap(shard.entries, old_capacity * sizeof(Entry));
+    else madvise(shard.entries, old_capacity * sizeof(Entry), MADV_DONTNEED);
   }
   shard.entries = bigger;
   shard.capacity_log2 = log2;

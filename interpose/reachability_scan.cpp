@@ -84,6 +84,31 @@ struct Array {
 // Device memory the CPU cannot read in place: read back through the driver.
 bool read_in_place(Kind kind) noexcept { return kind == Kind::Host || kind == Kind::Managed || kind == Kind::Registered; }
 
+// Reads device memory back through the driver's own copy functions (not hooks), found once.
+class DeviceReader {
+ public:
+  bool read(const Tracker::LiveMemory &allocation, void *into) noexcept {
+    const auto *from = reinterpret_cast<const void *>(allocation.address);
+    if (vendor_of(allocation.api) == Vendor::Hip) {
+      if (hip_copy_ == nullptr) hip_copy_ = reinterpret_cast<HipCopy>(driver_symbol(anchor(allocation.api), "hipMemcpy"));
+      constexpr int kDeviceToHost = 2;  // hipMemcpyDeviceToHost
+      return hip_copy_ != nullptr && hip_copy_(into, from, allocation.bytes, kDeviceToHost) == 0;
+    }
+    if (cuda_copy_ == nullptr)
+      cuda_copy_ = reinterpret_cast<CudaCopy>(driver_symbol(anchor(allocation.api), "cuMemcpyDtoH_v2"));
+    return cuda_copy_ != nullptr && cuda_copy_(into, allocation.address, allocation.bytes) == CUDA_SUCCESS;
+  }
+
+ private:
+  using HipCopy = int (*)(void *, const void *, size_t, int);
+  using CudaCopy = CUresult (*)(void *, CUdeviceptr, size_t);
+  static void *anchor(Api api) noexcept {
+    return detail::g_real[static_cast<size_t>(api)].load(std::memory_order_acquire);
+  }
+  HipCopy hip_copy_ = nullptr;
+  CudaCopy cuda_copy_ = nullptr;
+};
+
 struct ModuleRanges {
   Array<MemoryRange> *program;
   Array<MemoryRange> *owner;
@@ -293,6 +318,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept {
   }
   prepared.maps_capacity = kMapsText;
 
+  DeviceReader device_copies;
   // Device allocations, their memory read back now (the driver cannot be called while the
   // world is stopped), within the bound.
   uint32_t flags = 0;
@@ -307,16 +333,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept {
     } else if (allocation.bytes > options.device_scan_allocation_bytes || allocation.bytes > device_budget) {
       flags |= journal::kReachabilityDeviceBounded;
     } else if (void *copy = arena.take<char>(allocation.bytes); copy != nullptr) {
-      void *anchor = detail::g_real[static_cast<size_t>(allocation.api)].load(std::memory_order_acquire);
-      bool copied = false;
-      if (vendor_of(allocation.api) == Vendor::Hip) {
-        using Copy = int (*)(void *, const void *, size_t, int);
-        if (auto hip_copy = reinterpret_cast<Copy>(driver_symbol(anchor, "hipMemcpy")))
-          copied = hip_copy(copy, reinterpret_cast<const void *>(allocation.address), allocation.bytes, 2) == 0;
-      } else if (auto cuda_copy = reinterpret_cast<CUresult (*)(void *, CUdeviceptr, size_t)>(
-                     driver_symbol(anchor, "cuMemcpyDtoH_v2"))) {
-        copied = cuda_copy(copy, allocation.address, allocation.bytes) == CUDA_SUCCESS;
-      }
+      const bool copied = device_copies.read(allocation, copy);
       if (copied) {
         node.contents = copy;
         node.contents_bytes = allocation.bytes;

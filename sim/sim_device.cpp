@@ -24,16 +24,20 @@ constexpr size_t kDefaultCapacity = 80ull << 30;
 // Each thread's context stack, and its top kept beside it in initial-exec storage: reading
 // the current context, which every hooked allocation does, is then one thread-local load, as
 // in a real driver (the vector alone needs a __tls_get_addr call from a shared library).
-thread_local std::vector<CUcontext> t_context_stack;
+// The stack is made on a thread's first push and never destroyed, as a driver's per-thread
+// state outlives the thread's own TLS destructors: a program's static destructors, which
+// run after them at exit, still push and pop contexts to free memory.
+__thread std::vector<CUcontext> *t_context_stack = nullptr;
 __thread CUcontext t_current_context __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void push_context(CUcontext ctx) {
-  t_context_stack.push_back(ctx);
+  if (t_context_stack == nullptr) t_context_stack = new std::vector<CUcontext>;
+  t_context_stack->push_back(ctx);
   t_current_context = ctx;
 }
 void pop_context() {
-  t_context_stack.pop_back();
-  t_current_context = t_context_stack.empty() ? nullptr : t_context_stack.back();
+  t_context_stack->pop_back();
+  t_current_context = t_context_stack->empty() ? nullptr : t_context_stack->back();
 }
 
 // Parses "80G", "512M", "1048576". Returns `fallback` and warns on a bad value.

@@ -57,9 +57,10 @@ struct LiveAllocation {
   journal::AllocPayload record;
   bool reported = false;
   size_t ending = 0;  // where it was reported: index into process.leases, and of its leak
-  size_t leak = 0;
+  size_t leak = 0;     // kNotALeak: reported as still reachable
   uint64_t slot = 0;  // where its record is in the journal
 };
+constexpr size_t kNotALeak = SIZE_MAX;
 
 struct LeaseBytes {
   uint64_t live = 0;
@@ -178,7 +179,7 @@ class Replay : public journal::JournalVisitor {
       auto it = find_live(free_record.id);
       if (it == live_.end() || !it->second.reported) return;
       if (free_record.status != 0) return;  // the driver refused: still allocated
-      process_.leases[it->second.ending].leaks[it->second.leak].reclaimed = true;
+      if (it->second.leak != kNotALeak) process_.leases[it->second.ending].leaks[it->second.leak].reclaimed = true;
       reclaimed_[free_record.id] = it->second.ending;
       release(it);
       return;
@@ -421,8 +422,10 @@ class Replay : public journal::JournalVisitor {
   void report(LiveAllocation &allocation, size_t ending_index, LeaseEnding &ending, uint64_t time_ns) {
     allocation.reported = true;
     allocation.ending = ending_index;
-    allocation.leak = ending.leaks.size();
-    add_leak(ending, make_leak(allocation.record, time_ns));
+    Leak leak = make_leak(allocation.record, time_ns);
+    // Reachable memory is no leak: nothing marks it reclaimed later (no lease reclaims at exit).
+    allocation.leak = leak.reachability == Reachability::Reachable ? kNotALeak : ending.leaks.size();
+    add_leak(ending, std::move(leak));
   }
 
   using LiveIterator = std::map<uint64_t, LiveAllocation>::iterator;

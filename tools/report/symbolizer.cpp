@@ -80,6 +80,7 @@ void Symbolizer::symbolize(Report &report) {
     std::set<uint32_t> wanted;
     for (const LeaseEnding &lease : process.leases) {
       for (const Leak &leak : lease.leaks) wanted.insert(leak.stack_id);
+      for (const Leak &leak : lease.reachable) wanted.insert(leak.stack_id);
       for (const LateFree &late : lease.late_frees) wanted.insert(late.stack_id);
     }
     for (const DoubleFree &twice : process.double_frees) wanted.insert(twice.stack_id);

@@ -1,0 +1,138 @@
+// Reachability at the process's end: each case of tests/victims/reachability_catalogue.cpp
+// (and its HIP and C++ API counterparts) must get exactly its class, in JSON and in text,
+// and --fail-on-leak must concern lost memory only.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+using report::JsonValue;
+
+// Each live allocation of `process` (its bytes, which the victims make unique) with its class.
+std::map<int, std::string> classes_by_size(const JsonValue &process) {
+  std::map<int, std::string> classes;
+  for (const auto &lease : process["leases"].items())
+    for (const auto &leak : lease["leaks"].items())
+      classes[static_cast<int>(leak["bytes"].as_number())] = leak["reachability"].as_string();
+  return classes;
+}
+
+const JsonValue *process_with(const JsonValue &json, int bytes) {
+  for (const auto &process : json["processes"].items())
+    if (classes_by_size(process).count(bytes) != 0) return &process;
+  return nullptr;
+}
+
+TEST(Reachability, EveryCaseOfTheCatalogueGetsItsClass) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue *parent = process_with(run.json, 1001);
+  ASSERT_NE(parent, nullptr) << run.result.err;
+  const std::map<int, std::string> expected = {
+      {1001, "reachable"},  // a global
+      {1002, "reachable"},  // a static local
+      {1003, "reachable"},  // a heap struct a global holds
+      {1004, "reachable"},  // std::vector
+      {1005, "reachable"},  // std::unordered_map
+      {1006, "reachable"},  // thread-local storage
+      {1007, "reachable"},  // an interior pointer
+      {1008, "reachable"},  // only on a blocked thread's stack
+      {1009, "reachable"},  // only in a register of a spinning thread
+      {1010, "reachable"},  // only inside reachable device memory
+      {1011, "reachable"},  // that device memory, held by a global
+      {2001, "indirect"},   // only inside lost device memory
+      {2002, "indirect"},   // only inside a lost host block
+      {2003, "indirect"},   // the second of a lost cycle
+      {3001, "direct"},     // the lost device table
+      {3002, "direct"},     // a disguised (xor) pointer
+      {3003, "direct"},     // a pointer only in freed host memory
+      {3004, "direct"},     // a pointer only in the driver's context tables
+      {3005, "direct"},     // the first of a lost cycle: a cycle never hides behind indirect
+      {3006, "direct"},     // dropped
+  };
+  EXPECT_EQ(classes_by_size(*parent), expected);
+  const JsonValue *child = process_with(run.json, 1012);
+  ASSERT_NE(child, nullptr) << run.result.err;
+  EXPECT_EQ(classes_by_size(*child), (std::map<int, std::string>{{1012, "reachable"}, {3007, "direct"}}));
+
+  // Summary and text: leaks are the lost ones; the reachable ones are one line.
+  EXPECT_EQ(run.json["summary"]["reachable_allocations"].as_number(), 12);
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 10);
+  const std::string &text = run.result.err;
+  EXPECT_NE(text.find("Direct leak of 3006 byte(s) in 1 allocation(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Indirect leak of 2001 byte(s) in 1 allocation(s)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Reachable:"), std::string::npos) << text;
+  EXPECT_NE(text.find("still reachable (--show-reachable lists them)."), std::string::npos) << text;
+  // LeakSanitizer's order: direct leaks before indirect ones.
+  EXPECT_LT(text.find("Direct leak of"), text.find("Indirect leak of")) << text;
+}
+
+TEST(Reachability, ShowReachableListsThemWithTheirStacks) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "gate"}, {"--show-reachable"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.err.find("Reachable: 1001 byte(s) in 1 allocation(s)"), std::string::npos) << run.result.err;
+  EXPECT_EQ(run.result.err.find("still reachable (--show-reachable"), std::string::npos) << run.result.err;
+}
+
+TEST(Reachability, HeldMemoryPassesTheGateAndOneDroppedPointerFailsItNamingItsStack) {
+  TempDir dir;
+  auto held = run_under_leaseguard(dir / "held", {victim("reachability_catalogue"), "gate"}, {"--fail-on-leak"});
+  EXPECT_EQ(held.result.exit_code, 0) << held.result.err;
+  EXPECT_EQ(held.json["summary"]["leaked_allocations"].as_number(), 0);
+  EXPECT_EQ(held.json["summary"]["reachable_allocations"].as_number(), 4);  // global, heap, TLS, blocked thread
+
+  auto dropped =
+      run_under_leaseguard(dir / "dropped", {victim("reachability_catalogue"), "gate", "drop"}, {"--fail-on-leak"});
+  EXPECT_EQ(dropped.result.exit_code, 23) << dropped.result.err;
+  const std::string &text = dropped.result.err;
+  const size_t leak = text.find("Direct leak of 3006 byte(s) in 1 allocation(s)");
+  ASSERT_NE(leak, std::string::npos) << text;
+  EXPECT_NE(text.find("in (anonymous namespace)::drop(", leak), std::string::npos) << text;
+}
+
+TEST(Reachability, AKilledProcessIsUncheckedNeverGuessed) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "kill"});
+  EXPECT_EQ(run.result.exit_code, 128 + 9) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json["processes"][0]),
+            (std::map<int, std::string>{{1001, "unchecked"}, {3006, "unchecked"}}));
+  EXPECT_FALSE(run.json["processes"][0]["reachability"]["classified"].as_bool());
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 2);  // unchecked ones are reported
+}
+
+TEST(Reachability, OffReportsEveryLiveAllocationUnchecked) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "gate"}, {"--reachability", "off"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  for (const auto &[bytes, name] : classes_by_size(run.json["processes"][0])) EXPECT_EQ(name, "unchecked") << bytes;
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 4);
+  EXPECT_NE(run.result.err.find("\nLeak of 1001 byte(s)"), std::string::npos) << run.result.err;
+}
+
+TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {
+  if (!LEASEGUARD_HAVE_HIP) GTEST_SKIP() << "no HIP headers";
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("hip_reachability")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json["processes"][0]),
+            (std::map<int, std::string>{
+                {1101, "reachable"}, {1102, "reachable"}, {2101, "indirect"}, {3101, "direct"}, {3102, "direct"}}));
+}
+
+TEST(Reachability, AGpuMemHandleWhoseCopiesAreAliveIsReachable) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("api_kept_handle")}, {"--fail-on-leak"});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json["processes"][0]), (std::map<int, std::string>{{4000, "reachable"}}));
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
