@@ -85,17 +85,17 @@ bool grow(Shard &shard) noexcept {
   }
   Entry *bigger = map_entries(size_t{1} << log2);
   if (bigger == nullptr) return false;
-  if (shard.entries != nullptr) {
-    const size_t old_capacity = size_t{1} << shard.capacity_log2;
-    for (size_t i = 0; i < old_capacity; ++i)
-      if (shard.entries[i].address != 0)
-        place(bigger, (size_t{1} << log2) - 1, shard.entries[i].address, shard.entries[i].bytes);
-    // The first tables share one mapping: theirs stays mapped, its pages given back.
-    if (shard.capacity_log2 != kFirstCapacityLog2) munmap(shard.entries, old_capacity * sizeof(Entry));
-    else madvise(shard.entries, old_capacity * sizeof(Entry), MADV_DONTNEED);
-  }
+  Entry *old = shard.entries;
+  const uint32_t old_log2 = shard.capacity_log2;
+  const size_t old_capacity = size_t{1} << old_log2;
+  for (size_t i = 0; i < old_capacity; ++i)
+    if (old[i].address != 0) place(bigger, (size_t{1} << log2) - 1, old[i].address, old[i].bytes);
+  // The new table in place before the old one goes: a child forked in between has a table.
   shard.entries = bigger;
   shard.capacity_log2 = log2;
+  // The first tables share one mapping: theirs stays mapped, its pages given back.
+  if (old_log2 != kFirstCapacityLog2) munmap(old, old_capacity * sizeof(Entry));
+  else madvise(old, old_capacity * sizeof(Entry), MADV_DONTNEED);
   return true;
 }
 
@@ -264,11 +264,21 @@ void sanitizer_malloc_hook(const volatile void *pointer, size_t bytes) {
 }
 void sanitizer_free_hook(const volatile void *pointer) { erase(reinterpret_cast<uintptr_t>(pointer)); }
 
-void lock_all() noexcept {
-  for (Shard &shard : g_shards) shard.lock.lock();
-}
-void unlock_all() noexcept {
-  for (Shard &shard : g_shards) shard.lock.unlock();
+// A forked child has only the forking thread: a shard another thread had locked at the fork
+// stays locked forever, and may be half changed. The child unlocks it and counts its heap as
+// incomplete (its lost allocations are then reported unchecked). Holding every shard across
+// the fork instead would deadlock with a library whose fork handler takes a lock under which
+// another thread allocates (the handlers of libraries initialized before leaseguard run
+// after leaseguard's).
+void after_fork_in_child() noexcept {
+  for (Shard &shard : g_shards) {
+    if (shard.lock.try_lock()) {
+      shard.lock.unlock();
+      continue;
+    }
+    shard.lock.unlock();
+    g_lost_blocks.store(true, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
@@ -298,9 +308,7 @@ void defer_stop(int signal_number) noexcept { t_deferred_signal = signal_number;
 void start() noexcept {
   ready();
   if (!g_tracking) return;
-  // The table's locks are held across fork: the child inherits a table no thread was
-  // changing, whichever threads the parent had.
-  pthread_atfork(lock_all, unlock_all, unlock_all);
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
   g_program_uses_ours = real_dlsym()(RTLD_DEFAULT, "malloc") == reinterpret_cast<void *>(&::malloc);
   if (!g_program_uses_ours && __sanitizer_install_malloc_and_free_hooks != nullptr)
     g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(sanitizer_malloc_hook, sanitizer_free_hook) != 0;

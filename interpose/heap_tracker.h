@@ -31,8 +31,8 @@ void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes
 bool in_tracked_call() noexcept;
 void defer_stop(int signal_number) noexcept;
 
-// Called from the preload's constructor: fork safety (the table's locks are held across
-// fork, so the child's table is consistent), and the sanitizer hooks where they apply.
+// Called from the preload's constructor: the forked child's repair of the table (a shard
+// locked at the fork), and the sanitizer hooks where they apply.
 void start() noexcept;
 
 }  // namespace leaseguard::interpose::heap

@@ -3,6 +3,11 @@
 // assert its class. Modes: (none) the catalogue and a forked child; "kill": one held and
 // one dropped allocation, then SIGKILL; "gate": held memory only, plus one dropped
 // allocation if a second argument "drop" is given.
+//
+// Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
+// LeakSanitizer to classify side by side (the cases only device memory has are left out).
+// Its check runs where leaseguard's does: at exit, before the static destructors of what
+// was constructed before the first allocation.
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -15,7 +20,13 @@
 #include <unordered_map>
 #include <vector>
 
+#ifdef CATALOGUE_HOST
+#include <sanitizer/lsan_interface.h>
+using CUdeviceptr = uintptr_t;
+#define CHECK(call) (call)
+#else
 #include "victim.h"
+#endif
 
 namespace {
 
@@ -54,7 +65,9 @@ struct Cache {
 };
 }  // namespace
 
+#ifndef CATALOGUE_HOST
 HELD CUcontext g_context;  // the program holds its context: the driver's tables hang from it
+#endif
 HELD CUdeviceptr g_global;
 HELD Cache *g_cache;
 HELD std::vector<CUdeviceptr> g_vector;
@@ -68,11 +81,21 @@ HELD void *volatile g_lost_host;  // cleared: the block it pointed to is lost
 namespace {
 sem_t g_threads_ready;
 
+#ifdef CATALOGUE_HOST
+#define VICTIM_NOINLINE __attribute__((noinline, noclone))
+VICTIM_NOINLINE CUdeviceptr allocate(size_t bytes) {
+  static bool first = true;
+  if (first) std::atexit(__lsan_do_leak_check);
+  first = false;
+  return reinterpret_cast<CUdeviceptr>(std::calloc(1, bytes));
+}
+#else
 VICTIM_NOINLINE CUdeviceptr allocate(size_t bytes) {
   CUdeviceptr pointer = 0;
   CHECK(cuMemAlloc_v2(&pointer, bytes));
   return pointer;
 }
+#endif
 
 // Overwrites the dead stack below the caller, where stale copies of dropped pointers lie.
 VICTIM_NOINLINE void scrub_stack() {
@@ -86,7 +109,11 @@ VICTIM_NOINLINE void static_local() {
 }
 
 VICTIM_NOINLINE void store_pointer_in_device(CUdeviceptr table, CUdeviceptr pointer) {
+#ifdef CATALOGUE_HOST
+  std::memcpy(reinterpret_cast<void *>(table), &pointer, sizeof pointer);
+#else
   CHECK(cuMemcpyHtoD_v2(table, &pointer, sizeof pointer));
+#endif
 }
 
 VICTIM_NOINLINE void lose_device_table() {
@@ -118,8 +145,14 @@ VICTIM_NOINLINE void lose_cycle() {
 
 VICTIM_NOINLINE void drop(size_t bytes) { allocate(bytes); }
 
-void *blocked_thread(void *) {
+void set_context() {
+#ifndef CATALOGUE_HOST
   CHECK(cuCtxSetCurrent(g_context));
+#endif
+}
+
+void *blocked_thread(void *) {
+  set_context();
   volatile CUdeviceptr held = allocate(kBlockedStack);
   (void)held;
   sem_post(&g_threads_ready);
@@ -140,7 +173,7 @@ VICTIM_NOINLINE uint64_t allocate_and_forget_where() {
 }
 
 void *spinning_thread(void *) {
-  CHECK(cuCtxSetCurrent(g_context));
+  set_context();
   register uint64_t held asm("r12") = allocate_and_forget_where();
   asm volatile("" : "+r"(held));
   scrub_stack();
@@ -173,14 +206,16 @@ void catalogue() {
   lose_host_struct();
   g_disguised = allocate(kDisguised) ^ 0x5a5a5a5a5a5a5a5aull;
   leave_pointer_in_freed_host();
+#ifndef CATALOGUE_HOST
   drop(kOnlyInDriverTables);
+#endif
   lose_cycle();
   drop(kDropped);
   start_thread(blocked_thread);
   start_thread(spinning_thread);
 }
 
-VICTIM_NOINLINE void child() {
+[[maybe_unused]] VICTIM_NOINLINE void child() {
   g_global = allocate(kChildGlobal);
   drop(kChildDropped);
   scrub_stack();
@@ -190,7 +225,15 @@ VICTIM_NOINLINE void child() {
 
 int main(int argc, char **argv) {
   sem_init(&g_threads_ready, 0, 0);
+#ifdef CATALOGUE_HOST
+  catalogue();
+  scrub_stack();
+  (void)argc;
+  (void)argv;
+  return 0;
+#else
   g_context = victim_primary_context();
+#endif
   const char *mode = argc > 1 ? argv[1] : "";
   if (std::strcmp(mode, "kill") == 0) {
     g_global = allocate(kGlobal);
