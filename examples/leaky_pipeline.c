@@ -1,6 +1,8 @@
 /* A small image pipeline on the CUDA driver API that leaks device memory the way real code
  * does: an early return on an error path skips the free, and a scratch buffer is simply
- * forgotten. Run it under leaseguard:
+ * forgotten. It also keeps a workspace for its whole life, on purpose, in a global: memory
+ * it still reaches at exit, which leaseguard counts but does not call a leak. Run it under
+ * leaseguard:
  *
  *     leaseguard run --sim -- ./leaky_pipeline
  */
@@ -21,6 +23,9 @@
   } while (0)
 
 enum { kWidth = 64, kHeight = 32 };
+
+/* Allocated once and kept until the process ends, as libraries keep their workspaces. */
+CUdeviceptr g_workspace;
 
 /* Uploads one frame; rejects frames with a bad header -- and forgets the buffer then. */
 static int upload_frame(const unsigned char *pixels, size_t bytes, int valid, CUdeviceptr *out) {
@@ -49,6 +54,7 @@ int main(void) {
   CHECK(cuDeviceGet(&device, 0));
   CHECK(cuDevicePrimaryCtxRetain(&context, device));
   CHECK(cuCtxSetCurrent(context));
+  CHECK(cuMemAlloc(&g_workspace, 1 << 20));
 
   unsigned char pixels[kWidth * kHeight];
   memset(pixels, 7, sizeof pixels);

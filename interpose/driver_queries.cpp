@@ -2,6 +2,7 @@
 #include "driver_queries.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
 #include <iterator>
@@ -84,6 +85,22 @@ uint32_t loaded_drivers() noexcept {
   if (any_loaded(kCudaDrivers, std::size(kCudaDrivers))) drivers |= journal::kDriverCuda;
   if (any_loaded(kHipDrivers, std::size(kHipDrivers))) drivers |= journal::kDriverHip;
   return drivers;
+}
+
+size_t loaded_driver_bases(uintptr_t *bases, size_t capacity) noexcept {
+  size_t count = 0;
+  auto add_from = [&](const char *const *sonames, size_t n) {
+    for (size_t i = 0; i < n && count < capacity; ++i) {
+      void *handle = dlopen(sonames[i], RTLD_NOLOAD | RTLD_LAZY);
+      if (handle == nullptr) continue;
+      link_map *map = nullptr;
+      if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) bases[count++] = map->l_addr;
+      dlclose(handle);  // only the reference NOLOAD took
+    }
+  };
+  add_from(kCudaDrivers, std::size(kCudaDrivers));
+  add_from(kHipDrivers, std::size(kHipDrivers));
+  return count;
 }
 
 void *driver_symbol(void *anchor, const char *name) noexcept {

@@ -4,6 +4,7 @@
 // called, the "anchor"), never through the global scope, so they cannot land on a hook.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "lg_cuda.h"
@@ -45,6 +46,11 @@ bool primary_context_destroyed(void *anchor, CUdevice device, CUcontext primary,
 // The driver's own function `name`, from the object that contains `anchor` (not cached:
 // for rare calls such as reclaiming).
 void *driver_symbol(void *anchor, const char *name) noexcept;
+
+// The load bases (link_map l_addr) of the drivers loaded under their own names: their
+// memory is the driver's even where a shim between leaseguard and the driver is what the
+// hooks forward to. Takes the loader's lock.
+size_t loaded_driver_bases(uintptr_t *bases, size_t capacity) noexcept;
 
 // Which drivers are loaded now, for the journal's process end: journal::kDriversKnown with
 // journal::kDriverCuda and kDriverHip bits. Takes the loader's lock: not for signal handlers.

@@ -205,6 +205,8 @@ TEST(Cli, JsonHasEveryContractField) {
   const JsonValue &summary = json["summary"];
   EXPECT_EQ(summary["leaked_bytes"].as_number(), 14336);
   EXPECT_EQ(summary["leaked_allocations"].as_number(), 4);
+  EXPECT_EQ(summary["reachable_bytes"].as_number(), 1 << 20);  // the workspace it keeps in a global
+  EXPECT_EQ(summary["reachable_allocations"].as_number(), 1);
   EXPECT_EQ(summary["suppressed_allocations"].as_number(), 0);
   EXPECT_EQ(summary["processes"].as_number(), 1);
   EXPECT_EQ(summary["leases"].as_number(), 1);
@@ -220,8 +222,12 @@ TEST(Cli, JsonHasEveryContractField) {
   EXPECT_EQ(lease["name"].as_string(), "process");
   EXPECT_EQ(lease["ended_by"].as_string(), "exit");
   EXPECT_EQ(lease["policy"].as_string(), "report");
-  ASSERT_EQ(lease["leaks"].size(), 4u);
+  ASSERT_EQ(lease["leaks"].size(), 5u);  // the four leaks and the workspace, each with its class
+  EXPECT_EQ(lease["leaked_bytes"].as_number(), 14336);
+  EXPECT_EQ(lease["reachable_bytes"].as_number(), 1 << 20);
   for (const auto &leak : lease["leaks"].items()) {
+    const bool workspace = leak["bytes"].as_number() == (1 << 20);
+    EXPECT_EQ(leak["reachability"].as_string(), workspace ? "reachable" : "direct");
     EXPECT_EQ(leak["api"].as_string(), "cuMemAlloc_v2");
     EXPECT_EQ(leak["kind"].as_string(), "device");
     EXPECT_GT(leak["bytes"].as_number(), 0);
@@ -234,7 +240,8 @@ TEST(Cli, JsonHasEveryContractField) {
     const JsonValue &frame = leak["stack"][0];
     EXPECT_NE(frame["module"].as_string().find("leaky_pipeline"), std::string::npos);
     EXPECT_EQ(frame["offset"].as_string().rfind("0x", 0), 0u);
-    EXPECT_TRUE(frame["function"].as_string() == "blur" || frame["function"].as_string() == "upload_frame");
+    EXPECT_TRUE(frame["function"].as_string() == "blur" || frame["function"].as_string() == "upload_frame" ||
+                (workspace && frame["function"].as_string() == "main"));
     EXPECT_NE(frame["file"].as_string().find("leaky_pipeline.c"), std::string::npos);
     EXPECT_GT(frame["line"].as_number(), 0);
   }
@@ -395,7 +402,7 @@ TEST(Cli, SarifJunitAndFoldedFormats) {
   const JsonValue &location = results[0]["locations"][0]["physicalLocation"];
   EXPECT_EQ(location["artifactLocation"]["uri"].as_string(), "examples/leaky_pipeline.c");  // relative to the root
   EXPECT_EQ(location["artifactLocation"]["uriBaseId"].as_string(), "SRCROOT");
-  EXPECT_EQ(location["region"]["startLine"].as_number(), 40);
+  EXPECT_EQ(location["region"]["startLine"].as_number(), 45);
   EXPECT_GE(results[0]["codeFlows"][0]["threadFlows"][0]["locations"].size(), 2u);
   // Fingerprints are stable across runs (different pids and address-space layouts).
   for (size_t i = 0; i < 2; ++i)

@@ -157,11 +157,19 @@ TEST(Reachability, LeakSanitizerClassifiesTheHostCatalogueAsLeaseguardDoes) {
   size_t compared = 0;
   for (const auto &[bytes, ours] : classes_by_size(*parent)) {
     if (bytes == 3004) continue;  // only device memory has a driver's context tables
+    // A deliberate difference: LeakSanitizer calls every member of a lost cycle indirect,
+    // which hides the leak behind the class people filter out; leaseguard calls the
+    // cycle's first member direct. The second member is indirect in both.
+    if (bytes == 3005) {
+      EXPECT_EQ(by_lsan.count(bytes) != 0 ? by_lsan.at(bytes) : "reachable", "indirect") << lsan.err;
+      EXPECT_EQ(ours, "direct");
+      continue;
+    }
     const auto found = by_lsan.find(bytes);
     EXPECT_EQ(found == by_lsan.end() ? "reachable" : found->second, ours) << bytes << " byte(s)\n" << lsan.err;
     ++compared;
   }
-  EXPECT_EQ(compared, 19u);
+  EXPECT_EQ(compared, 18u);
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+/* The scale the reachability budget is set at: HOST_BLOCKS live host heap blocks (32 bytes
+ * each, held by a global array) and DEVICE live device allocations (256 bytes each, held by
+ * another), all reachable at exit. Run under `leaseguard run --sim` with LEASEGUARD_LOG=debug:
+ * the classification's line says its time, the bytes it scanned and the memory it took
+ * (bench/reachability_costs prints them).
+ *
+ *   reachability_scale [HOST_BLOCKS [DEVICE]]   (default 1000000 100000) */
+#include <stdio.h>
+#include <stdlib.h>
+
+#define LG_CUDA_DEFINES_ENTRY_POINTS 1
+#include "lg_cuda.h"
+
+__attribute__((used)) void **g_blocks;
+__attribute__((used)) CUdeviceptr *g_device;
+
+int main(int argc, char **argv) {
+  const long host_blocks = argc > 1 ? atol(argv[1]) : 1000000;
+  const long device = argc > 2 ? atol(argv[2]) : 100000;
+  CUdevice dev;
+  CUcontext context;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+      cuDevicePrimaryCtxRetain(&context, dev) != CUDA_SUCCESS || cuCtxSetCurrent(context) != CUDA_SUCCESS)
+    return 3;
+  g_blocks = malloc(sizeof(void *) * (size_t)host_blocks);
+  g_device = malloc(sizeof(CUdeviceptr) * (size_t)device);
+  if (g_blocks == NULL || g_device == NULL) return 4;
+  for (long i = 0; i < host_blocks; ++i) g_blocks[i] = malloc(32);
+  for (long i = 0; i < device; ++i)
+    if (cuMemAlloc_v2(&g_device[i], 256) != CUDA_SUCCESS) return 5;
+  printf("%ld host block(s), %ld device allocation(s) held\n", host_blocks, device);
+  return 0;
+}
