@@ -4,7 +4,10 @@
  * the classification's line says its time, the bytes it scanned and the memory it took
  * (bench/reachability_costs prints them).
  *
- *   reachability_scale [HOST_BLOCKS [DEVICE]]   (default 1000000 100000) */
+ * With BULK_MIB, one more block of that many MiB, held too, whose words point nowhere: the
+ * scan's speed through memory rather than through pointers.
+ *
+ *   reachability_scale [HOST_BLOCKS [DEVICE [BULK_MIB]]]   (default 1000000 100000 0) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,10 +16,12 @@
 
 __attribute__((used)) void **g_blocks;
 __attribute__((used)) CUdeviceptr *g_device;
+__attribute__((used)) unsigned char *g_bulk;
 
 int main(int argc, char **argv) {
   const long host_blocks = argc > 1 ? atol(argv[1]) : 1000000;
   const long device = argc > 2 ? atol(argv[2]) : 100000;
+  const long bulk_mib = argc > 3 ? atol(argv[3]) : 0;
   CUdevice dev;
   CUcontext context;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
@@ -28,6 +33,11 @@ int main(int argc, char **argv) {
   for (long i = 0; i < host_blocks; ++i) g_blocks[i] = malloc(32);
   for (long i = 0; i < device; ++i)
     if (cuMemAlloc_v2(&g_device[i], 256) != CUDA_SUCCESS) return 5;
+  if (bulk_mib > 0) {
+    g_bulk = malloc((size_t)bulk_mib << 20);
+    if (g_bulk == NULL) return 6;
+    for (size_t i = 0; i < ((size_t)bulk_mib << 20); ++i) g_bulk[i] = (unsigned char)(i * 131);
+  }
   printf("%ld host block(s), %ld device allocation(s) held\n", host_blocks, device);
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 namespace leaseguard::reachability {
 
@@ -30,40 +31,103 @@ __attribute__((no_sanitize("address", "thread"))) inline uint64_t load_word(
   return *static_cast<const volatile uint64_t *>(at);
 }
 
+uint64_t now_ns() noexcept {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// Every node's address with its place in the caller's array: what the radix sort orders.
+struct Keyed {
+  uint64_t address;
+  uint64_t bytes;
+  uint32_t node;
+  uint32_t host;  // 1: a host block (0: a device allocation, which sorts first at one address)
+};
+
+// One sample per kSampleStride sorted starts: a lookup searches the samples (small enough to
+// stay in cache) and then one stride of starts, instead of a binary search over all of them
+// whose every step misses the cache.
+constexpr size_t kSampleStride = 64;
+
 struct Scratch {
   uint64_t *starts;  // nodes' addresses, sorted: the lookup's keys, dense for the cache
+  uint64_t *sizes;   // the same nodes' sizes
+  uint64_t *samples;
+  uint32_t *order;  // sorted position -> the node in the caller's array
   uint8_t *state;
-  uint32_t *work;  // the floods' stack
+  uint8_t *has_lost_predecessor;  // by component
+  // Used only after the sort; before it, the same memory holds the sort's two arrays.
+  uint64_t *call_position;  // the next word of call_node's contents to read
   uint32_t *index;
   uint32_t *low;
+  uint32_t *work;  // the floods' stack
   uint32_t *component;
   uint32_t *tarjan_stack;
   uint32_t *call_node;
-  uint64_t *call_position;  // the next word of call_node's contents to read
-  uint8_t *has_lost_predecessor;  // by component
+  Keyed *keyed;
+  Keyed *keyed_spare;
 
   static size_t bytes_for(size_t n) noexcept {
-    return n * (sizeof(uint64_t) * 2 + sizeof(uint32_t) * 6 + sizeof(uint8_t) * 2) + 128;
+    // The sort's two arrays of 24-byte keys share the 40 bytes a node of the later passes takes.
+    return n * (sizeof(uint64_t) * 3 + sizeof(uint32_t) * 7 + sizeof(uint8_t) * 2 + 16) +
+           (n / kSampleStride + 1) * sizeof(uint64_t) + 256;
   }
   Scratch(void *memory, size_t n) noexcept {
     auto *at = static_cast<char *>(memory);
     auto take = [&](size_t bytes) {
       char *here = at;
-      at += (bytes + 7) & ~size_t{7};
+      at += (bytes + 15) & ~size_t{15};
       return here;
     };
     starts = reinterpret_cast<uint64_t *>(take(n * 8));
+    sizes = reinterpret_cast<uint64_t *>(take(n * 8));
+    samples = reinterpret_cast<uint64_t *>(take((n / kSampleStride + 1) * 8));
+    order = reinterpret_cast<uint32_t *>(take(n * 4));
+    state = reinterpret_cast<uint8_t *>(take(n));
+    has_lost_predecessor = reinterpret_cast<uint8_t *>(take(n));
+    // Two arrays of n keys (24 bytes each): the later passes' arrays, and n * 16 bytes more.
+    keyed = reinterpret_cast<Keyed *>(at);
+    keyed_spare = keyed + n;
     call_position = reinterpret_cast<uint64_t *>(take(n * 8));
-    work = reinterpret_cast<uint32_t *>(take(n * 4));
     index = reinterpret_cast<uint32_t *>(take(n * 4));
     low = reinterpret_cast<uint32_t *>(take(n * 4));
+    work = reinterpret_cast<uint32_t *>(take(n * 4));
     component = reinterpret_cast<uint32_t *>(take(n * 4));
     tarjan_stack = reinterpret_cast<uint32_t *>(take(n * 4));
     call_node = reinterpret_cast<uint32_t *>(take(n * 4));
-    state = reinterpret_cast<uint8_t *>(take(n));
-    has_lost_predecessor = reinterpret_cast<uint8_t *>(take(n));
+    take(n * 16);  // the rest of the keys' room
   }
 };
+
+// Sorts `keys` by address (stable: nodes sharing an address keep their order), 11 bits a
+// pass, skipping the passes whose digit every address shares (most of an address's high
+// bits, in one process). Returns where the sorted keys ended up.
+Keyed *radix_sort(Keyed *keys, Keyed *spare, size_t n) noexcept {
+  constexpr int kBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  uint64_t all_or = 0, all_and = ~uint64_t{0};
+  for (size_t i = 0; i < n; ++i) {
+    all_or |= keys[i].address;
+    all_and &= keys[i].address;
+  }
+  const uint64_t varying = all_or ^ all_and;
+  size_t counts[kBuckets];
+  for (int shift = 0; shift < 64; shift += kBits) {
+    if (((varying >> shift) & (kBuckets - 1)) == 0) continue;
+    std::memset(counts, 0, sizeof counts);
+    for (size_t i = 0; i < n; ++i) ++counts[(keys[i].address >> shift) & (kBuckets - 1)];
+    size_t total = 0;
+    for (size_t &count : counts) {
+      const size_t here = count;
+      count = total;
+      total += here;
+    }
+    for (size_t i = 0; i < n; ++i) spare[counts[(keys[i].address >> shift) & (kBuckets - 1)]++] = keys[i];
+    std::swap(keys, spare);
+  }
+  return keys;
+}
 
 class Classifier {
  public:
@@ -71,43 +135,53 @@ class Classifier {
       : nodes_(snapshot.nodes), count_(snapshot.node_count), s_(scratch, snapshot.node_count) {}
 
   Statistics run(const Snapshot &snapshot) noexcept {
+    const uint64_t started = now_ns();
     prepare();
+    const uint64_t sorted = now_ns();
     // 1. What leaseguard and the driver reach from their own roots is theirs.
     for (size_t i = 0; i < snapshot.owner_root_count; ++i) scan_range(snapshot.owner_roots[i], kOwned);
     flood(kOwned);
     // 2. What the program reaches.
     for (size_t i = 0; i < snapshot.program_root_count; ++i) scan_range(snapshot.program_roots[i], kReachable);
     flood(kReachable);
+    const uint64_t flooded = now_ns();
     // 3. What is lost: direct or indirect.
     classify_lost();
+    stats_.sort_ns = sorted - started;
+    stats_.flood_ns = flooded - sorted;
+    stats_.lost_ns = now_ns() - flooded;
     for (size_t i = 0; i < count_; ++i) {
-      if (s_.state[i] == kReachable) nodes_[i].result = Class::Reachable;
+      if (s_.state[i] == kReachable) node(i).result = Class::Reachable;
       else if (s_.state[i] == kOwned) ++stats_.owned_blocks;
     }
     return stats_;
   }
 
+  // The node at sorted position i.
+  Node &node(size_t i) const noexcept { return nodes_[s_.order[i]]; }
+
  private:
   void prepare() noexcept {
-    std::sort(nodes_, nodes_ + count_, [](const Node &a, const Node &b) {
-      return a.address != b.address ? a.address < b.address : a.allocation_id > b.allocation_id;
-    });
+    for (size_t i = 0; i < count_; ++i) {
+      nodes_[i].result = Class::Unchecked;
+      nodes_[i].reached_from = 0;
+      s_.keyed[i] = Keyed{nodes_[i].address, nodes_[i].bytes, static_cast<uint32_t>(i),
+                          nodes_[i].allocation_id != 0 ? 0u : 1u};
+    }
+    const Keyed *sorted = radix_sort(s_.keyed, s_.keyed_spare, count_);
     uint64_t covered_to = 0;
     size_t last_kept = kNone;
     for (size_t i = 0; i < count_; ++i) {
-      Node &node = nodes_[i];
-      node.result = Class::Unchecked;
-      node.reached_from = 0;
-      s_.starts[i] = node.address;
+      const Keyed &here = sorted[i];
+      s_.order[i] = here.node;
+      s_.starts[i] = here.address;
+      s_.sizes[i] = here.bytes;
       s_.state[i] = kLost;
-      s_.index[i] = kNone;
-      s_.component[i] = kNone;
       s_.has_lost_predecessor[i] = 0;
       // Nodes overlap where device memory lives in a host block of the driver's (a
       // simulator's device memory): the device allocation stands for that memory.
-      if (last_kept != kNone && node.address < covered_to) {
-        Node &previous = nodes_[last_kept];
-        const bool keep_this = node.allocation_id != 0 && previous.allocation_id == 0;
+      if (last_kept != kNone && here.address < covered_to) {
+        const bool keep_this = here.host == 0 && sorted[last_kept].host != 0;
         if (!keep_this) {
           s_.state[i] = kIgnored;
           continue;
@@ -115,14 +189,21 @@ class Classifier {
         s_.state[last_kept] = kIgnored;
       }
       last_kept = i;
-      covered_to = node.address + node.bytes;
+      covered_to = here.address + here.bytes;
     }
+    // The sort's memory is free now: what the component pass uses starts fresh.
+    for (size_t i = 0; i < count_; ++i) {
+      s_.index[i] = kNone;
+      s_.component[i] = kNone;
+    }
+    for (size_t i = 0; i < count_; i += kSampleStride) s_.samples[i / kSampleStride] = s_.starts[i];
+    sample_count_ = (count_ + kSampleStride - 1) / kSampleStride;
     low_ = UINT64_MAX;
     uint64_t high = 0;
     for (size_t i = 0; i < count_; ++i) {
       if (s_.state[i] == kIgnored) continue;
-      low_ = std::min(low_, nodes_[i].address);
-      high = std::max(high, nodes_[i].address + nodes_[i].bytes);
+      low_ = std::min(low_, s_.starts[i]);
+      high = std::max(high, s_.starts[i] + s_.sizes[i]);
     }
     span_ = high > low_ ? high - low_ : 0;
   }
@@ -130,13 +211,15 @@ class Classifier {
   // The node that `word` points into, or kNone.
   uint32_t find(uint64_t word) const noexcept {
     if (word - low_ >= span_) return kNone;
-    const uint64_t *after = std::upper_bound(s_.starts, s_.starts + count_, word);
-    if (after == s_.starts) return kNone;
+    const uint64_t *sample = std::upper_bound(s_.samples, s_.samples + sample_count_, word);
+    if (sample == s_.samples) return kNone;
+    const size_t from = static_cast<size_t>(sample - s_.samples - 1) * kSampleStride;
+    const uint64_t *after = std::upper_bound(s_.starts + from, s_.starts + std::min(count_, from + kSampleStride), word);
     auto i = static_cast<uint32_t>(after - s_.starts - 1);
     // Among nodes sharing a start (a host block and the device memory at its start), the
     // device allocation sorts first and the other is ignored.
     while (i > 0 && s_.starts[i - 1] == s_.starts[i] && s_.state[i] == kIgnored) --i;
-    if (s_.state[i] == kIgnored || word - nodes_[i].address >= nodes_[i].bytes) return kNone;
+    if (s_.state[i] == kIgnored || word - s_.starts[i] >= s_.sizes[i]) return kNone;
     return i;
   }
 
@@ -159,9 +242,9 @@ class Classifier {
   void mark(uint64_t word, State as) noexcept {
     const uint32_t target = find(word);
     if (target == kNone || s_.state[target] != kLost) return;
-    if (as == kOwned && nodes_[target].allocation_id != 0) return;  // device memory is never owned
+    if (as == kOwned && node(target).allocation_id != 0) return;  // device memory is never owned
     s_.state[target] = as;
-    nodes_[target].reached_from = at_;
+    node(target).reached_from = at_;
     s_.work[work_size_++] = target;
   }
 
@@ -173,8 +256,8 @@ class Classifier {
 
   void flood(State as) noexcept {
     while (work_size_ > 0) {
-      const Node &node = nodes_[s_.work[--work_size_]];
-      for_each_word(node.contents, node.contents_bytes, [&](uint64_t word) { mark(word, as); });
+      const Node &next = node(s_.work[--work_size_]);
+      for_each_word(next.contents, next.contents_bytes, [&](uint64_t word) { mark(word, as); });
     }
   }
 
@@ -196,11 +279,11 @@ class Classifier {
       enter(root);
       while (depth > 0) {
         const uint32_t v = s_.call_node[depth - 1];
-        const Node &node = nodes_[v];
+        const Node &visiting = node(v);
         uint32_t descend = kNone;
         uint64_t position = s_.call_position[depth - 1];
-        const auto *words = static_cast<const uint64_t *>(node.contents);
-        const uint64_t word_count = node.contents == nullptr ? 0 : node.contents_bytes / 8;
+        const auto *words = static_cast<const uint64_t *>(visiting.contents);
+        const uint64_t word_count = visiting.contents == nullptr ? 0 : visiting.contents_bytes / 8;
         for (; position < word_count && descend == kNone; ++position) {
           const uint64_t value = load_word(words + position);
           if (value - low_ >= span_) continue;
@@ -234,7 +317,7 @@ class Classifier {
     for (uint32_t v = 0; v < count_; ++v) {
       if (s_.state[v] != kLost) continue;
       const uint32_t from = s_.component[v];
-      for_each_word(nodes_[v].contents, nodes_[v].contents_bytes, [&](uint64_t word) {
+      for_each_word(node(v).contents, node(v).contents_bytes, [&](uint64_t word) {
         const uint32_t w = find(word);
         if (w != kNone && s_.state[w] == kLost && s_.component[w] != from) s_.has_lost_predecessor[s_.component[w]] = 1;
       });
@@ -245,14 +328,14 @@ class Classifier {
     for (uint32_t v = 0; v < count_; ++v) {
       if (s_.state[v] != kLost) continue;
       const uint32_t c = s_.component[v];
-      if (s_.has_lost_predecessor[c] != 0 || nodes_[v].allocation_id == 0) continue;
-      if (s_.work[c] == kNone || nodes_[v].allocation_id < nodes_[s_.work[c]].allocation_id) s_.work[c] = v;
+      if (s_.has_lost_predecessor[c] != 0 || node(v).allocation_id == 0) continue;
+      if (s_.work[c] == kNone || node(v).allocation_id < node(s_.work[c]).allocation_id) s_.work[c] = v;
     }
     for (uint32_t v = 0; v < count_; ++v) {
       if (s_.state[v] != kLost) continue;
       const uint32_t c = s_.component[v];
       const bool pick = s_.work[c] == v || (s_.has_lost_predecessor[c] == 0 && s_.work[c] == kNone);
-      nodes_[v].result = pick ? Class::Direct : Class::Indirect;
+      node(v).result = pick ? Class::Direct : Class::Indirect;
     }
   }
 
@@ -261,6 +344,7 @@ class Classifier {
   Scratch s_;
   size_t work_size_ = 0;
   uint64_t low_ = 0, span_ = 0;
+  size_t sample_count_ = 0;
   uintptr_t at_ = 0;  // the word being visited
   Statistics stats_;
 };
