@@ -132,7 +132,8 @@ std::optional<uint64_t> parse_byte_count(std::string_view text) {
   size_t digits = 0;
   uint64_t value = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-    if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, uint64_t(text[digits] - '0'), &value))
+    if (__builtin_mul_overflow(value, 10, &value) ||
+        __builtin_add_overflow(value, uint64_t(text[digits] - '0'), &value))
       return std::nullopt;
     ++digits;
   }

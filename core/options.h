@@ -44,7 +44,7 @@ struct Options {
   int stack_depth = kDefaultStackDepth;
   JournalMode journal_mode = JournalMode::Full;  // LEASEGUARD_JOURNAL: full | compact
   LogLevel log_level = LogLevel::Info;
-  ReachabilityMode reachability = ReachabilityMode::Exit;  // LEASEGUARD_REACHABILITY: exit | off
+  ReachabilityMode reachability = ReachabilityMode::Exit;           // LEASEGUARD_REACHABILITY: exit | off
   uint64_t device_scan_total_bytes = kDefaultDeviceScanTotalBytes;  // LEASEGUARD_DEVICE_SCAN: TOTAL[,PER]
   uint64_t device_scan_allocation_bytes = kDefaultDeviceScanAllocationBytes;
   std::string run_id;  // set by `leaseguard run` to tell its journals apart

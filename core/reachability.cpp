@@ -26,8 +26,7 @@ enum State : uint8_t { kLost = 0, kOwned = 1, kReachable = 2, kIgnored = 3 };
 
 // Reads the words of memory the program may have poisoned for a sanitizer (stack redzones,
 // freed-but-quarantined blocks it still points into): reading them is the point.
-__attribute__((no_sanitize("address", "thread"))) inline uint64_t load_word(
-    const uint64_t *at) noexcept {
+__attribute__((no_sanitize("address", "thread"))) inline uint64_t load_word(const uint64_t *at) noexcept {
   return *static_cast<const volatile uint64_t *>(at);
 }
 
@@ -165,8 +164,8 @@ class Classifier {
     for (size_t i = 0; i < count_; ++i) {
       nodes_[i].result = Class::Unchecked;
       nodes_[i].reached_from = 0;
-      s_.keyed[i] = Keyed{nodes_[i].address, nodes_[i].bytes, static_cast<uint32_t>(i),
-                          nodes_[i].allocation_id != 0 ? 0u : 1u};
+      s_.keyed[i] =
+          Keyed{nodes_[i].address, nodes_[i].bytes, static_cast<uint32_t>(i), nodes_[i].allocation_id != 0 ? 0u : 1u};
     }
     const Keyed *sorted = radix_sort(s_.keyed, s_.keyed_spare, count_);
     uint64_t covered_to = 0;
@@ -214,7 +213,8 @@ class Classifier {
     const uint64_t *sample = std::upper_bound(s_.samples, s_.samples + sample_count_, word);
     if (sample == s_.samples) return kNone;
     const size_t from = static_cast<size_t>(sample - s_.samples - 1) * kSampleStride;
-    const uint64_t *after = std::upper_bound(s_.starts + from, s_.starts + std::min(count_, from + kSampleStride), word);
+    const uint64_t *after =
+        std::upper_bound(s_.starts + from, s_.starts + std::min(count_, from + kSampleStride), word);
     auto i = static_cast<uint32_t>(after - s_.starts - 1);
     // Among nodes sharing a start (a host block and the device memory at its start), the
     // device allocation sorts first and the other is ignored.

@@ -96,7 +96,9 @@ struct Array {
 };
 
 // Device memory the CPU cannot read in place: read back through the driver.
-bool read_in_place(Kind kind) noexcept { return kind == Kind::Host || kind == Kind::Managed || kind == Kind::Registered; }
+bool read_in_place(Kind kind) noexcept {
+  return kind == Kind::Host || kind == Kind::Managed || kind == Kind::Registered;
+}
 
 // Reads device memory back through the driver's own copy functions (not hooks), found once.
 class DeviceReader {
@@ -104,7 +106,8 @@ class DeviceReader {
   bool read(const Tracker::LiveMemory &allocation, void *into) noexcept {
     const auto *from = reinterpret_cast<const void *>(allocation.address);
     if (vendor_of(allocation.api) == Vendor::Hip) {
-      if (hip_copy_ == nullptr) hip_copy_ = reinterpret_cast<HipCopy>(driver_symbol(anchor(allocation.api), "hipMemcpy"));
+      if (hip_copy_ == nullptr)
+        hip_copy_ = reinterpret_cast<HipCopy>(driver_symbol(anchor(allocation.api), "hipMemcpy"));
       constexpr int kDeviceToHost = 2;  // hipMemcpyDeviceToHost
       return hip_copy_ != nullptr && hip_copy_(into, from, allocation.bytes, kDeviceToHost) == 0;
     }
@@ -255,7 +258,8 @@ void add_clamped(Prepared &prepared, uintptr_t anchor, uintptr_t begin, uintptr_
 // made keeps them at the top of its stack mapping, which its stack's range covers already:
 // the static TLS size the loader reports includes a surplus that would reach down into the
 // dead part of that stack. The main thread's are a block of their own.
-void add_thread_block(Prepared &prepared, uintptr_t stack_pointer, uintptr_t thread_pointer, size_t tls_bytes) noexcept {
+void add_thread_block(Prepared &prepared, uintptr_t stack_pointer, uintptr_t thread_pointer,
+                      size_t tls_bytes) noexcept {
   const MemoryRange *stack = mapping_containing(prepared.mappings.items, prepared.mappings.count, stack_pointer);
   if (stack != nullptr && thread_pointer >= stack->begin && thread_pointer < stack->end) return;
   add_clamped(prepared, thread_pointer, thread_pointer - tls_bytes, thread_pointer + kThreadBlockBytes);
@@ -263,7 +267,8 @@ void add_thread_block(Prepared &prepared, uintptr_t stack_pointer, uintptr_t thr
 
 // The stopped phase: roots of every thread and the heap's blocks, then the classification.
 reachability::Statistics collect_and_classify(Prepared &prepared, const WorldStop &world, uintptr_t caller_frame,
-                          const ucontext_t &own_registers, size_t tls_bytes, void *scratch, size_t fixed_roots) noexcept {
+                                              const ucontext_t &own_registers, size_t tls_bytes, void *scratch,
+                                              size_t fixed_roots) noexcept {
   prepared.mappings.count =
       read_mappings(prepared.maps_text, prepared.maps_capacity, prepared.mappings.items, prepared.mappings.capacity);
   prepared.program_roots.count = fixed_roots;
@@ -347,8 +352,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept {
   void *scratch = arena.take<uint64_t>(reachability::scratch_bytes(node_room) / 8 + 1);
   if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
       !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
-      !prepared.mappings.take(arena, kMaxMappings) ||
-      (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
+      !prepared.mappings.take(arena, kMaxMappings) || (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
       (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr) {
     log_warning("no memory to classify live allocations: they are reported unchecked");
     return;
@@ -411,18 +415,19 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept {
   world.resume();
   const uint64_t resumed_ns = monotonic_ns();
   // What the classification took: bench/README.md quotes these lines (LEASEGUARD_LOG=debug).
-  log_debug("reachability: %zu node(s) (%zu device), %zu root range(s), %zu owned, %zu other thread(s); "
-            "%llu owned block(s), %llu lost component(s); %.1f MiB scanned in %.1f ms stopped (%.2f GB/s); "
-            "sort %.1f ms, floods %.1f ms (%.2f GB/s), lost %.1f ms; %.1f ms in all; %.1f MiB more resident",
-            prepared.nodes.count, prepared.device_nodes, prepared.program_roots.count, prepared.owner_roots.count,
-            threads, static_cast<unsigned long long>(statistics.owned_blocks),
-            static_cast<unsigned long long>(statistics.lost_components),
-            static_cast<double>(statistics.scanned_bytes) / (1 << 20), (resumed_ns - stopping_ns) / 1e6,
-            static_cast<double>(statistics.scanned_bytes) / static_cast<double>(resumed_ns - stopping_ns + 1),
-            statistics.sort_ns / 1e6, statistics.flood_ns / 1e6,
-            static_cast<double>(statistics.scanned_bytes) / static_cast<double>(statistics.flood_ns + 1),
-            statistics.lost_ns / 1e6, (resumed_ns - started_ns) / 1e6,
-            static_cast<double>(resident_bytes() - std::min(resident_before, resident_bytes())) / (1 << 20));
+  log_debug(
+      "reachability: %zu node(s) (%zu device), %zu root range(s), %zu owned, %zu other thread(s); "
+      "%llu owned block(s), %llu lost component(s); %.1f MiB scanned in %.1f ms stopped (%.2f GB/s); "
+      "sort %.1f ms, floods %.1f ms (%.2f GB/s), lost %.1f ms; %.1f ms in all; %.1f MiB more resident",
+      prepared.nodes.count, prepared.device_nodes, prepared.program_roots.count, prepared.owner_roots.count, threads,
+      static_cast<unsigned long long>(statistics.owned_blocks),
+      static_cast<unsigned long long>(statistics.lost_components),
+      static_cast<double>(statistics.scanned_bytes) / (1 << 20), (resumed_ns - stopping_ns) / 1e6,
+      static_cast<double>(statistics.scanned_bytes) / static_cast<double>(resumed_ns - stopping_ns + 1),
+      statistics.sort_ns / 1e6, statistics.flood_ns / 1e6,
+      static_cast<double>(statistics.scanned_bytes) / static_cast<double>(statistics.flood_ns + 1),
+      statistics.lost_ns / 1e6, (resumed_ns - started_ns) / 1e6,
+      static_cast<double>(resident_bytes() - std::min(resident_before, resident_bytes())) / (1 << 20));
 
   if (!threads_stopped) flags |= journal::kReachabilityThreadsNotStopped;
   if (!heap::complete() || prepared.heap_overflow) flags |= journal::kReachabilityHeapUntracked;

@@ -237,7 +237,8 @@ void wait_for_stops() noexcept {
 
 bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
   if (g_slots == nullptr) {
-    void *memory = mmap(nullptr, kMaxThreads * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *memory =
+        mmap(nullptr, kMaxThreads * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return false;
     g_slots = static_cast<Slot *>(memory);
   }

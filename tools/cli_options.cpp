@@ -161,8 +161,9 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
   if (name == "--quiet" || name == "--gen-suppressions" || name == "--show-reachable") {
     if (inline_value) error = name + " takes no value";
     ok = !inline_value;
-    (name == "--quiet" ? common.quiet : name == "--show-reachable" ? common.show_reachable : common.gen_suppressions) =
-        true;
+    (name == "--quiet"            ? common.quiet
+     : name == "--show-reachable" ? common.show_reachable
+                                  : common.gen_suppressions) = true;
     return true;
   }
   for (const auto &[option, apply] : kValueOptions) {

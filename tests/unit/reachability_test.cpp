@@ -14,7 +14,9 @@ namespace {
 struct Memory {
   std::vector<uint64_t> words = std::vector<uint64_t>(64);
   uint64_t at(size_t word) const { return reinterpret_cast<uint64_t>(&words[word]); }
-  MemoryRange range() const { return {reinterpret_cast<uintptr_t>(words.data()), reinterpret_cast<uintptr_t>(words.data() + words.size())}; }
+  MemoryRange range() const {
+    return {reinterpret_cast<uintptr_t>(words.data()), reinterpret_cast<uintptr_t>(words.data() + words.size())};
+  }
 };
 
 Node host_block(const Memory &memory) {
@@ -38,8 +40,8 @@ struct Case {
 
   // The class of the node with `id` (device) or at `address` (host) after classifying.
   std::vector<Node> classify() {
-    Snapshot snapshot{program_roots.data(), program_roots.size(), owner_roots.data(), owner_roots.size(),
-                      nodes.data(), nodes.size()};
+    Snapshot snapshot{program_roots.data(), program_roots.size(), owner_roots.data(),
+                      owner_roots.size(),   nodes.data(),         nodes.size()};
     std::vector<uint64_t> scratch(scratch_bytes(nodes.size()) / 8 + 1);
     reachability::classify(snapshot, scratch.data());
     return nodes;

@@ -124,14 +124,14 @@ VICTIM_NOINLINE void lose_device_table() {
 VICTIM_NOINLINE void lose_host_struct() {
   auto *lost = static_cast<CUdeviceptr *>(std::malloc(64));
   lost[3] = allocate(kInLostHost);
-  g_lost_host = lost;  // so the block and its store are kept
+  g_lost_host = lost;     // so the block and its store are kept
   g_lost_host = nullptr;  // the block leaks (LeakSanitizer's business); the device memory hangs from it
 }
 
 VICTIM_NOINLINE void leave_pointer_in_freed_host() {
   auto *block = static_cast<CUdeviceptr *>(std::malloc(256));
   block[20] = allocate(kOnlyInFreedHost);  // past what free() writes into the chunk
-  g_lost_host = block;  // so the store is kept
+  g_lost_host = block;                     // so the store is kept
   g_lost_host = nullptr;
   std::free(block);
 }

@@ -57,7 +57,7 @@ struct LiveAllocation {
   journal::AllocPayload record;
   bool reported = false;
   size_t ending = 0;  // where it was reported: index into process.leases, and of its leak
-  size_t leak = 0;     // kNotALeak: reported as still reachable
+  size_t leak = 0;    // kNotALeak: reported as still reachable
   uint64_t slot = 0;  // where its record is in the journal
 };
 constexpr size_t kNotALeak = SIZE_MAX;
@@ -425,7 +425,7 @@ class Replay : public journal::JournalVisitor {
     Leak leak = make_leak(allocation.record, time_ns);
     // Reachable memory is no leak: nothing marks it reclaimed later (no lease reclaims at exit).
     allocation.leak = leak.reachability == Reachability::Reachable ? kNotALeak : ending.leaks.size();
-    add_leak(ending, std::move(leak));
+    add_leak(ending, leak);
   }
 
   using LiveIterator = std::map<uint64_t, LiveAllocation>::iterator;
@@ -533,8 +533,8 @@ class Replay : public journal::JournalVisitor {
   }
 
   // A leak of `ending`, or an allocation it still reached (not a leak).
-  static void add_leak(LeaseEnding &ending, Leak leak) {
-    (leak.reachability == Reachability::Reachable ? ending.reachable : ending.leaks).push_back(std::move(leak));
+  static void add_leak(LeaseEnding &ending, const Leak &leak) {
+    (leak.reachability == Reachability::Reachable ? ending.reachable : ending.leaks).push_back(leak);
   }
 
   // Ends what the journal left open: each open lease, and live allocations of leases that

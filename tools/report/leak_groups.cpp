@@ -69,7 +69,8 @@ std::vector<LeakGroup> group_leaks(const std::vector<Leak> &leaks) {
   sorted.reserve(groups.size());
   for (auto &[key, group] : groups) sorted.push_back(group);
   std::stable_sort(sorted.begin(), sorted.end(), [](const LeakGroup &a, const LeakGroup &b) {
-    const bool a_indirect = a.reachability == Reachability::Indirect, b_indirect = b.reachability == Reachability::Indirect;
+    const bool a_indirect = a.reachability == Reachability::Indirect,
+               b_indirect = b.reachability == Reachability::Indirect;
     if (a_indirect != b_indirect) return b_indirect;
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.allocations != b.allocations) return a.allocations > b.allocations;

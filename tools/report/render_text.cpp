@@ -95,8 +95,9 @@ class TextReport {
     // The header names what was found: leaks only where there are leaks.
     const bool invalid_frees = !process.double_frees.empty() || !process.wrong_family_frees.empty();
     out += "\n" + tag + (leaks || invalid_frees ? "ERROR: " : "") + "leaseguard: " +
-           (leaks ? "detected device memory leaks"
-                  : invalid_frees ? "detected invalid frees (and no leaks)" : "no leaks; memory still reachable") +
+           (leaks           ? "detected device memory leaks"
+            : invalid_frees ? "detected invalid frees (and no leaks)"
+                            : "no leaks; memory still reachable") +
            "\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
            how_it_ended(process) + "\n";
@@ -156,10 +157,9 @@ class TextReport {
       const LeakGroup &group = groups[index];
       std::string &out = out_.text();
       out += "\n" + std::string(group_heading(group.reachability)) + std::to_string(group.bytes) + " byte(s) in " +
-             std::to_string(group.allocations) +
-             " allocation(s) [" + std::string(api_name(group.api)) + ", " + describe(group.api, group.kind) +
-             ", device " + std::to_string(group.device) + (group.reclaimed ? ", reclaimed" : "") +
-             "] allocated from:\n";
+             std::to_string(group.allocations) + " allocation(s) [" + std::string(api_name(group.api)) + ", " +
+             describe(group.api, group.kind) + ", device " + std::to_string(group.device) +
+             (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
       render_stack(out, process, group.stack_id);
       if (report_.suggest_suppressions) {
         const std::string rule = suggest_suppression(process, group.stack_id);

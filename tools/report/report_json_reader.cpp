@@ -95,7 +95,8 @@ class JsonReportReader {
     const JsonValue &reachability = item["reachability"];
     process.classified = flag(reachability["classified"]);
     if (flag(reachability["device_scan_bounded"])) process.reachability_flags |= journal::kReachabilityDeviceBounded;
-    if (flag(reachability["threads_not_stopped"])) process.reachability_flags |= journal::kReachabilityThreadsNotStopped;
+    if (flag(reachability["threads_not_stopped"]))
+      process.reachability_flags |= journal::kReachabilityThreadsNotStopped;
     if (flag(reachability["heap_untracked"])) process.reachability_flags |= journal::kReachabilityHeapUntracked;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
@@ -145,7 +146,7 @@ class JsonReportReader {
     lease.signal = number<int>(item["signal"], "signal");
     for (const JsonValue &leak : item["leaks"].items()) {
       Leak read = leak_of(leak, process);
-      (read.reachability == Reachability::Reachable ? lease.reachable : lease.leaks).push_back(std::move(read));
+      (read.reachability == Reachability::Reachable ? lease.reachable : lease.leaks).push_back(read);
     }
     for (const JsonValue &late : item["late_frees"].items()) lease.late_frees.push_back(late_free_of(late, process));
     return lease;
