@@ -155,6 +155,7 @@ std::optional<uint64_t> parse_byte_count(std::string_view text) {
 std::optional<ReachabilityMode> reachability_mode_from_name(std::string_view name) {
   if (name == "exit") return ReachabilityMode::Exit;
   if (name == "off") return ReachabilityMode::Off;
+  if (name == "leases") return ReachabilityMode::Leases;
   return std::nullopt;
 }
 
@@ -224,7 +225,7 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
   }
   if (auto value = get("LEASEGUARD_REACHABILITY")) {
     if (auto mode = reachability_mode_from_name(*value)) options.reachability = *mode;
-    else warn("LEASEGUARD_REACHABILITY", *value, "exit (allowed: exit, off)");
+    else warn("LEASEGUARD_REACHABILITY", *value, "exit (allowed: exit, leases, off)");
   }
   if (auto value = get("LEASEGUARD_DEVICE_SCAN")) {
     if (!parse_device_scan(*value, options.device_scan_total_bytes, options.device_scan_allocation_bytes))

@@ -23,8 +23,9 @@ enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
 enum class JournalMode { Full = 0, Compact = 1 };
 
 // When live allocations are classified as reachable, indirectly or directly lost
-// (core/reachability.h): at the process lease's end (exit), or never (off).
-enum class ReachabilityMode { Exit = 0, Off = 1 };
+// (core/reachability.h): at the process lease's end (exit; also when its time-to-live or
+// deadline ends it while the program runs), also at every lease's end (leases), or never (off).
+enum class ReachabilityMode { Exit = 0, Off = 1, Leases = 2 };
 
 // How much device memory the classification copies back to read pointers in it (a real
 // GPU's memory is not host memory): in all, and of one allocation. Larger ones are read as
@@ -67,7 +68,7 @@ bool settings_checked_by_run(const Options &options);
 // A byte count: digits with an optional K, M, G or T (powers of 1024; "KiB" etc. too).
 std::optional<uint64_t> parse_byte_count(std::string_view text);
 
-// "exit" or "off".
+// "exit", "leases" or "off".
 std::optional<ReachabilityMode> reachability_mode_from_name(std::string_view name);
 
 // "TOTAL" or "TOTAL,PER" (byte counts) for LEASEGUARD_DEVICE_SCAN and --device-scan.

@@ -541,6 +541,11 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
   // away: reclaim applies to leases that end or expire while the program runs.
   const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
   lease.ending_thread.store(this_thread_id(), std::memory_order_relaxed);
+  // Classified first, while what the lease still owns is live (at exit: reachability_scan.h).
+  const bool classify = ended_by != EndedBy::Exit && options_.reachability != ReachabilityMode::Off &&
+                        (options_.reachability == ReachabilityMode::Leases || lease.id == kProcessLeaseId);
+  if (auto classifier = lease_classifier_.load(std::memory_order_acquire); classify && classifier != nullptr)
+    classifier(*this, lease.id);
   raise_barrier();
   size_t leaked = 0;
   if (!reclaim) {
@@ -699,12 +704,13 @@ void Tracker::note_signal_from_signal_handler(int signal_number, bool default_ac
   journal_.append_from_signal_handler(journal::RecordType::Signal, &record, sizeof record);
 }
 
-std::vector<Tracker::LiveMemory> Tracker::live_memory() noexcept {
+std::vector<Tracker::LiveMemory> Tracker::live_memory(uint32_t lease_id) noexcept {
   std::vector<LiveMemory> live;
   try {
     std::vector<LiveRecord> records;
     table_.for_each([&](const LiveRecord &record) {
-      if (!record.reported && space_of(record.api) == Space::Address) records.push_back(record);
+      if (!record.reported && space_of(record.api) == Space::Address && (lease_id == 0 || record.lease_id == lease_id))
+        records.push_back(record);
     });
     live.reserve(records.size());
     for (const LiveRecord &record : records) {

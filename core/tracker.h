@@ -123,7 +123,8 @@ class Tracker {
     Api api = Api::Unknown;
     Kind kind = Kind::Device;
   };
-  std::vector<LiveMemory> live_memory() noexcept;
+  // `lease_id` 0: every lease's.
+  std::vector<LiveMemory> live_memory(uint32_t lease_id = 0) noexcept;
   // Journals a classification: (allocation id, reachability::Class) pairs, and the
   // journal::kReachability* flags that say how far it can be trusted.
   void write_reachability(const std::vector<std::pair<uint64_t, uint8_t>> &classes, uint32_t flags) noexcept;
@@ -155,6 +156,13 @@ class Tracker {
   // front end then arranges its classification at exit (reachability.h). Process-wide.
   static void call_when_journal_opens(void (*callback)()) noexcept {
     journal_opened_callback_.store(callback, std::memory_order_release);
+  }
+
+  // `classify(tracker, lease_id)` runs before a lease that ends while the program runs is
+  // reported, where the options ask for its classification (reachability.h): the process
+  // lease's time-to-live or deadline, and with --reachability=leases every lease. Process-wide.
+  static void call_to_classify_leases(void (*classify)(Tracker &, uint32_t lease_id)) noexcept {
+    lease_classifier_.store(classify, std::memory_order_release);
   }
 
   // Who frees allocations for leases with policy reclaim. Without one, reclaim reports only.
@@ -223,6 +231,7 @@ class Tracker {
   __attribute__((noinline, cold)) static Tracker *instance_in_new_process() noexcept;
 
   static inline std::atomic<void (*)()> journal_opened_callback_{nullptr};
+  static inline std::atomic<void (*)(Tracker &, uint32_t)> lease_classifier_{nullptr};
 
   Options options_;
   uint64_t start_monotonic_ns_;

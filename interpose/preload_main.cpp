@@ -21,6 +21,7 @@ __attribute__((constructor(101))) void preload_start() {
   static auto *backend = new DriverReclaimBackend;
   heap::start();
   Tracker::call_when_journal_opens(arrange_classification_at_exit);
+  Tracker::call_to_classify_leases(classify_lease);
   Tracker *tracker = start_process_core(FrontEnd{reinterpret_cast<uintptr_t>(&preload_start), backend});
   g_pass_through = tracker == nullptr;
   if (tracker != nullptr) install_termination_handlers();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -274,12 +275,14 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
   prepared.program_roots.count = fixed_roots;
   heap::for_each_block(add_block, &prepared);
   // This thread: its registers as the exit handler was entered, its stack above leaseguard's frames.
-  std::memcpy(prepared.registers, own_registers.uc_mcontext.gregs, sizeof(StoppedThread::registers));
-  prepared.program_roots.push(
-      MemoryRange{reinterpret_cast<uintptr_t>(prepared.registers),
-                  reinterpret_cast<uintptr_t>(prepared.registers) + sizeof(StoppedThread::registers)});
-  add_clamped(prepared, caller_frame, caller_frame, UINTPTR_MAX);
-  add_thread_block(prepared, caller_frame, thread_pointer(), tls_bytes);
+  if (caller_frame != 0) {
+    std::memcpy(prepared.registers, own_registers.uc_mcontext.gregs, sizeof(StoppedThread::registers));
+    prepared.program_roots.push(
+        MemoryRange{reinterpret_cast<uintptr_t>(prepared.registers),
+                    reinterpret_cast<uintptr_t>(prepared.registers) + sizeof(StoppedThread::registers)});
+    add_clamped(prepared, caller_frame, caller_frame, UINTPTR_MAX);
+    add_thread_block(prepared, caller_frame, thread_pointer(), tls_bytes);
+  }
   for (size_t i = 0; i < world.count(); ++i) {
     const StoppedThread &thread = world.thread(i);
     uint64_t *registers = prepared.registers + (i + 1) * 23;
@@ -328,13 +331,26 @@ void arrange_classification_at_exit() noexcept {
   std::atexit(classify_at_exit);
 }
 
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept {
+void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
+  pid_t own[16];
+  const size_t own_count = BackgroundThread::running_thread_ids(own, std::size(own));
+  const auto self = static_cast<pid_t>(syscall(SYS_gettid));
+  bool on_own_thread = false;
+  for (size_t i = 0; i < own_count; ++i) on_own_thread = on_own_thread || own[i] == self;
+  classify_live_memory(tracker, on_own_thread ? 0 : reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16,
+                       lease_id);
+}
+
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id) noexcept {
   if (tracker.options().reachability == ReachabilityMode::Off) return;
+  // One classification at a time: a lease expiring on the watchdog while the process exits.
+  static std::mutex one_at_a_time;
+  std::lock_guard lock(one_at_a_time);
   ucontext_t own_registers;
   getcontext(&own_registers);
   const uint64_t started_ns = monotonic_ns();
   const size_t resident_before = resident_bytes();
-  std::vector<Tracker::LiveMemory> live = tracker.live_memory();
+  std::vector<Tracker::LiveMemory> live = tracker.live_memory(lease_id);
   if (live.empty()) return;
 
   // Everything the stopped phase uses, sized with room for the blocks other threads

@@ -11,10 +11,15 @@ class Tracker;
 
 namespace leaseguard::interpose {
 
-// Classifies every live allocation no lease has reported yet and journals the classes.
-// The calling thread's stack is read from `caller_frame` up: leaseguard's own frames below
-// it hold copies of the addresses being classified.
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame) noexcept;
+// Classifies every live allocation no lease has reported yet (of `lease_id` only, if not 0)
+// and journals the classes. The calling thread's stack is read from `caller_frame` up:
+// leaseguard's own frames below it hold copies of the addresses being classified; 0 on a
+// thread of leaseguard's own, whose stack and registers are not the program's.
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id = 0) noexcept;
+
+// The tracker's lease classifier (Tracker::call_to_classify_leases): a lease ending while
+// the program runs, by its end call or by its time-to-live on leaseguard's watchdog.
+void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept;
 
 // Run when a process's journal opens: arranges classify_live_memory at its exit, before
 // the static destructors of what it constructed so far (which would free the containers

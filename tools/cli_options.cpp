@@ -238,7 +238,7 @@ bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptio
       if (!take_value(arguments, index, name, inline_value, value, error)) return false;
       auto mode = reachability_mode_from_name(value);
       if (!mode) {
-        error = "--reachability " + value + ": must be exit or off";
+        error = "--reachability " + value + ": must be exit, leases or off";
         return false;
       }
       run.reachability = *mode;
@@ -382,9 +382,10 @@ Options of run:
   --journal MODE         full | compact (default full): compact writes an allocation freed
                          right away over by the thread's next one, so loops keep the journal
                          small; leaks are reported the same, timelines and peaks leave them out
-  --reachability MODE    exit | off (default exit): at exit, tell leaked device memory
-                         (direct, indirect) from memory the program still reaches (reachable:
-                         not reported); off reports every live allocation, unchecked
+  --reachability MODE    exit | leases | off (default exit): at exit, tell leaked device
+                         memory (direct, indirect) from memory the program still reaches
+                         (reachable: not reported); leases: at every lease's end too; off
+                         reports every live allocation, unchecked
   --device-scan T[,P]    device memory read for pointers by the classification: T in all,
                          P of one allocation (default 64M,1M); larger is read as pointer-free
   --show-reachable       list reachable allocations too (run, report, diff)

@@ -129,7 +129,9 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
     overrides["LEASEGUARD_JOURNAL"] = *options.journal_mode == JournalMode::Compact ? "compact" : "full";
   if (options.common.quiet) overrides["LEASEGUARD_LOG"] = "quiet";
   if (options.reachability)
-    overrides["LEASEGUARD_REACHABILITY"] = *options.reachability == ReachabilityMode::Off ? "off" : "exit";
+    overrides["LEASEGUARD_REACHABILITY"] = *options.reachability == ReachabilityMode::Off      ? "off"
+                                           : *options.reachability == ReachabilityMode::Leases ? "leases"
+                                                                                               : "exit";
   if (!options.device_scan.empty()) overrides["LEASEGUARD_DEVICE_SCAN"] = options.device_scan;
 
   // The preload of each process would say what is wrong with these; run says it once

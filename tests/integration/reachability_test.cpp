@@ -118,6 +118,26 @@ TEST(Reachability, OffReportsEveryLiveAllocationUnchecked) {
   EXPECT_NE(run.result.err.find("\nLeak of 1001 byte(s)"), std::string::npos) << run.result.err;
 }
 
+// With --reachability=leases a lease that ends while the program runs is classified at its
+// end; by default only the process lease is, and the explicit lease's leaks are unchecked.
+TEST(Reachability, LeasesAreClassifiedAtTheirEndWhenAsked) {
+  TempDir dir;
+  auto asked =
+      run_under_leaseguard(dir / "asked", {victim("reachability_catalogue"), "lease"}, {"--reachability", "leases"});
+  ASSERT_EQ(asked.result.exit_code, 0) << asked.result.err;
+  std::map<int, std::string> in_request;
+  for (const auto &lease : asked.json["processes"][0]["leases"].items())
+    if (lease["name"].as_string() == "request")
+      for (const auto &leak : lease["leaks"].items())
+        in_request[static_cast<int>(leak["bytes"].as_number())] = leak["reachability"].as_string();
+  EXPECT_EQ(in_request, (std::map<int, std::string>{{1001, "reachable"}, {3006, "direct"}})) << asked.result.err;
+
+  auto by_default = run_under_leaseguard(dir / "default", {victim("reachability_catalogue"), "lease"});
+  ASSERT_EQ(by_default.result.exit_code, 0) << by_default.result.err;
+  EXPECT_EQ(classes_by_size(by_default.json["processes"][0]),
+            (std::map<int, std::string>{{1001, "unchecked"}, {3006, "unchecked"}}));
+}
+
 TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {
   if (!LEASEGUARD_HAVE_HIP) GTEST_SKIP() << "no HIP headers";
   TempDir dir;

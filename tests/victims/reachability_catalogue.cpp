@@ -2,7 +2,8 @@
 // Each case allocates its own size (below), so the test can find it in the report and
 // assert its class. Modes: (none) the catalogue and a forked child; "kill": one held and
 // one dropped allocation, then SIGKILL; "gate": held memory only, plus one dropped
-// allocation if a second argument "drop" is given.
+// allocation if a second argument "drop" is given; "lease": one held and one dropped
+// allocation in an explicit lease, which ends before the process does.
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -27,6 +28,7 @@ using CUdeviceptr = uintptr_t;
 #else
 #include "victim.h"
 #endif
+#include <leaseguard/annotate.h>
 
 namespace {
 
@@ -239,6 +241,16 @@ int main(int argc, char **argv) {
     g_global = allocate(kGlobal);
     drop(kDropped);
     raise(SIGKILL);
+  }
+  if (std::strcmp(mode, "lease") == 0) {
+    const leaseguard_lease_t lease = LEASEGUARD_LEASE_BEGIN("request", 0, 0);
+    LEASEGUARD_LEASE_ENTER(lease);
+    g_global = allocate(kGlobal);
+    drop(kDropped);
+    LEASEGUARD_LEASE_LEAVE();
+    scrub_stack();
+    LEASEGUARD_LEASE_END(lease);
+    return 0;
   }
   if (std::strcmp(mode, "gate") == 0) {
     g_global = allocate(kGlobal);

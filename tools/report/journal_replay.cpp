@@ -57,10 +57,10 @@ struct LiveAllocation {
   journal::AllocPayload record;
   bool reported = false;
   size_t ending = 0;  // where it was reported: index into process.leases, and of its leak
-  size_t leak = 0;    // kNotALeak: reported as still reachable
-  uint64_t slot = 0;  // where its record is in the journal
+  size_t leak = 0;         // in the ending's leaks, or in its reachable allocations if `reachable`
+  bool reachable = false;  // reported as still reachable, not as a leak
+  uint64_t slot = 0;       // where its record is in the journal
 };
-constexpr size_t kNotALeak = SIZE_MAX;
 
 struct LeaseBytes {
   uint64_t live = 0;
@@ -159,7 +159,7 @@ class Replay : public journal::JournalVisitor {
       // A repeated id (a damaged journal) replaces the allocation that had it, as before.
       if (auto repeated = find_live(alloc.id); repeated != live_.end()) live_.erase(repeated);
       const uint64_t place = next_place_++;
-      live_.emplace(place, LiveAllocation{alloc, false, 0, 0, record_slot()});
+      live_.emplace(place, LiveAllocation{alloc, false, 0, 0, false, record_slot()});
       place_of_id_[alloc.id] = place;
       return;
     }
@@ -179,7 +179,8 @@ class Replay : public journal::JournalVisitor {
       auto it = find_live(free_record.id);
       if (it == live_.end() || !it->second.reported) return;
       if (free_record.status != 0) return;  // the driver refused: still allocated
-      if (it->second.leak != kNotALeak) process_.leases[it->second.ending].leaks[it->second.leak].reclaimed = true;
+      LeaseEnding &ending = process_.leases[it->second.ending];
+      (it->second.reachable ? ending.reachable : ending.leaks)[it->second.leak].reclaimed = true;
       reclaimed_[free_record.id] = it->second.ending;
       release(it);
       return;
@@ -423,8 +424,8 @@ class Replay : public journal::JournalVisitor {
     allocation.reported = true;
     allocation.ending = ending_index;
     Leak leak = make_leak(allocation.record, time_ns);
-    // Reachable memory is no leak: nothing marks it reclaimed later (no lease reclaims at exit).
-    allocation.leak = leak.reachability == Reachability::Reachable ? kNotALeak : ending.leaks.size();
+    allocation.reachable = leak.reachability == Reachability::Reachable;
+    allocation.leak = allocation.reachable ? ending.reachable.size() : ending.leaks.size();
     add_leak(ending, leak);
   }
 
