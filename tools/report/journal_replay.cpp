@@ -56,7 +56,7 @@ struct LeaseInfo {
 struct LiveAllocation {
   journal::AllocPayload record;
   bool reported = false;
-  size_t ending = 0;  // where it was reported: index into process.leases, and of its leak
+  size_t ending = 0;       // where it was reported: index into process.leases, and of its leak
   size_t leak = 0;         // in the ending's leaks, or in its reachable allocations if `reachable`
   bool reachable = false;  // reported as still reachable, not as a leak
   uint64_t slot = 0;       // where its record is in the journal
