@@ -315,6 +315,112 @@ size_t resident_bytes() noexcept {
   return static_cast<size_t>(std::strtoull(second, nullptr, 10)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// What a classification took, for its debug line.
+struct Costs {
+  uint64_t started_ns = 0;
+  uint64_t stopping_ns = 0;
+  uint64_t resumed_ns = 0;
+  size_t resident_before = 0;
+  size_t other_threads = 0;
+  reachability::Statistics statistics;
+};
+
+constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384;
+
+size_t arena_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
+  return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + 2 * kMaxRoots * sizeof(MemoryRange) +
+         kMaxMappings * sizeof(MemoryRange) + kMapsText + (kMaxThreads + 1) * 23 * 8 + device_bytes + 4096;
+}
+
+// Hands out the arena's parts to `prepared`, faults in the ones the classifier fills, and
+// returns the classifier's scratch memory; nullptr if the arena could not hold them.
+void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
+  void *scratch = arena.take<uint64_t>(reachability::scratch_bytes(node_room) / 8 + 1);
+  if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
+      !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
+      !prepared.mappings.take(arena, kMaxMappings) || (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
+      (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr)
+    return nullptr;
+  prepared.maps_capacity = kMapsText;
+  Arena::populate(scratch, reachability::scratch_bytes(node_room));
+  Arena::populate(prepared.nodes.items, node_room * sizeof(Node));
+  return scratch;
+}
+
+// A node for each live allocation, its memory read back now (the driver cannot be called
+// while the threads are stopped) within the bound. Returns journal::kReachability* flags.
+uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tracker::LiveMemory> &live,
+                          const Options &options) noexcept {
+  DeviceReader device_copies;
+  uint64_t budget = options.device_scan_total_bytes;
+  uint32_t flags = 0;
+  for (const Tracker::LiveMemory &allocation : live) {
+    Node node;
+    node.address = allocation.address;
+    node.bytes = std::max<uint64_t>(allocation.bytes, 1);
+    node.allocation_id = allocation.id;
+    if (read_in_place(allocation.kind)) {
+      node.contents = reinterpret_cast<const void *>(allocation.address);
+      node.contents_bytes = allocation.bytes;
+    } else if (allocation.bytes > options.device_scan_allocation_bytes || allocation.bytes > budget) {
+      flags |= journal::kReachabilityDeviceBounded;
+    } else if (void *copy = arena.take<char>(allocation.bytes); copy != nullptr) {
+      if (device_copies.read(allocation, copy)) {
+        node.contents = copy;
+        node.contents_bytes = allocation.bytes;
+        budget -= allocation.bytes;
+      } else {
+        flags |= journal::kReachabilityDeviceBounded;
+      }
+    }
+    prepared.nodes.push(node);
+  }
+  prepared.device_nodes = prepared.nodes.count;
+  return flags;
+}
+
+// What the classification took: bench/README.md quotes these lines (LEASEGUARD_LOG=debug).
+void log_costs(const Prepared &prepared, const Costs &costs) noexcept {
+  const reachability::Statistics &statistics = costs.statistics;
+  const double stopped_ns = static_cast<double>(costs.resumed_ns - costs.stopping_ns);
+  const size_t resident_now = resident_bytes();
+  log_debug(
+      "reachability: %zu node(s) (%zu device), %zu root range(s), %zu owned, %zu other thread(s); "
+      "%llu owned block(s), %llu lost component(s); %.1f MiB scanned in %.1f ms stopped (%.2f GB/s); "
+      "sort %.1f ms, floods %.1f ms (%.2f GB/s), lost %.1f ms; %.1f ms in all; %.1f MiB more resident",
+      prepared.nodes.count, prepared.device_nodes, prepared.program_roots.count, prepared.owner_roots.count,
+      costs.other_threads, static_cast<unsigned long long>(statistics.owned_blocks),
+      static_cast<unsigned long long>(statistics.lost_components),
+      static_cast<double>(statistics.scanned_bytes) / (1 << 20), stopped_ns / 1e6,
+      static_cast<double>(statistics.scanned_bytes) / (stopped_ns + 1), statistics.sort_ns / 1e6,
+      statistics.flood_ns / 1e6,
+      static_cast<double>(statistics.scanned_bytes) / static_cast<double>(statistics.flood_ns + 1),
+      statistics.lost_ns / 1e6, static_cast<double>(costs.resumed_ns - costs.started_ns) / 1e6,
+      static_cast<double>(resident_now - std::min(costs.resident_before, resident_now)) / (1 << 20));
+}
+
+// Journals each device allocation's class; where a thread could not be stopped or the heap
+// was not tracked, what was not found reachable is unchecked, never guessed lost.
+void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags) noexcept {
+  const bool lost_unchecked =
+      (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked)) != 0;
+  std::vector<std::pair<uint64_t, uint8_t>> classes;
+  try {
+    classes.reserve(prepared.device_nodes);
+    for (size_t i = 0; i < prepared.nodes.count; ++i) {
+      const Node &node = prepared.nodes.items[i];
+      if (node.allocation_id == 0) continue;
+      Class result = node.result;
+      if (lost_unchecked && result != Class::Reachable) result = Class::Unchecked;
+      classes.emplace_back(node.allocation_id, static_cast<uint8_t>(result));
+    }
+  } catch (...) {
+    log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
+    return;
+  }
+  tracker.write_reachability(classes, flags);
+}
+
 std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification ran
 
 void classify_at_exit() {
@@ -348,62 +454,24 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   std::lock_guard lock(one_at_a_time);
   ucontext_t own_registers;
   getcontext(&own_registers);
-  const uint64_t started_ns = monotonic_ns();
-  const size_t resident_before = resident_bytes();
+  Costs costs;
+  costs.started_ns = monotonic_ns();
+  costs.resident_before = resident_bytes();
   std::vector<Tracker::LiveMemory> live = tracker.live_memory(lease_id);
   if (live.empty()) return;
 
   // Everything the stopped phase uses, sized with room for the blocks other threads
   // allocate until they stop (more than that: the heap is reported incomplete).
   const Options &options = tracker.options();
-  const size_t block_room = heap::live_blocks() + heap::live_blocks() / 16 + 16384;
-  const size_t node_room = block_room + live.size();
-  uint64_t device_budget = options.device_scan_total_bytes;
-  constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384;
-  const size_t arena_bytes = node_room * sizeof(Node) + reachability::scratch_bytes(node_room) +
-                             2 * kMaxRoots * sizeof(MemoryRange) + kMaxMappings * sizeof(MemoryRange) + kMapsText +
-                             (kMaxThreads + 1) * 23 * 8 + options.device_scan_total_bytes + 4096;
-  Arena arena(arena_bytes);
+  const size_t node_room = heap::live_blocks() + heap::live_blocks() / 16 + 16384 + live.size();
+  Arena arena(arena_bytes_for(node_room, options.device_scan_total_bytes));
   Prepared prepared;
-  void *scratch = arena.take<uint64_t>(reachability::scratch_bytes(node_room) / 8 + 1);
-  if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
-      !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
-      !prepared.mappings.take(arena, kMaxMappings) || (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
-      (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr) {
+  void *scratch = lay_out(arena, prepared, node_room);
+  if (scratch == nullptr) {
     log_warning("no memory to classify live allocations: they are reported unchecked");
     return;
   }
-  prepared.maps_capacity = kMapsText;
-  Arena::populate(scratch, reachability::scratch_bytes(node_room));
-  Arena::populate(prepared.nodes.items, node_room * sizeof(Node));
-
-  DeviceReader device_copies;
-  // Device allocations, their memory read back now (the driver cannot be called while the
-  // world is stopped), within the bound.
-  uint32_t flags = 0;
-  for (const Tracker::LiveMemory &allocation : live) {
-    Node node;
-    node.address = allocation.address;
-    node.bytes = std::max<uint64_t>(allocation.bytes, 1);
-    node.allocation_id = allocation.id;
-    if (read_in_place(allocation.kind)) {
-      node.contents = reinterpret_cast<const void *>(allocation.address);
-      node.contents_bytes = allocation.bytes;
-    } else if (allocation.bytes > options.device_scan_allocation_bytes || allocation.bytes > device_budget) {
-      flags |= journal::kReachabilityDeviceBounded;
-    } else if (void *copy = arena.take<char>(allocation.bytes); copy != nullptr) {
-      const bool copied = device_copies.read(allocation, copy);
-      if (copied) {
-        node.contents = copy;
-        node.contents_bytes = allocation.bytes;
-        device_budget -= allocation.bytes;
-      } else {
-        flags |= journal::kReachabilityDeviceBounded;
-      }
-    }
-    prepared.nodes.push(node);
-  }
-  prepared.device_nodes = prepared.nodes.count;
+  uint32_t flags = add_device_nodes(prepared, arena, live, options);
 
   // Globals of every module, sorted into the program's and the owners'.
   uintptr_t owner_bases[64];
@@ -414,55 +482,26 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   const size_t tls_bytes = static_tls_bytes();
   pid_t own_threads[16];
   const size_t own_thread_count = BackgroundThread::running_thread_ids(own_threads, std::size(own_threads));
-  // The copies below must not be found as the program's: free them before the stop.
-  std::vector<std::pair<uint64_t, uint8_t>> classes;
+  // The copies of the addresses must not be found as the program's: freed before the stop.
   std::vector<Tracker::LiveMemory>().swap(live);
 
-  const uint64_t stopping_ns = monotonic_ns();
+  costs.stopping_ns = monotonic_ns();
   WorldStop world;
   if (!world.stop(own_threads, own_thread_count)) {
     log_warning("no free signal to stop the program's threads: live allocations are reported unchecked");
     return;
   }
-  const reachability::Statistics statistics =
+  costs.statistics =
       collect_and_classify(prepared, world, caller_frame, own_registers, tls_bytes, scratch, fixed_roots);
   const bool threads_stopped = world.stopped_all();
-  const size_t threads = world.count();
+  costs.other_threads = world.count();
   world.resume();
-  const uint64_t resumed_ns = monotonic_ns();
-  // What the classification took: bench/README.md quotes these lines (LEASEGUARD_LOG=debug).
-  log_debug(
-      "reachability: %zu node(s) (%zu device), %zu root range(s), %zu owned, %zu other thread(s); "
-      "%llu owned block(s), %llu lost component(s); %.1f MiB scanned in %.1f ms stopped (%.2f GB/s); "
-      "sort %.1f ms, floods %.1f ms (%.2f GB/s), lost %.1f ms; %.1f ms in all; %.1f MiB more resident",
-      prepared.nodes.count, prepared.device_nodes, prepared.program_roots.count, prepared.owner_roots.count, threads,
-      static_cast<unsigned long long>(statistics.owned_blocks),
-      static_cast<unsigned long long>(statistics.lost_components),
-      static_cast<double>(statistics.scanned_bytes) / (1 << 20), (resumed_ns - stopping_ns) / 1e6,
-      static_cast<double>(statistics.scanned_bytes) / static_cast<double>(resumed_ns - stopping_ns + 1),
-      statistics.sort_ns / 1e6, statistics.flood_ns / 1e6,
-      static_cast<double>(statistics.scanned_bytes) / static_cast<double>(statistics.flood_ns + 1),
-      statistics.lost_ns / 1e6, (resumed_ns - started_ns) / 1e6,
-      static_cast<double>(resident_bytes() - std::min(resident_before, resident_bytes())) / (1 << 20));
+  costs.resumed_ns = monotonic_ns();
+  log_costs(prepared, costs);
 
   if (!threads_stopped) flags |= journal::kReachabilityThreadsNotStopped;
   if (!heap::complete() || prepared.heap_overflow) flags |= journal::kReachabilityHeapUntracked;
-  const bool lost_unchecked =
-      (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked)) != 0;
-  try {
-    classes.reserve(prepared.device_nodes);
-    for (size_t i = 0; i < prepared.nodes.count; ++i) {
-      const Node &node = prepared.nodes.items[i];
-      if (node.allocation_id == 0) continue;
-      Class result = node.result;
-      if (lost_unchecked && result != Class::Reachable) result = Class::Unchecked;
-      classes.emplace_back(node.allocation_id, static_cast<uint8_t>(result));
-    }
-  } catch (...) {
-    log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
-    return;
-  }
-  tracker.write_reachability(classes, flags);
+  journal_classes(tracker, prepared, flags);
 }
 
 }  // namespace leaseguard::interpose
