@@ -261,9 +261,15 @@ class Classifier {
     }
   }
 
-  // Tarjan's strongly connected components over the lost nodes, iterative: a lost program
-  // may hold a million lost blocks in a chain.
   void classify_lost() noexcept {
+    const uint32_t components = find_lost_components();
+    stats_.lost_components = components;
+    assign_lost_classes(components);
+  }
+
+  // Sets each lost node's component (Tarjan's strongly connected components, iterative: a
+  // lost program may hold a million lost blocks in a chain); returns how many there are.
+  uint32_t find_lost_components() noexcept {
     uint32_t next_index = 0, components = 0;
     size_t tarjan_size = 0;
     for (uint32_t root = 0; root < count_; ++root) {
@@ -312,7 +318,11 @@ class Classifier {
         }
       }
     }
-    stats_.lost_components = components;
+    return components;
+  }
+
+  // Direct or indirect, by the components (see reachability.h).
+  void assign_lost_classes(uint32_t components) noexcept {
     // A component that another lost component points to is indirectly lost, all of it.
     for (uint32_t v = 0; v < count_; ++v) {
       if (s_.state[v] != kLost) continue;
