@@ -24,14 +24,34 @@ constexpr size_t kDefaultCapacity = 80ull << 30;
 // Each thread's context stack, and its top kept beside it in initial-exec storage: reading
 // the current context, which every hooked allocation does, is then one thread-local load, as
 // in a real driver (the vector alone needs a __tls_get_addr call from a shared library).
-// The stack is made on a thread's first push and never destroyed, as a driver's per-thread
-// state outlives the thread's own TLS destructors: a program's static destructors, which
-// run after them at exit, still push and pop contexts to free memory.
+// The stack is made on a thread's first push and outlives the thread's own TLS destructors,
+// as a driver's per-thread state does: a program's static destructors, which run after the
+// main thread's TLS destructors at exit, still push and pop contexts to free memory. A
+// thread's stack goes when the thread ends (a thread-specific value's destructor, which the
+// main thread's exit() never runs).
 __thread std::vector<CUcontext> *t_context_stack = nullptr;
 __thread CUcontext t_current_context __attribute__((tls_model("initial-exec"))) = nullptr;
 
+void forget_context_stack(void *stack) {
+  delete static_cast<std::vector<CUcontext> *>(stack);
+  t_context_stack = nullptr;
+  t_current_context = nullptr;
+}
+
+pthread_key_t context_stack_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t made{};
+    pthread_key_create(&made, forget_context_stack);
+    return made;
+  }();
+  return key;
+}
+
 void push_context(CUcontext ctx) {
-  if (t_context_stack == nullptr) t_context_stack = new std::vector<CUcontext>;
+  if (t_context_stack == nullptr) {
+    t_context_stack = new std::vector<CUcontext>;
+    pthread_setspecific(context_stack_key(), t_context_stack);
+  }
   t_context_stack->push_back(ctx);
   t_current_context = ctx;
 }
