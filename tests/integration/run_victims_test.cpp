@@ -73,9 +73,9 @@ void expect_direct_calls_report(const LeaseguardRun &run) {
   EXPECT_EQ(destroyed_bytes, (std::multiset<int>{2000, 2000, 3000}));
   // Every one recorded, whether the program still reached it at exit or not (a value left
   // on a dead stack frame may keep one reachable, the more so in an instrumented build).
-  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number() +
-                run.json["summary"]["reachable_allocations"].as_number(),
-            15);
+  EXPECT_EQ(
+      run.json["summary"]["leaked_allocations"].as_number() + run.json["summary"]["reachable_allocations"].as_number(),
+      15);
 }
 
 TEST(Victims, EveryHookedEntryPointLinkedDirectly) {
