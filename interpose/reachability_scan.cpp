@@ -452,7 +452,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   // One classification at a time: a lease expiring on the watchdog while the process exits.
   static std::mutex one_at_a_time;
   std::lock_guard lock(one_at_a_time);
-  ucontext_t own_registers;
+  ucontext_t own_registers{};  // getcontext leaves some registers unset: never stale stack bytes
   getcontext(&own_registers);
   Costs costs;
   costs.started_ns = monotonic_ns();

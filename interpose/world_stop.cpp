@@ -271,7 +271,7 @@ void park_after_deferred_stop() noexcept {
   if (!g_active.load(std::memory_order_acquire)) return;
   Slot *slot = own_slot();
   if (slot == nullptr || slot->state.load(std::memory_order_acquire) != kSignalled) return;
-  ucontext_t context;
+  ucontext_t context{};  // getcontext leaves some registers unset: never stale stack bytes
   getcontext(&context);
   park(*slot, context);
 }
