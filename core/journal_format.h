@@ -275,9 +275,10 @@ struct ReachabilityPayload {
   uint32_t count;
   uint32_t flags;  // kReachability*
 };
-inline constexpr uint32_t kReachabilityDeviceBounded = 1;      // some device memory was too large to read
-inline constexpr uint32_t kReachabilityThreadsNotStopped = 2;  // lost ones are unchecked: a thread could not be stopped
-inline constexpr uint32_t kReachabilityHeapUntracked = 4;      // lost ones are unchecked: the host heap was not tracked
+inline constexpr uint32_t kReachabilityDeviceBounded = 1;  // some device memory was too large to read
+inline constexpr uint32_t kReachabilityThreadsNotStopped =
+    2;  // lost ones are unchecked: a thread could not be stopped or read
+inline constexpr uint32_t kReachabilityHeapUntracked = 4;  // lost ones are unchecked: the host heap was not tracked
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 

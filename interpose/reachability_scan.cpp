@@ -234,6 +234,7 @@ struct Prepared {
   uint64_t *registers = nullptr;  // each stopped thread's, in a row: roots too
   size_t device_nodes = 0;
   bool heap_overflow = false;
+  bool roots_unread = false;  // a thread's stack could not be found (/proc/self/maps unreadable)
 };
 
 void add_block(void *context, uintptr_t address, size_t bytes) {
@@ -249,7 +250,10 @@ void add_block(void *context, uintptr_t address, size_t bytes) {
 // Adds [begin, end) clamped to the readable mapping that holds `anchor`.
 void add_clamped(Prepared &prepared, uintptr_t anchor, uintptr_t begin, uintptr_t end) noexcept {
   const MemoryRange *mapping = mapping_containing(prepared.mappings.items, prepared.mappings.count, anchor);
-  if (mapping == nullptr) return;
+  if (mapping == nullptr) {
+    prepared.roots_unread = true;
+    return;
+  }
   begin = std::max(begin, mapping->begin);
   end = std::min(end, mapping->end);
   if (begin < end) prepared.program_roots.push(MemoryRange{begin, end});
@@ -488,7 +492,9 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   costs.stopping_ns = monotonic_ns();
   WorldStop world;
   if (!world.stop(own_threads, own_thread_count)) {
-    log_warning("no free signal to stop the program's threads: live allocations are reported unchecked");
+    log_warning(
+        "could not stop the program's threads (no free signal, or no descriptor to list them): "
+        "live allocations are reported unchecked");
     return;
   }
   costs.statistics =
@@ -499,7 +505,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   costs.resumed_ns = monotonic_ns();
   log_costs(prepared, costs);
 
-  if (!threads_stopped) flags |= journal::kReachabilityThreadsNotStopped;
+  if (!threads_stopped || prepared.roots_unread) flags |= journal::kReachabilityThreadsNotStopped;
   if (!heap::complete() || prepared.heap_overflow) flags |= journal::kReachabilityHeapUntracked;
   journal_classes(tracker, prepared, flags);
 }

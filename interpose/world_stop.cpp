@@ -170,12 +170,13 @@ bool known(pid_t tid) noexcept {
   return false;
 }
 
-// Adds and signals every thread of /proc/self/task not yet known; returns how many.
-size_t signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexcept {
+// Adds and signals every thread of /proc/self/task not yet known; returns how many, or -1
+// if the list could not be read (no descriptor left: the program may have used them all).
+long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexcept {
   const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd < 0) return 0;
+  if (fd < 0) return -1;
   alignas(8) char entries[8192];
-  size_t added = 0;
+  long added = 0;
   for (long got; (got = syscall(SYS_getdents64, fd, entries, sizeof entries)) > 0;) {
     for (long at = 0; at < got;) {
       const auto *name = entries + at + 19;  // linux_dirent64: ino 8, off 8, reclen 2, type 1, name
@@ -247,7 +248,14 @@ bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
   g_count.store(0, std::memory_order_release);
   g_active.store(true, std::memory_order_release);
   const pid_t self = current_tid();
-  while (signal_new_threads(self, skip, skip_count) > 0) wait_for_stops();
+  for (long added; (added = signal_new_threads(self, skip, skip_count)) != 0;) {
+    if (added < 0) {
+      // Threads not listed cannot be stopped or read: let those stopped so far go.
+      resume();
+      return false;
+    }
+    wait_for_stops();
+  }
   return true;
 }
 

@@ -40,8 +40,8 @@ struct StoppedThread {
 class WorldStop {
  public:
   // Stops every thread but the caller and the `skip` threads (leaseguard's own, which never
-  // hold the program's pointers). Returns false if it could not start (no free signal, no
-  // memory): then nothing was stopped.
+  // hold the program's pointers). Returns false if it could not (no free signal, no memory,
+  // no descriptor to list the threads with): then nothing is stopped.
   bool stop(const pid_t *skip, size_t skip_count) noexcept;
   // Lets every stopped thread go on.
   void resume() noexcept;

@@ -117,7 +117,7 @@ class TextReport {
     std::string note;
     if (!process.classified) return note;
     if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
-      note += "a thread blocked the scan's signal, so its registers were not read: lost allocations are unchecked";
+      note += "a thread blocked the scan's signal or its stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
       note += "the program's host heap was not tracked (its own malloc): lost allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
