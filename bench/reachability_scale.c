@@ -5,9 +5,12 @@
  * (bench/reachability_costs prints them).
  *
  * With BULK_MIB, one more block of that many MiB, held too, whose words point nowhere: the
- * scan's speed through memory rather than through pointers.
+ * scan's speed through memory rather than through pointers. Its words are pseudo-random, as
+ * data is: pages of one repeated pattern are merged by this machine's hypervisor, and the
+ * first read of each merged page then costs the host a fault the scan would be charged for.
  *
  *   reachability_scale [HOST_BLOCKS [DEVICE [BULK_MIB]]]   (default 1000000 100000 0) */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,7 +39,14 @@ int main(int argc, char **argv) {
   if (bulk_mib > 0) {
     g_bulk = malloc((size_t)bulk_mib << 20);
     if (g_bulk == NULL) return 6;
-    for (size_t i = 0; i < ((size_t)bulk_mib << 20); ++i) g_bulk[i] = (unsigned char)(i * 131);
+    uint64_t state = 88172645463325252ull;  // xorshift64
+    for (size_t i = 0; i < ((size_t)bulk_mib << 20) / sizeof state; ++i) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      /* The top byte set: never an address in this process's user space. */
+      ((uint64_t *)g_bulk)[i] = state | 0xff00000000000000ull;
+    }
   }
   printf("%ld host block(s), %ld device allocation(s) held\n", host_blocks, device);
   return 0;

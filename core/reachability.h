@@ -44,9 +44,6 @@ struct Node {
   uint64_t contents_bytes = 0;
   uint64_t allocation_id = 0;  // the device allocation's id; 0 for a host heap block
   Class result = Class::Unchecked;
-  // Reachable: where the pointer that first reached it was held (a root's word, or a word
-  // in another node's contents): what a report can name to say why it is not a leak.
-  uintptr_t reached_from = 0;
 };
 
 struct Snapshot {
