@@ -138,6 +138,27 @@ TEST(Reachability, LeasesAreClassifiedAtTheirEndWhenAsked) {
             (std::map<int, std::string>{{1001, "unchecked"}, {3006, "unchecked"}}));
 }
 
+// The process lease's time-to-live ends while the program runs (the victim waits for the
+// expiry's reclaim to give the memory back): its allocations are classified then, with every
+// thread alive, and the dropped one alone is a leak.
+TEST(Reachability, TheProcessLeaseIsClassifiedWhenItsTimeToLiveEndsWhileTheProgramRuns) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("reachability_catalogue"), "ttl"},
+                                  {"--ttl", "2s", "--on-expiry", "reclaim", "--fail-on-leak"});
+  if (run.result.exit_code == 77) GTEST_SKIP() << "the victim started over 1 s late: its lease may have expired first";
+  EXPECT_EQ(run.result.exit_code, 23) << run.result.err;  // the dropped allocation
+  const JsonValue &process = run.json["processes"][0];
+  std::map<int, std::string> at_expiry;
+  for (const auto &lease : process["leases"].items())
+    if (lease["name"].as_string() == "process" && lease["ended_by"].as_string() == "expiry")
+      for (const auto &leak : lease["leaks"].items())
+        at_expiry[static_cast<int>(leak["bytes"].as_number())] = leak["reachability"].as_string();
+  EXPECT_EQ(at_expiry, (std::map<int, std::string>{{1001, "reachable"}, {3006, "direct"}})) << run.result.err;
+  EXPECT_EQ(run.json["summary"]["reachable_allocations"].as_number(), 1) << run.result.err;
+  EXPECT_NE(run.result.err.find("Direct leak of 3006 byte(s)"), std::string::npos) << run.result.err;
+  EXPECT_EQ(run.result.err.find("leak of 1001 byte(s)"), std::string::npos) << run.result.err;
+}
+
 TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {
   if (!LEASEGUARD_HAVE_HIP) GTEST_SKIP() << "no HIP headers";
   TempDir dir;

@@ -3,7 +3,10 @@
 // assert its class. Modes: (none) the catalogue and a forked child; "kill": one held and
 // one dropped allocation, then SIGKILL; "gate": held memory only, plus one dropped
 // allocation if a second argument "drop" is given; "lease": one held and one dropped
-// allocation in an explicit lease, which ends before the process does.
+// allocation in an explicit lease, which ends before the process does; "ttl": one held and
+// one dropped allocation in the process lease, whose time-to-live (--ttl, with --on-expiry
+// reclaim) ends while the program runs: it waits for the expiry's reclaim to give the memory
+// back, then exits 0 (77: it started too late to be sure its allocations came before expiry).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -13,7 +16,10 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdint>
 #include <cstdlib>
@@ -147,6 +153,51 @@ VICTIM_NOINLINE void lose_cycle() {
 
 VICTIM_NOINLINE void drop(size_t bytes) { allocate(bytes); }
 
+#ifndef CATALOGUE_HOST
+size_t free_device_memory() {
+  size_t free_bytes = 0, total = 0;
+  CHECK(cuMemGetInfo_v2(&free_bytes, &total));
+  return free_bytes;
+}
+
+// Milliseconds since this process started (the kernel's start time, in clock ticks), which
+// is no later than when its process lease's time-to-live began.
+long ms_since_process_start() {
+  FILE *stat = std::fopen("/proc/self/stat", "r");
+  if (stat == nullptr) return -1;
+  char text[1024];
+  const size_t length = std::fread(text, 1, sizeof text - 1, stat);
+  std::fclose(stat);
+  text[length] = '\0';
+  const char *field = std::strrchr(text, ')');  // after the command name, which may hold spaces
+  unsigned long long start_ticks = 0;
+  // Fields 3 to 21, then 22: the start time.
+  if (field == nullptr ||
+      std::sscanf(field + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                  &start_ticks) != 1)
+    return -1;
+  timespec boot{};
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  const long ticks = sysconf(_SC_CLK_TCK);
+  return boot.tv_sec * 1000 + boot.tv_nsec / 1000000 - static_cast<long>(start_ticks * 1000 / ticks);
+}
+
+// The process lease expires while this runs (--ttl 2s --on-expiry reclaim): classified then.
+int outlive_the_process_lease() {
+  const size_t before = free_device_memory();
+  g_global = allocate(kGlobal);
+  drop(kDropped);
+  scrub_stack();
+  // Both allocations must be the expired lease's: made well within its time-to-live.
+  const long elapsed = ms_since_process_start();
+  if (elapsed < 0 || elapsed > 1000) return 77;
+  // The expiry classifies them, reports, then reclaims both: the memory comes back.
+  const timespec pause = {0, 1000000};
+  while (free_device_memory() < before) nanosleep(&pause, nullptr);
+  return 0;
+}
+#endif
+
 void set_context() {
 #ifndef CATALOGUE_HOST
   CHECK(cuCtxSetCurrent(g_context));
@@ -252,6 +303,9 @@ int main(int argc, char **argv) {
     LEASEGUARD_LEASE_END(lease);
     return 0;
   }
+#ifndef CATALOGUE_HOST
+  if (std::strcmp(mode, "ttl") == 0) return outlive_the_process_lease();
+#endif
   if (std::strcmp(mode, "gate") == 0) {
     g_global = allocate(kGlobal);
     g_cache = static_cast<Cache *>(std::calloc(1, sizeof(Cache)));
