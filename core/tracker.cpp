@@ -709,7 +709,7 @@ std::vector<Tracker::LiveMemory> Tracker::live_memory(uint32_t lease_id) noexcep
   try {
     std::vector<LiveRecord> records;
     table_.for_each([&](const LiveRecord &record) {
-      if (!record.reported && space_of(record.api) == Space::Address && (lease_id == 0 || record.lease_id == lease_id))
+      if (!record.reported && (lease_id == 0 || record.lease_id == lease_id))
         records.push_back(record);
     });
     live.reserve(records.size());

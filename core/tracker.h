@@ -113,7 +113,7 @@ class Tracker {
   LeaseState lease_state(uint64_t lease_id) noexcept;
   int lease_leave() noexcept;
 
-  // What a reachability scan classifies: the live allocations at addresses (not handles)
+  // What a reachability scan classifies: the live allocations (at addresses, and handles)
   // that no ended lease reported yet.
   struct LiveMemory {
     uint64_t id = 0;

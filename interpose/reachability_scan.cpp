@@ -96,6 +96,10 @@ struct Array {
   }
 };
 
+// Handles below this are told apart from small integers by nothing (the first pages are never
+// mapped, so a driver's handles that are addresses lie above them).
+constexpr uint64_t kLowestHandleValue = 65536;
+
 // Device memory the CPU cannot read in place: read back through the driver.
 bool read_in_place(Kind kind) noexcept {
   return kind == Kind::Host || kind == Kind::Managed || kind == Kind::Registered;
@@ -363,7 +367,14 @@ uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tr
     node.address = allocation.address;
     node.bytes = std::max<uint64_t>(allocation.bytes, 1);
     node.allocation_id = allocation.id;
-    if (read_in_place(allocation.kind)) {
+    if (space_of(allocation.api) != Space::Address) {
+      // A handle (VMM physical memory, an array, a pool, external memory): held where the
+      // program keeps its value, which it needs to free it; no pointer lies behind it that the
+      // program could follow. A value below the first page could be any small integer: that
+      // one stays unchecked.
+      if (allocation.address < kLowestHandleValue) continue;
+      node.bytes = 1;
+    } else if (read_in_place(allocation.kind)) {
       node.contents = reinterpret_cast<const void *>(allocation.address);
       node.contents_bytes = allocation.bytes;
     } else if (allocation.bytes > options.device_scan_allocation_bytes || allocation.bytes > budget) {

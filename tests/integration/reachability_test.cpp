@@ -3,9 +3,11 @@
 // and --fail-on-leak must concern lost memory only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "process_runner.h"
 #include "../unit/test_support.h"
@@ -157,6 +159,28 @@ TEST(Reachability, TheProcessLeaseIsClassifiedWhenItsTimeToLiveEndsWhileTheProgr
   EXPECT_EQ(run.json["summary"]["reachable_allocations"].as_number(), 1) << run.result.err;
   EXPECT_NE(run.result.err.find("Direct leak of 3006 byte(s)"), std::string::npos) << run.result.err;
   EXPECT_EQ(run.result.err.find("leak of 1001 byte(s)"), std::string::npos) << run.result.err;
+}
+
+// A handle is held where the program keeps its value (it needs it to free what lies behind
+// it); the driver's own tables of handles never count.
+TEST(Reachability, HandlesAreReachableWhereTheProgramKeepsTheirValues) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "handles"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  std::map<std::pair<std::string, int>, std::vector<std::string>> classes;
+  for (const auto &lease : run.json["processes"][0]["leases"].items())
+    for (const auto &leak : lease["leaks"].items())
+      classes[{leak["api"].as_string(), static_cast<int>(leak["bytes"].as_number())}].push_back(
+          leak["reachability"].as_string());
+  const std::map<std::pair<std::string, int>, std::vector<std::string>> expected = {
+      {{"cuArrayCreate_v2", 1013}, {"reachable"}},        // in a global
+      {{"cuArrayCreate_v2", 3008}, {"direct"}},           // dropped
+      {{"cuMemCreate", 2 << 20}, {"reachable"}},          // in a global
+      {{"cuMemCreate", 4 << 20}, {"direct"}},             // dropped
+      {{"cuMemPoolCreate", 0}, {"direct", "reachable"}},  // one dropped, one in a global
+  };
+  for (auto &[key, found] : classes) std::sort(found.begin(), found.end());
+  EXPECT_EQ(classes, expected) << run.result.err;
 }
 
 TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {

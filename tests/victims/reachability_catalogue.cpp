@@ -6,7 +6,9 @@
 // allocation in an explicit lease, which ends before the process does; "ttl": one held and
 // one dropped allocation in the process lease, whose time-to-live (--ttl, with --on-expiry
 // reclaim) ends while the program runs: it waits for the expiry's reclaim to give the memory
-// back, then exits 0 (77: it started too late to be sure its allocations came before expiry).
+// back, then exits 0 (77: it started too late to be sure its allocations came before expiry);
+// "handles": arrays, VMM physical memory and pools, each once with its handle kept in a
+// global and once with it dropped.
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -52,6 +54,7 @@ enum Size : size_t {
   kInReachableDevice = 1010,
   kReachableTable = 1011,
   kChildGlobal = 1012,
+  kHeldArray = 1013,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -62,6 +65,7 @@ enum Size : size_t {
   kCycleFirst = 3005,
   kDropped = 3006,
   kChildDropped = 3007,
+  kDroppedArray = 3008,
 };
 
 // Held with external linkage and `used`: a global written and never read again is what
@@ -180,6 +184,65 @@ long ms_since_process_start() {
   clock_gettime(CLOCK_BOOTTIME, &boot);
   const long ticks = sysconf(_SC_CLK_TCK);
   return boot.tv_sec * 1000 + boot.tv_nsec / 1000000 - static_cast<long>(start_ticks * 1000 / ticks);
+}
+
+// Handles are held where their values are kept. Widths make each array's size its own.
+CUarray create_array(size_t width) {
+  CUDA_ARRAY_DESCRIPTOR descriptor;
+  std::memset(&descriptor, 0, sizeof descriptor);
+  descriptor.Width = width;
+  descriptor.Height = 1;
+  descriptor.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  descriptor.NumChannels = 1;
+  CUarray array = nullptr;
+  CHECK(cuArrayCreate_v2(&array, &descriptor));
+  return array;
+}
+
+CUmemGenericAllocationHandle create_physical(size_t granules) {
+  CUmemAllocationProp prop;
+  std::memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t granularity = 0;
+  CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CUmemGenericAllocationHandle handle = 0;
+  CHECK(cuMemCreate(&handle, granules * granularity, &prop, 0));
+  return handle;
+}
+
+CUmemoryPool create_pool() {
+  CUmemPoolProps props;
+  std::memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool pool = nullptr;
+  CHECK(cuMemPoolCreate(&pool, &props));
+  return pool;
+}
+
+struct Handles {
+  CUarray array;
+  CUmemGenericAllocationHandle physical;
+  CUmemoryPool pool;
+};
+HELD Handles g_handles;
+
+VICTIM_NOINLINE void drop_handles() {
+  create_array(kDroppedArray);
+  create_physical(2);
+  create_pool();
+}
+
+int keep_and_drop_handles() {
+  g_handles.array = create_array(kHeldArray);
+  g_handles.physical = create_physical(1);
+  g_handles.pool = create_pool();
+  drop_handles();
+  scrub_stack();
+  return 0;
 }
 
 // The process lease expires while this runs (--ttl 2s --on-expiry reclaim): classified then.
@@ -305,6 +368,7 @@ int main(int argc, char **argv) {
   }
 #ifndef CATALOGUE_HOST
   if (std::strcmp(mode, "ttl") == 0) return outlive_the_process_lease();
+  if (std::strcmp(mode, "handles") == 0) return keep_and_drop_handles();
 #endif
   if (std::strcmp(mode, "gate") == 0) {
     g_global = allocate(kGlobal);
