@@ -709,8 +709,7 @@ std::vector<Tracker::LiveMemory> Tracker::live_memory(uint32_t lease_id) noexcep
   try {
     std::vector<LiveRecord> records;
     table_.for_each([&](const LiveRecord &record) {
-      if (!record.reported && (lease_id == 0 || record.lease_id == lease_id))
-        records.push_back(record);
+      if (!record.reported && (lease_id == 0 || record.lease_id == lease_id)) records.push_back(record);
     });
     live.reserve(records.size());
     for (const LiveRecord &record : records) {
