@@ -44,8 +44,9 @@ struct Keyed {
   uint32_t host;  // 1: a host block (0: a device allocation, which sorts first at one address)
 };
 
-// One sample per kSampleStride sorted starts: a lookup searches the samples (small enough to
-// stay in cache) and then one stride of starts, instead of a binary search over all of them
+// One sample per kSampleStride sorted starts, and one coarse sample per kSampleStride samples:
+// a lookup searches the coarse samples (small enough to stay in the nearest cache), then one
+// stretch of samples, then one stretch of starts, instead of a binary search over all starts
 // whose every step misses the cache.
 constexpr size_t kSampleStride = 64;
 
@@ -53,6 +54,7 @@ struct Scratch {
   uint64_t *starts;  // nodes' addresses, sorted: the lookup's keys, dense for the cache
   uint64_t *sizes;   // the same nodes' sizes
   uint64_t *samples;
+  uint64_t *coarse;
   uint32_t *order;  // sorted position -> the node in the caller's array
   // What the floods read of each node, by sorted position: the caller's nodes lie apart
   // from each other, and every read of one there would miss the cache.
@@ -75,7 +77,7 @@ struct Scratch {
   static size_t bytes_for(size_t n) noexcept {
     // The sort's two arrays of 24-byte keys share the 40 bytes a node of the later passes takes.
     return n * (sizeof(uint64_t) * 5 + sizeof(uint32_t) * 7 + sizeof(uint8_t) * 3 + 16) +
-           (n / kSampleStride + 1) * sizeof(uint64_t) + 256;
+           (n / kSampleStride + 1 + n / kSampleStride / kSampleStride + 1) * sizeof(uint64_t) + 256;
   }
   Scratch(void *memory, size_t n) noexcept {
     auto *at = static_cast<char *>(memory);
@@ -87,6 +89,7 @@ struct Scratch {
     starts = reinterpret_cast<uint64_t *>(take(n * 8));
     sizes = reinterpret_cast<uint64_t *>(take(n * 8));
     samples = reinterpret_cast<uint64_t *>(take((n / kSampleStride + 1) * 8));
+    coarse = reinterpret_cast<uint64_t *>(take((n / kSampleStride / kSampleStride + 1) * 8));
     order = reinterpret_cast<uint32_t *>(take(n * 4));
     contents = reinterpret_cast<const void **>(take(n * 8));
     contents_bytes = reinterpret_cast<uint64_t *>(take(n * 8));
@@ -223,6 +226,8 @@ class Classifier {
     }
     for (size_t i = 0; i < count_; i += kSampleStride) s_.samples[i / kSampleStride] = s_.starts[i];
     sample_count_ = (count_ + kSampleStride - 1) / kSampleStride;
+    for (size_t i = 0; i < sample_count_; i += kSampleStride) s_.coarse[i / kSampleStride] = s_.samples[i];
+    coarse_count_ = (sample_count_ + kSampleStride - 1) / kSampleStride;
     low_ = UINT64_MAX;
     uint64_t high = 0;
     for (size_t i = 0; i < count_; ++i) {
@@ -236,9 +241,40 @@ class Classifier {
   // The node that `word` points into, or kNone.
   uint32_t find(uint64_t word) const noexcept {
     if (word - low_ >= span_) return kNone;
-    const size_t sample = count_not_above(s_.samples, sample_count_, word);
-    if (sample == 0) return kNone;
-    const size_t from = (sample - 1) * kSampleStride;
+    const size_t sample = stretch_of(word);
+    return sample == kNoStretch ? kNone : find_in_stretch(word, sample);
+  }
+
+  // The stretch of kSampleStride starts where `word`'s node would start (its sample's index),
+  // or kNoStretch. Pointers read one after another often lead into one stretch (an array of
+  // blocks allocated in turn): the last stretch is tried before the search of all samples.
+  static constexpr size_t kNoStretch = SIZE_MAX;
+  size_t stretch_of(uint64_t word) const noexcept {
+    if (in_last_stretch(word)) return last_sample_;
+    const size_t coarse = coarse_stretch_of(word);
+    return coarse == kNoStretch ? kNoStretch : stretch_in(word, coarse);
+  }
+
+  bool in_last_stretch(uint64_t word) const noexcept {
+    const size_t last = last_sample_;
+    return word >= s_.samples[last] && (last + 1 == sample_count_ || word < s_.samples[last + 1]);
+  }
+
+  // The stretch of samples `word` is searched in (its coarse sample's index), or kNoStretch.
+  size_t coarse_stretch_of(uint64_t word) const noexcept {
+    const size_t not_above = count_not_above(s_.coarse, coarse_count_, word);
+    return not_above == 0 ? kNoStretch : not_above - 1;
+  }
+
+  // The stretch of starts within the coarse stretch `coarse`, which holds `word`'s.
+  size_t stretch_in(uint64_t word, size_t coarse) const noexcept {
+    const size_t from = coarse * kSampleStride;
+    last_sample_ = from + count_not_above(s_.samples + from, std::min(sample_count_ - from, kSampleStride), word) - 1;
+    return last_sample_;
+  }
+
+  uint32_t find_in_stretch(uint64_t word, size_t sample) const noexcept {
+    const size_t from = sample * kSampleStride;
     auto i = static_cast<uint32_t>(from +
                                    count_not_above(s_.starts + from, std::min(count_ - from, kSampleStride), word) - 1);
     // Among nodes sharing a start (a host block and the device memory at its start), the
@@ -261,8 +297,36 @@ class Classifier {
     }
   }
 
+  // Words that may be pointers wait a few places in a ring while the stretch of starts each
+  // is searched in (and their states) is fetched: in memory that points all over the heap,
+  // each search would otherwise wait on a cache miss of its own, one after another.
   void mark(uint64_t word, State as) noexcept {
-    const uint32_t target = find(word);
+    const size_t sample = stretch_of(word);
+    if (sample != kNoStretch) fetch_stretch(word, sample, as);
+  }
+
+  void fetch_stretch(uint64_t word, size_t sample, State as) noexcept {
+    const uint64_t *stretch = s_.starts + sample * kSampleStride;
+    for (size_t line = 0; line < kSampleStride; line += 8) __builtin_prefetch(stretch + line);
+    __builtin_prefetch(s_.state + sample * kSampleStride);
+    if (starts_fetched_.full()) {
+      const Pending oldest = starts_fetched_.pop();
+      mark_found(find_in_stretch(oldest.word, oldest.stretch), as);
+    }
+    starts_fetched_.push(Pending{word, sample});
+  }
+
+  // Marks what waits in the ring; returns whether anything did.
+  bool mark_pending(State as) noexcept {
+    if (starts_fetched_.empty()) return false;
+    while (!starts_fetched_.empty()) {
+      const Pending oldest = starts_fetched_.pop();
+      mark_found(find_in_stretch(oldest.word, oldest.stretch), as);
+    }
+    return true;
+  }
+
+  void mark_found(uint32_t target, State as) noexcept {
     if (target == kNone || s_.state[target] != kLost) return;
     if (as == kOwned && s_.device[target] != 0) return;  // device memory is never owned
     s_.state[target] = as;
@@ -276,11 +340,13 @@ class Classifier {
   }
 
   void flood(State as) noexcept {
-    while (work_size_ > 0) {
-      prefetch_ahead();
-      const uint32_t next = s_.work[--work_size_];
-      for_each_word(s_.contents[next], s_.contents_bytes[next], [&](uint64_t word) { mark(word, as); });
-    }
+    do {
+      while (work_size_ > 0) {
+        prefetch_ahead();
+        const uint32_t next = s_.work[--work_size_];
+        for_each_word(s_.contents[next], s_.contents_bytes[next], [&](uint64_t word) { mark(word, as); });
+      }
+    } while (mark_pending(as));
   }
 
   // The contents the flood reads next, fetched ahead: where a million small blocks lie
@@ -386,6 +452,32 @@ class Classifier {
   size_t work_size_ = 0;
   uint64_t low_ = 0, span_ = 0;
   size_t sample_count_ = 0;
+  mutable size_t last_sample_ = 0;  // stretch_of()'s last answer
+  size_t coarse_count_ = 0;
+  struct Pending {
+    uint64_t word;
+    size_t stretch;  // of starts: its sample's index
+  };
+  // A few places: enough for the fetches to overlap, few enough that what a flood marks is
+  // marked soon after it is read.
+  class Ring {
+   public:
+    bool full() const noexcept { return count_ == kPlaces; }
+    bool empty() const noexcept { return count_ == 0; }
+    void push(Pending pending) noexcept { items_[(first_ + count_++) % kPlaces] = pending; }
+    Pending pop() noexcept {
+      const Pending oldest = items_[first_];
+      first_ = (first_ + 1) % kPlaces;
+      --count_;
+      return oldest;
+    }
+
+   private:
+    static constexpr size_t kPlaces = 8;
+    Pending items_[kPlaces];
+    size_t first_ = 0, count_ = 0;
+  };
+  Ring starts_fetched_;
   Statistics stats_;
 };
 
