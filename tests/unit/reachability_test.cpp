@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+#include <set>
 #include <vector>
 
 namespace leaseguard::reachability {
@@ -170,6 +172,80 @@ TEST(Reachability, AMillionLostBlocksInAChainNeedNoRecursion) {
   EXPECT_EQ(c.of(1), Class::Direct);
   EXPECT_EQ(c.of(500'000), Class::Indirect);
   EXPECT_EQ(c.of(1'000'000), Class::Indirect);
+}
+
+// A random graph large enough for every path of the lookups (coarse samples, the last stretch,
+// the ring of pending words), checked against a plain search: exactly the nodes a breadth-
+// first walk from the roots reaches are reachable, and of the rest, one with no lost
+// predecessor is direct and one that is indirect has one.
+TEST(Reachability, ARandomGraphGetsTheClassesOfAPlainSearch) {
+  constexpr size_t kNodes = 20000, kRootWords = 600;
+  std::mt19937_64 random(7);
+  std::vector<uint64_t> memory(kNodes * 10);
+  std::vector<Node> nodes(kNodes);
+  std::vector<size_t> first_word(kNodes), word_count(kNodes);
+  for (size_t i = 0; i < kNodes; ++i) {
+    first_word[i] = i * 10 + random() % 2;  // gaps between nodes
+    word_count[i] = 1 + random() % 8;
+    nodes[i].address = reinterpret_cast<uint64_t>(&memory[first_word[i]]);
+    nodes[i].bytes = word_count[i] * 8;
+    nodes[i].contents = &memory[first_word[i]];
+    nodes[i].contents_bytes = nodes[i].bytes;
+    nodes[i].allocation_id = i + 1;
+  }
+  // A word: a pointer into a random node (sometimes inside it), or a value that points nowhere.
+  auto random_word = [&](std::vector<size_t> *edges) -> uint64_t {
+    if (random() % 3 == 0) return random() | (uint64_t{1} << 63);
+    const size_t target = random() % kNodes;
+    edges->push_back(target);
+    return nodes[target].address + (random() % word_count[target]) * 8 + random() % 8;
+  };
+  std::vector<std::vector<size_t>> edges(kNodes);
+  for (size_t i = 0; i < kNodes; ++i)
+    for (size_t w = 0; w < word_count[i]; ++w)
+      memory[first_word[i] + w] = random() % 4 == 0 ? random_word(&edges[i]) : 0;
+  std::vector<uint64_t> roots(kRootWords);
+  std::vector<size_t> from_roots;
+  for (uint64_t &word : roots) word = random_word(&from_roots);
+
+  std::vector<char> reached(kNodes, 0);
+  std::vector<size_t> queue(from_roots);
+  for (size_t at = 0; at < queue.size(); ++at) {
+    if (reached[queue[at]] != 0) continue;
+    reached[queue[at]] = 1;
+    for (size_t next : edges[queue[at]]) queue.push_back(next);
+  }
+  std::vector<std::set<size_t>> lost_predecessors(kNodes);
+  for (size_t i = 0; i < kNodes; ++i)
+    if (reached[i] == 0)
+      for (size_t next : edges[i])
+        if (next != i) lost_predecessors[next].insert(i);
+
+  Case c{{{reinterpret_cast<uintptr_t>(roots.data()), reinterpret_cast<uintptr_t>(roots.data() + roots.size())}},
+         {},
+         nodes};
+  const std::vector<Node> classified = c.classify();
+  size_t reachable = 0, direct = 0;
+  for (size_t i = 0; i < kNodes; ++i) {
+    const Class result = classified[i].result;
+    if (reached[i] != 0) {
+      ASSERT_EQ(result, Class::Reachable) << "node " << i;
+      ++reachable;
+      continue;
+    }
+    ASSERT_TRUE(result == Class::Direct || result == Class::Indirect) << "node " << i;
+    if (lost_predecessors[i].empty()) {
+      ASSERT_EQ(result, Class::Direct) << "node " << i;
+    }
+    if (result == Class::Indirect) {
+      ASSERT_FALSE(lost_predecessors[i].empty()) << "node " << i;
+    }
+    direct += result == Class::Direct ? 1 : 0;
+  }
+  // Both kinds occur, so the checks above were not vacuous.
+  EXPECT_GT(reachable, kNodes / 20);
+  EXPECT_GT(direct, 0u);
+  EXPECT_LT(reachable, kNodes);
 }
 
 }  // namespace
