@@ -364,6 +364,22 @@ TEST(Cli, GenSuppressionsPrintsAReadyLinePerGroup) {
   EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
 }
 
+// docs/suppressions.md's example file, taken from the page as it is, is accepted as written.
+TEST(Cli, TheSuppressionsExampleOfTheDocsIsAcceptedAsWritten) {
+  TempDir dir;
+  const std::string page = read_text(std::string(LEASEGUARD_SOURCE_ROOT) + "/docs/suppressions.md");
+  const size_t open = page.find("```\n");
+  ASSERT_NE(open, std::string::npos);
+  const size_t close = page.find("```", open + 4);
+  ASSERT_NE(close, std::string::npos);
+  const std::string example = page.substr(open + 4, close - open - 4);
+  ASSERT_NE(example.find("leak:"), std::string::npos) << example;
+  std::ofstream(dir / "example.supp") << example;
+  auto run = leaseguard(
+      {"run", "--sim", "--quiet", "--out", dir / "out", "--suppressions", dir / "example.supp", "--", kPipeline});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
 TEST(Cli, ABadSuppressionsFileIsAUsageErrorBeforeTheCommandRuns) {
   TempDir dir;
   std::ofstream(dir / "bad.supp") << "leak:ok\nleak:x colour=red\n";

@@ -1,6 +1,10 @@
 // Suppressions: LeakSanitizer's pattern semantics, the extensions, parse errors, applying.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
 #include "report/suppressions.h"
 
 namespace leaseguard::report {
@@ -79,6 +83,87 @@ TEST(Suppressions, ApplyMatchesModuleFunctionOrFileAndQualifiers) {
   ASSERT_EQ(report.suppressions_used.size(), 2u);
   EXPECT_EQ(report.suppressions_used[1].rule, "leak:warm.c api=cuMemAlloc_v2 min_bytes=1048576");
   EXPECT_EQ(suggest_suppression(report.processes[0], 1), "leak:^third_init$");
+}
+
+TEST(Suppressions, APatternRunsToItsQualifiersSpacesIncludedAndATrailingCommentIsNoPart) {
+  Suppressions suppressions;
+  std::string error;
+  ASSERT_TRUE(
+      suppressions.parse("leak:libthirdparty.so                 # a module\n"
+                         "leak:^(anonymous namespace)::Fixture_Leaks_Test::TestBody()$\n"
+                         "leak:^main::{lambda(int)#1}::operator()(int) const$ min_bytes=1K # lambda\n"
+                         "leak:pool_* api=cuMemAllocAsync*      # extension\n",
+                         "s.txt", error))
+      << error;
+  ASSERT_EQ(suppressions.entries().size(), 4u);
+  EXPECT_EQ(suppressions.entries()[0].pattern, "libthirdparty.so");
+  EXPECT_EQ(suppressions.entries()[1].pattern, "^(anonymous namespace)::Fixture_Leaks_Test::TestBody()$");
+  EXPECT_EQ(suppressions.entries()[2].pattern, "^main::{lambda(int)#1}::operator()(int) const$");
+  EXPECT_EQ(suppressions.entries()[2].min_bytes, 1024u);
+  EXPECT_EQ(suppressions.entries()[3].pattern, "pool_*");
+}
+
+// Whatever a function is called, the line --gen-suppressions writes for it parses, and
+// suppresses the leak it was written for.
+void expect_generated_rule_suppresses(const std::string &function) {
+  Report report;
+  ProcessReport process;
+  process.add_stack(1, {Frame{"/app/main", "", 0x10, 0x10, function, std::nullopt, std::nullopt}});
+  LeaseEnding lease;
+  Leak leak;
+  leak.stack_id = 1;
+  leak.bytes = 64;
+  leak.api = Api::cuMemAlloc_v2;
+  lease.leaks = {leak};
+  process.leases.push_back(lease);
+  report.processes.push_back(process);
+  const std::string rule = suggest_suppression(report.processes[0], 1);
+  Suppressions suppressions;
+  std::string error;
+  ASSERT_TRUE(suppressions.parse(rule + "\n", "generated", error))
+      << "function: " << function << "\nrule: " << rule << "\n"
+      << error;
+  suppressions.apply(report);
+  EXPECT_EQ(report.suppressed_allocations, 1u) << "function: " << function << "\nrule: " << rule;
+}
+
+TEST(Suppressions, EveryGeneratedLineReadsBackAndSuppressesItsLeak) {
+  for (const char *function : {
+           "main",
+           "blur_pass",                                                 // C
+           "ns::Pool<int, std::allocator<int> >::grow(unsigned long)",  // templates
+           "(anonymous namespace)::Fixture_Leaks_Test::TestBody()",     // anonymous namespace
+           "main::{lambda(int)#1}::operator()(int) const",              // lambdas
+           "std::_Function_handler<void (), main::{lambda()#2}>::_M_invoke(std::_Any_data const&)",
+           "Buffer::operator=(Buffer const&)",
+           "operator==(Buffer const&, Buffer const&)",  // operators
+           "operator new(unsigned long)",
+           "operator<<(std::ostream&, Buffer const&)",
+           "Buffer::operator()()",
+           "_ZN4core3ptr13drop_in_place17h0123456789abcdefE",                   // Rust, mangled
+           "core::ptr::drop_in_place<alloc::vec::Vec<u8>>::h0123456789abcdef",  // Rust, legacy
+           "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop",             // Rust, a trait impl
+           "_RNvCs1234_7mycrate4main",                                          // Rust, v0 mangled
+           "f #1",
+           "f min_bytes=1",
+           "f api=x",
+           "f a=b",
+           "f\tg",
+           "f $",
+           "^",
+           "$",
+           "*",
+           " f ",  // hostile
+       })
+    expect_generated_rule_suppresses(function);
+  // And names drawn at random from the characters that matter to the parser.
+  std::mt19937 random(11);
+  const std::string alphabet = "ab_:=# \t*^$(){}<>,.&~";
+  for (int i = 0; i < 2000; ++i) {
+    std::string function(1 + random() % 24, ' ');
+    for (char &c : function) c = alphabet[random() % alphabet.size()];
+    expect_generated_rule_suppresses(function);
+  }
 }
 
 }  // namespace

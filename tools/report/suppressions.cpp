@@ -1,6 +1,7 @@
 // Parsing and applying leak suppressions (see suppressions.h).
 #include "suppressions.h"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -67,48 +68,92 @@ bool suppression_pattern_matches(std::string_view pattern, std::string_view text
   return glob_matches(glob, text);
 }
 
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// The line without its comment: `#` at its start or after a space or tab begins one (a `#`
+// inside a word belongs to it: GCC names lambdas `{lambda(int)#1}`).
+std::string_view without_comment(std::string_view line) {
+  for (size_t i = 0; i < line.size(); ++i)
+    if (line[i] == '#' && (i == 0 || is_space(line[i - 1]))) return line.substr(0, i);
+  return line;
+}
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+// A word that reads as a qualifier: letters and underscores, then `=`. Names of functions
+// never end a pattern with one (`operator=` comes with its class and parameters).
+bool looks_like_qualifier(std::string_view word) {
+  const size_t equals = word.find('=');
+  if (equals == std::string_view::npos || equals == 0) return false;
+  for (size_t i = 0; i < equals; ++i)
+    if (!(std::isalpha(static_cast<unsigned char>(word[i])) || word[i] == '_')) return false;
+  return true;
+}
+
+}  // namespace
+
+// A line is `leak:PATTERN [QUALIFIER...] [# comment]`. The pattern runs to the qualifiers,
+// spaces included (C++ names hold them: `(anonymous namespace)`, `unsigned long`), so every
+// line --gen-suppressions writes reads back as the pattern it wrote.
 bool Suppressions::parse(std::string_view text, const std::string &name, std::string &error) {
   std::istringstream lines{std::string(text)};
-  std::string line;
+  std::string raw;
   int number = 0;
-  while (std::getline(lines, line)) {
+  while (std::getline(lines, raw)) {
     ++number;
-    std::string where = name + ":" + std::to_string(number);
-    size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    std::istringstream words(line.substr(first));
-    std::string rule;
-    words >> rule;
-    if (rule.rfind("leak:", 0) != 0) {
+    const std::string where = name + ":" + std::to_string(number);
+    std::string_view line = trimmed(without_comment(raw));
+    if (line.empty()) continue;
+    if (line.rfind("leak:", 0) != 0) {
       error = where + ": not a leak suppression (want leak:PATTERN)";
       return false;
     }
+    line.remove_prefix(5);
     Suppression suppression;
-    suppression.pattern = rule.substr(5);
     suppression.source = where;
+    // Qualifiers are the words at the end that read as one.
+    for (;;) {
+      line = trimmed(line);
+      size_t space = line.size();
+      while (space > 0 && !is_space(line[space - 1])) --space;
+      const std::string_view word = line.substr(space);
+      if (space == 0 || !looks_like_qualifier(word)) break;
+      if (!parse_qualifier(word, suppression, where, error)) return false;
+      line = line.substr(0, space);
+    }
+    suppression.pattern = std::string(line);
     if (suppression.pattern.empty()) {
       error = where + ": empty pattern";
       return false;
     }
-    std::string qualifier;
-    while (words >> qualifier) {
-      if (qualifier.rfind("api=", 0) == 0 && qualifier.size() > 4) {
-        suppression.api_pattern = qualifier.substr(4);
-      } else if (qualifier.rfind("min_bytes=", 0) == 0) {
-        auto bytes = parse_byte_size(std::string_view(qualifier).substr(10));
-        if (!bytes) {
-          error = where + ": min_bytes wants a size such as 4096, 64K or 1M";
-          return false;
-        }
-        suppression.min_bytes = *bytes;
-      } else {
-        error = where + ": unknown qualifier '" + qualifier + "' (api=PATTERN, min_bytes=SIZE)";
-        return false;
-      }
-    }
     entries_.push_back(std::move(suppression));
   }
   return true;
+}
+
+bool Suppressions::parse_qualifier(std::string_view word, Suppression &suppression, const std::string &where,
+                                   std::string &error) {
+  if (word.rfind("api=", 0) == 0 && word.size() > 4) {
+    suppression.api_pattern = std::string(word.substr(4));
+    return true;
+  }
+  if (word.rfind("min_bytes=", 0) == 0) {
+    auto bytes = parse_byte_size(word.substr(10));
+    if (!bytes) {
+      error = where + ": min_bytes wants a size such as 4096, 64K or 1M";
+      return false;
+    }
+    suppression.min_bytes = *bytes;
+    return true;
+  }
+  error = where + ": unknown qualifier '" + std::string(word) + "' (api=PATTERN, min_bytes=SIZE)";
+  return false;
 }
 
 bool Suppressions::load(const std::string &path, std::string &error) {
@@ -163,12 +208,33 @@ void Suppressions::apply(Report &report) {
   }
 }
 
+namespace {
+
+// `leak:PATTERN`, which parse() reads back as exactly PATTERN. Where it would not read back
+// so (a space before a `#` or before a last word that reads as a qualifier, a control
+// character), its spaces and control characters become `*`, which matches them.
+std::string rule_for(const std::string &pattern) {
+  std::string rule = "leak:" + pattern;
+  Suppressions probe;
+  std::string error;
+  const bool plain = pattern.find_first_of("\n\v\f") == std::string::npos && probe.parse(rule, "", error) &&
+                     probe.entries().size() == 1 && probe.entries()[0].pattern == pattern &&
+                     probe.entries()[0].api_pattern.empty() && probe.entries()[0].min_bytes == 0;
+  if (plain) return rule;
+  std::string escaped = pattern;
+  for (char &c : escaped)
+    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c))) c = '*';
+  return "leak:" + escaped;
+}
+
+}  // namespace
+
 std::string suggest_suppression(const ProcessReport &process, uint32_t stack_id) {
   const StackView stack = process.stack(stack_id);
   for (const Frame &frame : stack)
-    if (frame.function) return "leak:^" + *frame.function + "$";
+    if (frame.function) return rule_for("^" + *frame.function + "$");
   for (const Frame &frame : stack)
-    if (!frame.module.empty()) return "leak:" + frame.module.substr(frame.module.rfind('/') + 1);
+    if (!frame.module.empty()) return rule_for(frame.module.substr(frame.module.rfind('/') + 1));
   return "";
 }
 

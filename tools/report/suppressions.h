@@ -54,6 +54,8 @@ class Suppressions {
 
  private:
   bool matches(const Suppression &suppression, const ProcessReport &process, const Leak &leak) const;
+  static bool parse_qualifier(std::string_view word, Suppression &suppression, const std::string &where,
+                              std::string &error);
   std::vector<Suppression> entries_;
 };
 
