@@ -741,6 +741,49 @@ TEST(Cli, ARunThatObservedNothingSaysWhatItObservedInsteadOfZeroLeaks) {
   EXPECT_EQ(json["processes"][0]["drivers"][0].as_string(), "cuda");
 }
 
+// SARIF validates against the 2.1.0 schema (tests/data/schemas) with and without stacks and
+// source files, and carries what code scanning needs: a location with a relative path on
+// every result, thread flows only where there are frames, the driver's version, and rules
+// with full descriptions and help.
+TEST(Cli, SarifValidatesAndCarriesWhatCodeScanningNeedsWithAndWithoutStacks) {
+  const std::string schemas = std::string(LEASEGUARD_TEST_DATA) + "/schemas";
+  const std::vector<std::vector<std::string>> variants = {
+      {"--source-root", LEASEGUARD_SOURCE_ROOT},
+      {"--stack-depth", "0", "--source-root", LEASEGUARD_SOURCE_ROOT},
+      {"--stack-depth", "0"},
+      {"--stack-depth", "1"},
+  };
+  for (const auto &variant : variants) {
+    TempDir dir;
+    std::vector<std::string> command = {"run", "--sim", "--quiet", "--format", "sarif", "--out", dir.path()};
+    command.insert(command.end(), variant.begin(), variant.end());
+    command.insert(command.end(), {"--", kPipeline});
+    auto run = leaseguard(command);
+    const std::string sarif = dir / "leaseguard-report.sarif";
+    ASSERT_TRUE(std::filesystem::exists(sarif)) << run.err;
+    auto valid = run_process({"/usr/bin/python3", schemas + "/validate.py", schemas + "/sarif-2.1.0.json", sarif});
+    EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+    JsonValue document;
+    std::string error;
+    ASSERT_TRUE(JsonValue::parse(read_text(sarif), document, error)) << error;
+    EXPECT_FALSE(document["$schema"].as_string().empty());
+    const JsonValue &driver = document["runs"][0]["tool"]["driver"];
+    EXPECT_FALSE(driver["version"].as_string().empty());
+    EXPECT_FALSE(driver["rules"][0]["fullDescription"]["text"].as_string().empty());
+    EXPECT_FALSE(driver["rules"][0]["help"]["text"].as_string().empty());
+    const JsonValue &results = document["runs"][0]["results"];
+    ASSERT_GT(results.size(), 0u);
+    for (const auto &result : results.items()) {
+      ASSERT_GE(result["locations"].size(), 1u) << read_text(sarif);
+      const std::string uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_string();
+      EXPECT_FALSE(uri.empty());
+      if (std::find(variant.begin(), variant.end(), "--source-root") != variant.end()) {
+        EXPECT_NE(uri.rfind("file:", 0), 0u) << uri;  // relative to SRCROOT
+      }
+    }
+  }
+}
+
 TEST(Cli, GoldenFilesForEveryFormat) {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> formats = {{"json", "json"},       {"sarif", "sarif"},

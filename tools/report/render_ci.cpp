@@ -7,6 +7,10 @@
 #include "json_writer.h"
 #include "renderers.h"
 
+#ifndef LEASEGUARD_VERSION
+#define LEASEGUARD_VERSION "0.0.0"
+#endif
+
 namespace leaseguard::report {
 namespace {
 
@@ -58,6 +62,20 @@ void write_location(JsonWriter &json, const Frame &frame, const std::string &sou
   json.key("message").begin_object().key("text").value(frame_name(frame)).end_object();
 }
 
+// Where a result with no stack is located: the program (code scanning rejects a result
+// without a location, and a leak recorded without its stack still belongs to the program).
+void write_program_location(JsonWriter &json, const ProcessReport &process, const std::string &source_root) {
+  const std::string program = process.executable.empty() ? std::string("unknown-program") : process.executable;
+  json.key("physicalLocation").begin_object();
+  write_artifact(json, program, source_root);
+  json.end_object();
+  json.key("message")
+      .begin_object()
+      .key("text")
+      .value("no stack was recorded for this allocation (--stack-depth 0, or the journal was full)")
+      .end_object();
+}
+
 std::string xml_escape(const std::string &text) {
   std::string out;
   for (unsigned char c : text) {
@@ -75,10 +93,21 @@ std::string xml_escape(const std::string &text) {
   return out;
 }
 
-// SARIF's tool.driver: leaseguard and its one rule.
+constexpr const char *kRuleHelp =
+    "A lease (the whole process, a time-to-live, or a scope the program opened) ended while it still owned this "
+    "GPU memory, and the program no longer held a pointer to it (direct), or held one only in memory it had "
+    "lost itself (indirect). Free it on every path before the lease ends, with the free of the family that "
+    "allocated it, or own it with leaseguard::GpuMemHandle. The stack is where the memory was allocated. Memory the "
+    "program still "
+    "holds on purpose is counted as reachable, never reported; a known leak can be suppressed "
+    "(leaseguard run --suppressions FILE).";
+
+// SARIF's tool.driver: leaseguard and its one rule, with what code scanning shows of it.
 void write_sarif_driver(JsonWriter &json) {
   json.key("tool").begin_object().key("driver").begin_object();
   json.key("name").value("leaseguard");
+  json.key("version").value(LEASEGUARD_VERSION);
+  json.key("semanticVersion").value(LEASEGUARD_VERSION);
   json.key("rules").begin_array().begin_object();
   json.key("id").value(kRuleId);
   json.key("name").value("DeviceMemoryLeak");
@@ -87,7 +116,15 @@ void write_sarif_driver(JsonWriter &json) {
       .key("text")
       .value("GPU memory still allocated when its lease ended")
       .end_object();
+  json.key("fullDescription")
+      .begin_object()
+      .key("text")
+      .value("GPU memory that a lease still owned when it ended, and that the program could no longer reach.")
+      .end_object();
+  json.key("help").begin_object().key("text").value(kRuleHelp).end_object();
   json.key("defaultConfiguration").begin_object().key("level").value("error").end_object();
+  json.key("properties").begin_object().key("tags").begin_array().value("memory-leak").value("gpu").end_array();
+  json.end_object();
   json.end_object().end_array();
   json.end_object().end_object();
 }
@@ -101,7 +138,7 @@ void write_sarif_group(JsonWriter &json, const ProcessReport &process, const Lea
   json.key("level").value("error");
   json.key("message").begin_object().key("text").value(group_message(process, lease, group)).end_object();
   const StackView stack = process.stack(group.stack_id);
-  json.key("locations").begin_array();
+  json.key("locations").begin_array().begin_object();
   if (!stack.empty()) {
     const Frame *best = &stack.front();
     for (const Frame &frame : stack)
@@ -109,25 +146,27 @@ void write_sarif_group(JsonWriter &json, const ProcessReport &process, const Lea
         best = &frame;
         break;
       }
-    json.begin_object();
     write_location(json, *best, source_root);
-    json.end_object();
+  } else {
+    write_program_location(json, process, source_root);
   }
-  json.end_array();
+  json.end_object().end_array();
   json.key("partialFingerprints")
       .begin_object()
       .key("leaseguardStack/v2")
       .value(fingerprint(process, group))
       .end_object();
-  json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
-  json.key("locations").begin_array();
-  for (const Frame &frame : stack) {
-    json.begin_object().key("location").begin_object();
-    write_location(json, frame, source_root);
-    json.end_object().end_object();
+  if (!stack.empty()) {  // a thread flow has at least one location
+    json.key("codeFlows").begin_array().begin_object().key("threadFlows").begin_array().begin_object();
+    json.key("locations").begin_array();
+    for (const Frame &frame : stack) {
+      json.begin_object().key("location").begin_object();
+      write_location(json, frame, source_root);
+      json.end_object().end_object();
+    }
+    json.end_array();
+    json.end_object().end_array().end_object().end_array();
   }
-  json.end_array();
-  json.end_object().end_array().end_object().end_array();
   json.key("properties").begin_object();
   json.key("bytes").value(group.bytes);
   json.key("allocations").value(group.allocations);
@@ -138,12 +177,15 @@ void write_sarif_group(JsonWriter &json, const ProcessReport &process, const Lea
 }
 
 // One result for a lease's allocations the journal had no room for: counted, never listed.
-void write_sarif_unjournaled(JsonWriter &json, const LeaseEnding &lease) {
+void write_sarif_unjournaled(JsonWriter &json, const ProcessReport &process, const LeaseEnding &lease,
+                             const std::string &source_root) {
   json.begin_object();
   json.key("ruleId").value(kRuleId);
   json.key("level").value("error");
   json.key("message").begin_object().key("text").value(unjournaled_message(lease)).end_object();
-  json.key("locations").begin_array().end_array();
+  json.key("locations").begin_array().begin_object();
+  write_program_location(json, process, source_root);
+  json.end_object().end_array();
   json.key("properties").begin_object();
   json.key("bytes").value(lease.unjournaled_bytes);
   json.key("allocations").value(lease.unjournaled_allocations);
@@ -155,6 +197,8 @@ void write_sarif_unjournaled(JsonWriter &json, const LeaseEnding &lease) {
 // SARIF 2.1.0 (render_sarif in renderers.h).
 void write_sarif(JsonWriter &json, const Report &report, const std::string &source_root) {
   json.begin_object();
+  json.key("$schema").value(
+      "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json");
   json.key("version").value("2.1.0");
   json.key("runs").begin_array().begin_object();
   write_sarif_driver(json);
@@ -168,7 +212,7 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
     for (const LeaseEnding &lease : process.leases) {
       for (const LeakGroup &group : group_leaks(process, lease))
         write_sarif_group(json, process, lease, group, source_root);
-      if (lease.unjournaled_allocations != 0) write_sarif_unjournaled(json, lease);
+      if (lease.unjournaled_allocations != 0) write_sarif_unjournaled(json, process, lease, source_root);
     }
   }
   json.end_array();
