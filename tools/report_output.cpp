@@ -229,7 +229,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     if (request.format == "json") report::render_json(report, write);
     else if (request.format == "sarif") report::render_sarif(report, source_root, write);
     else if (request.format == "text") report::render_text(report, write);
-    else if (request.format == "junit") report::render_junit(report, write);
+    else if (request.format == "junit") report::render_junit(report, source_root, write);
     else if (request.format == "html") report::render_html(report, write);
     else report::render_folded(report, write);
     std::string write_error;

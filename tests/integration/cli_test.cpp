@@ -433,11 +433,13 @@ TEST(Cli, SarifJunitAndFoldedFormats) {
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"1\" failures=\"1\">", 0),
       0u)
       << junit;
-  EXPECT_NE(junit.find("<testcase classname=\"leaseguard.leaky_pipeline\" name=\"lease 1 process (exit)\">"),
-            std::string::npos);
+  EXPECT_NE(junit.find("<testcase classname=\"leaseguard.leaky_pipeline\" name=\"process (exit)\" time=\""),
+            std::string::npos)
+      << junit;
   size_t failures = 0;
   for (size_t at = junit.find("<failure "); at != std::string::npos; at = junit.find("<failure ", at + 1)) ++failures;
-  EXPECT_EQ(failures, 2u);
+  EXPECT_EQ(failures, 1u);  // one per test case, both leak groups in it
+  EXPECT_NE(junit.find("2 leak group(s)"), std::string::npos) << junit;
 
   std::istringstream folded(read_text(dir / "a.folded"));
   std::string line;
@@ -661,6 +663,9 @@ std::string normalize_any(std::string text, const std::string &out_dir) {
   text = std::regex_replace(text, std::regex("\"(begin_ms|end_ms|time_ms|age_ms|event_time_resolution_ms)\": ?[0-9.]+"),
                             "\"$1\": 0");
   text = std::regex_replace(text, std::regex("pid [0-9]+"), "pid PID");
+  text = std::regex_replace(text, std::regex("<property name=\"pid\" value=\"[0-9]+\"/>"),
+                            "<property name=\"pid\" value=\"PID\"/>");
+  text = std::regex_replace(text, std::regex(" time=\"[0-9.]+\""), " time=\"T\"");  // JUnit durations
   text = std::regex_replace(text, std::regex("\\[[0-9.]+,([0-9]+)\\]"), "[T,$1]");  // timeline points
   text = std::regex_replace(text, std::regex("lg-[0-9a-f]+-[0-9]+\\.[0-9]+"), "RUN.PID");
   text = std::regex_replace(text, std::regex("run-[0-9]{8}-[0-9]{6}\\.[0-9]{3}-[0-9]+/"), "RUN-DIR/");
@@ -804,6 +809,48 @@ TEST(Cli, GoldenFilesForEveryFormat) {
     if (std::getenv("LEASEGUARD_UPDATE_GOLDEN") != nullptr) std::ofstream(golden_path) << actual;
     EXPECT_EQ(actual, read_text(golden_path)) << format;
   }
+}
+
+// JUnit validates against Jenkins' schema (tests/data/schemas) but for the `file` attribute
+// GitLab reads, the one extension; each case has one failure holding all its leak groups,
+// names that are the same from run to run, and `time`.
+TEST(Cli, JunitValidatesAndEachCaseIsOneStableFailure) {
+  const std::string schema = std::string(LEASEGUARD_TEST_DATA) + "/schemas/jenkins-junit-4.xsd";
+  std::vector<std::string> names_of_runs[2];
+  for (int round = 0; round < 2; ++round) {
+    for (const char *depth : {"16", "0"}) {
+      TempDir dir;
+      auto run =
+          leaseguard({"run", "--sim", "--quiet", "--stack-depth", depth, "--source-root", LEASEGUARD_SOURCE_ROOT,
+                      "--format", "junit", "--out", dir.path(), "--", victim("reachability_catalogue"), "lease"});
+      const std::string path = dir / "leaseguard-report.junit.xml";
+      const std::string xml = read_text(path);
+      ASSERT_FALSE(xml.empty()) << run.err;
+      std::ofstream(dir / "strict.xml") << std::regex_replace(xml, std::regex(" file=\"[^\"]*\""), "");
+      auto valid = run_process({"/usr/bin/xmllint", "--noout", "--schema", schema, dir / "strict.xml"});
+      EXPECT_EQ(valid.exit_code, 0) << valid.err << xml;
+      std::regex testcase(
+          "<testcase classname=\"([^\"]*)\" name=\"([^\"]*)\" time=\"[0-9.]+\"( file=\"([^\"]*)\")?(/?)>");
+      size_t cases = 0;
+      for (auto it = std::sregex_iterator(xml.begin(), xml.end(), testcase); it != std::sregex_iterator(); ++it) {
+        const std::smatch &m = *it;
+        ++cases;
+        EXPECT_EQ(std::regex_search(m[2].str(), std::regex("pid|lease [0-9]")), false) << m[2];
+        if (std::string(depth) == "16" && m[5] != "/") {
+          EXPECT_EQ(m[4].str(), "tests/victims/reachability_catalogue.cpp") << m[0];  // relative to the source root
+        }
+        if (std::string(depth) == "16") names_of_runs[round].push_back(m[1].str() + "/" + m[2].str());
+      }
+      EXPECT_EQ(cases, 2u) << xml;  // the explicit lease and the process's
+      size_t failures = 0, cases_failed = 0;
+      for (size_t at = xml.find("<failure "); at != std::string::npos; at = xml.find("<failure ", at + 1)) ++failures;
+      for (size_t at = xml.find("\">\n      <failure"); at != std::string::npos;
+           at = xml.find("\">\n      <failure", at + 1))
+        ++cases_failed;
+      EXPECT_EQ(failures, cases_failed) << xml;  // never two failures in one case
+    }
+  }
+  EXPECT_EQ(names_of_runs[0], names_of_runs[1]);
 }
 
 // SARIF's required structure (2.1.0) and well-formed JUnit XML, beyond the golden files.

@@ -1,7 +1,10 @@
 // Formats for CI systems: SARIF 2.1.0 (code scanning), JUnit XML (test dashboards) and
 // folded stacks (flame graphs). Each leak group of each lease ending is one result, one
 // failure, one folded line per leak.
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "json_writer.h"
@@ -235,61 +238,121 @@ void render_sarif(const Report &report, const std::string &source_root, const Te
   out("\n");
 }
 
-std::string render_junit(const Report &report) {
+std::string render_junit(const Report &report, const std::string &source_root) {
   std::string out;
-  render_junit(report, [&](std::string_view piece) { out.append(piece); });
+  render_junit(report, source_root, [&](std::string_view piece) { out.append(piece); });
   return out;
 }
 
-void render_junit(const Report &report, const TextSink &sink) {
+namespace {
+
+bool junit_failed(const LeaseEnding &lease) { return !lease.leaks.empty() || lease.unjournaled_allocations != 0; }
+
+std::string seconds(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", ms < 0 ? 0.0 : ms / 1000.0);
+  return text;
+}
+
+// A test case's name, the same from run to run: the lease's name and how it ended, and where
+// a process ended several leases of that name and ending, which one ("#2"); never a pid or
+// a lease id, which change every run and would break a dashboard's test history.
+std::vector<std::string> junit_case_names(const ProcessReport &process) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (const LeaseEnding &lease : process.leases) {
+    std::string name = lease.name + " (" + std::string(ended_by_name(lease.ended_by)) + ")";
+    const int occurrence = ++seen[name];
+    if (occurrence > 1) name += " #" + std::to_string(occurrence);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// The source file a failed case points at (GitLab's `file`): its first leak group's innermost
+// frame with a file, relative to the source root when under it.
+std::string junit_file(const ProcessReport &process, const LeaseEnding &lease, const std::string &source_root) {
+  for (const LeakGroup &group : group_leaks(process, lease))
+    for (const Frame &frame : process.stack(group.stack_id))
+      if (frame.file) {
+        std::string root = source_root;
+        if (!root.empty() && root.back() != '/') root += '/';
+        const std::string file = *frame.file;
+        return !root.empty() && file.rfind(root, 0) == 0 ? file.substr(root.size()) : file;
+      }
+  return "";
+}
+
+// One failure per failed case, all its leak groups in it: dashboards (GitLab among them)
+// show only a case's first failure.
+std::string junit_failure(const ProcessReport &process, const LeaseEnding &lease) {
+  const std::vector<LeakGroup> groups = group_leaks(process, lease);
+  uint64_t bytes = lease.unjournaled_bytes, allocations = lease.unjournaled_allocations;
+  for (const LeakGroup &group : groups) {
+    bytes += group.bytes;
+    allocations += group.allocations;
+  }
+  const size_t group_count = groups.size() + (lease.unjournaled_allocations != 0 ? 1 : 0);
+  const std::string message = "Leak of " + std::to_string(bytes) + " byte(s) in " + std::to_string(allocations) +
+                              " allocation(s), " + std::to_string(group_count) + " leak group(s), in lease \"" +
+                              lease.name + "\" (ended by " + std::string(ended_by_name(lease.ended_by)) + ")";
+  std::string text;
+  for (const LeakGroup &group : groups) {
+    text += group_message(process, lease, group) + "\n";
+    const StackView stack = process.stack(group.stack_id);
+    for (size_t i = 0; i < stack.size(); ++i) {
+      const Frame &frame = stack[i];
+      text += "  #" + std::to_string(i) + " " + frame_name(frame);
+      if (frame.file) text += " " + *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "");
+      text += "\n";
+    }
+    text += "\n";
+  }
+  if (lease.unjournaled_allocations != 0) text += unjournaled_message(lease) + "\n";
+  return "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(text) +
+         "</failure>\n";
+}
+
+}  // namespace
+
+void render_junit(const Report &report, const std::string &source_root, const TextSink &sink) {
   // A lease ending is a test case, failed if it leaked: counted first, for the headers.
-  auto failed = [](const LeaseEnding &lease) { return !lease.leaks.empty() || lease.unjournaled_allocations != 0; };
   size_t total_cases = 0, total_failures = 0;
   for (const ProcessReport &process : report.processes) {
     total_cases += process.leases.size();
-    for (const LeaseEnding &lease : process.leases) total_failures += failed(lease) ? 1 : 0;
+    for (const LeaseEnding &lease : process.leases) total_failures += junit_failed(lease) ? 1 : 0;
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"" +
                     std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n";
-  // Handed over once it holds kSinkPieceBytes: after each leak group.
-  auto hand_over_if_full = [&] {
-    if (out.size() < kSinkPieceBytes) return;
-    sink(out);
-    out.clear();
-  };
   for (const ProcessReport &process : report.processes) {
     size_t failures = 0;
-    for (const LeaseEnding &lease : process.leases) failures += failed(lease) ? 1 : 0;
-    std::string program = process.executable.substr(process.executable.rfind('/') + 1);
-    out += "  <testsuite name=\"" + xml_escape(program + " (pid " + std::to_string(process.pid) + ")") + "\" tests=\"" +
-           std::to_string(process.leases.size()) + "\" failures=\"" + std::to_string(failures) + "\">\n";
+    double duration_ms = 0;
     for (const LeaseEnding &lease : process.leases) {
-      std::string name = "lease " + std::to_string(lease.id) + " " + lease.name + " (" +
-                         std::string(ended_by_name(lease.ended_by)) + ")";
-      out += "    <testcase classname=\"leaseguard." + xml_escape(program) + "\" name=\"" + xml_escape(name) + "\"";
-      if (!failed(lease)) {
+      failures += junit_failed(lease) ? 1 : 0;
+      duration_ms = std::max(duration_ms, lease.end_ms);
+    }
+    const std::string program = process.executable.substr(process.executable.rfind('/') + 1);
+    out += "  <testsuite name=\"" + xml_escape(program) + "\" tests=\"" + std::to_string(process.leases.size()) +
+           "\" failures=\"" + std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" +
+           seconds(duration_ms) + "\">\n";
+    out += "    <properties>\n      <property name=\"pid\" value=\"" + std::to_string(process.pid) + "\"/>\n";
+    out += "      <property name=\"command\" value=\"" + xml_escape(process.executable) + "\"/>\n    </properties>\n";
+    const std::vector<std::string> names = junit_case_names(process);
+    for (size_t i = 0; i < process.leases.size(); ++i) {
+      const LeaseEnding &lease = process.leases[i];
+      out += "    <testcase classname=\"leaseguard." + xml_escape(program) + "\" name=\"" + xml_escape(names[i]) +
+             "\" time=\"" + seconds(lease.end_ms - lease.begin_ms) + "\"";
+      if (!junit_failed(lease)) {
         out += "/>\n";
         continue;
       }
-      out += ">\n";
-      for (const LeakGroup &group : group_leaks(process, lease)) {
-        std::string trace;
-        const StackView stack = process.stack(group.stack_id);
-        for (size_t i = 0; i < stack.size(); ++i) {
-          const Frame &frame = stack[i];
-          trace += "#" + std::to_string(i) + " " + frame_name(frame);
-          if (frame.file) trace += " " + *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "");
-          trace += "\n";
-        }
-        std::string message = group_message(process, lease, group);
-        out += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(message) + "\">" + xml_escape(trace) +
-               "</failure>\n";
-        hand_over_if_full();
+      const std::string file = junit_file(process, lease, source_root);
+      if (!file.empty()) out += " file=\"" + xml_escape(file) + "\"";
+      out += ">\n" + junit_failure(process, lease) + "    </testcase>\n";
+      if (out.size() >= kSinkPieceBytes) {  // handed over as it grows: a lease may hold 10^5 groups
+        sink(out);
+        out.clear();
       }
-      if (lease.unjournaled_allocations != 0)
-        out += "      <failure type=\"DeviceMemoryLeak\" message=\"" + xml_escape(unjournaled_message(lease)) +
-               "\"></failure>\n";
-      out += "    </testcase>\n";
     }
     out += "  </testsuite>\n";
   }

@@ -55,8 +55,9 @@ void render_sarif(const Report &report, const std::string &source_root, const Te
 
 // JUnit XML: a testsuite per process, a testcase per lease ending, a failure per leak group.
 // Whole, or handed to `out` a piece at a time.
-std::string render_junit(const Report &report);
-void render_junit(const Report &report, const TextSink &out);
+// `source_root`: failed cases' `file` attributes are relative to it when under it.
+std::string render_junit(const Report &report, const std::string &source_root = "");
+void render_junit(const Report &report, const std::string &source_root, const TextSink &out);
 
 // One self-contained HTML page: a timeline of live bytes per lease, a table of leak groups
 // with expandable stacks, a flame graph of leaked bytes. Whole, or handed to `out` a piece
