@@ -28,6 +28,16 @@ int lease_state(uint64_t lease) {
   return static_cast<int>(tracker == nullptr ? LeaseState::Unknown : tracker->lease_state(lease));
 }
 
+int lease_enter(uint64_t lease) {
+  Tracker *tracker = core();
+  return tracker == nullptr ? -1 : tracker->lease_enter(lease);
+}
+
+int lease_leave() {
+  Tracker *tracker = core();
+  return tracker == nullptr ? -1 : tracker->lease_leave();
+}
+
 void on_alloc(const leaseguard_alloc_event *event) {
   Tracker *tracker = core();
   if (tracker != nullptr && event != nullptr) tracker->on_alloc(allocation_event_of(*event));
@@ -67,7 +77,9 @@ leaseguard_core_link core_link(void *(*real_function)(void *driver_handle, const
                               on_free,
                               exclude_code,
                               on_owner_drop,
-                              on_alloc_from};
+                              on_alloc_from,
+                              lease_enter,
+                              lease_leave};
 }
 
 }  // namespace leaseguard

@@ -46,6 +46,11 @@ struct leaseguard_core_link {
   // tables before it (see leaseguard_core_link_has).
   void (*on_alloc_from)(const leaseguard_alloc_event *event, uint64_t caller_pc, uint64_t caller_sp,
                         uint64_t caller_bp);
+  // The calling thread's new allocations go to `lease` until lease_leave (leaseguard.h's
+  // leaseguard_lease_enter and _leave, which the API library exports too). Not in tables
+  // before it.
+  int (*lease_enter)(uint64_t lease);  // 0, or -1 if the lease is unknown or ended
+  int (*lease_leave)(void);            // 0, or -1 if the thread entered none
 };
 
 // The first tables had every member up to on_owner_drop: a provider's table is accepted from

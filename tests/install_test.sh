@@ -85,4 +85,28 @@ if "$prefix/bin/leaseguard" run --sim --fail-on-leak --out "$prefix/api-leaky" \
   echo "the API consumer's leak was not reported"; cat "$prefix/api-leaky.log"; exit 1
 fi
 grep -q "Leak of 4242 byte(s)" "$prefix/api-leaky.log" || { echo "no 4242-byte leak"; cat "$prefix/api-leaky.log"; exit 1; }
+# pkg-config: a C program that links the lease C ABI instead of being preloaded, and the C++
+# API consumer above, both built with nothing but `pkg-config --cflags --libs leaseguard`.
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+cat > "$prefix/c_abi.c" <<'C'
+#include <leaseguard/leaseguard.h>
+#include <stdio.h>
+int main(void) {
+  leaseguard_lease_t lease = leaseguard_lease_begin("linked", 0, LEASEGUARD_REPORT);
+  if (lease == 0 || leaseguard_lease_enter(lease) != 0 || leaseguard_lease_leave() != 0) return 1;
+  if (leaseguard_lease_leave() != -1) return 2; /* nothing entered any more */
+  printf("leaked %d\n", leaseguard_lease_end(lease));
+  return 0;
+}
+C
+# shellcheck disable=SC2046  # pkg-config's words are meant to split
+cc -o "$prefix/c_abi" "$prefix/c_abi.c" $(pkg-config --cflags --libs leaseguard) || { echo "the C ABI did not link"; exit 1; }
+[ "$("$prefix/c_abi")" = "leaked 0" ] || { echo "the linked C ABI did not run its own core"; exit 1; }
+"$prefix/bin/leaseguard" run --sim --quiet --fail-on-leak --out "$prefix/c-abi-run" -- "$prefix/c_abi" >/dev/null \
+  || { echo "the linked C ABI failed under the preload"; exit 1; }
+# shellcheck disable=SC2046
+c++ -std=c++20 -o "$prefix/api_pkgconfig" "$prefix/api_consumer/main.cpp" $(pkg-config --cflags --libs leaseguard) \
+  || { echo "the C++ API did not link through pkg-config"; exit 1; }
+"$prefix/bin/leaseguard" run --sim --quiet --fail-on-leak --out "$prefix/api-pkgconfig" -- "$prefix/api_pkgconfig" \
+  || { echo "the pkg-config API consumer failed"; exit 1; }
 echo "install layout ok"
