@@ -85,6 +85,52 @@ if "$prefix/bin/leaseguard" run --sim --fail-on-leak --out "$prefix/api-leaky" \
   echo "the API consumer's leak was not reported"; cat "$prefix/api-leaky.log"; exit 1
 fi
 grep -q "Leak of 4242 byte(s)" "$prefix/api-leaky.log" || { echo "no 4242-byte leak"; cat "$prefix/api-leaky.log"; exit 1; }
+# docs/ci.md's CMake recipe, taken from the page and built as written (tests/install_test.sh
+# is given the source root): a GoogleTest test that leaks fails with exit status 23 under
+# ctest, its SARIF is relative to the project, and a suppression makes it pass.
+docs=$3
+mkdir -p "$prefix/recipe"
+awk '/^```cmake$/ {inside = 1; next} inside && /^```$/ {exit} inside {print}' "$docs/ci.md" > "$prefix/recipe/CMakeLists.txt"
+grep -q "leaseguard_add_test(NAME kernels_test COMMAND kernels_test" "$prefix/recipe/CMakeLists.txt" \
+  || { echo "docs/ci.md has no CMake recipe"; exit 1; }
+cat > "$prefix/recipe/kernels_test.cpp" <<'CPP'
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+// The driver, found at run time (the simulator's under --sim).
+template <typename F>
+F driver(const char *name) {
+  static void *library = dlopen("libcuda.so.1", RTLD_NOW);
+  return library == nullptr ? nullptr : reinterpret_cast<F>(dlsym(library, name));
+}
+
+TEST(Kernels, ScratchBufferIsFreed) {
+  int context[8], *current = context;
+  unsigned long long scratch = 0;
+  ASSERT_EQ(driver<int (*)(unsigned)>("cuInit")(0), 0);
+  ASSERT_EQ(driver<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(reinterpret_cast<void **>(&current), 0), 0);
+  ASSERT_EQ(driver<int (*)(void *)>("cuCtxSetCurrent")(current), 0);
+  ASSERT_EQ(driver<int (*)(unsigned long long *, size_t)>("cuMemAlloc_v2")(&scratch, 4096), 0);
+  scratch = 0;  // the error path forgets to free it
+}
+CPP
+echo "# known leaks" > "$prefix/recipe/leaks.supp"
+cmake -S "$prefix/recipe" -B "$prefix/recipe/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/recipe/build" >/dev/null
+if (cd "$prefix/recipe/build" && ctest --output-on-failure > "$prefix/recipe.log" 2>&1); then
+  echo "the recipe's leaky test passed"; cat "$prefix/recipe.log"; exit 1
+fi
+grep -q "Direct leak of 4096 byte(s)" "$prefix/recipe.log" || { echo "no leak in the recipe's test"; cat "$prefix/recipe.log"; exit 1; }
+sarif="$prefix/recipe/build/leaseguard/kernels_test/leaseguard-report.sarif"
+# Locations relative to the project's source directory (not the build tree, where the test
+# runs): the program is build/kernels_test under SRCROOT.
+grep -q "\"uri\": \"file://$prefix/recipe/\"" "$sarif" && grep -q '"uri": "build/kernels_test"' "$sarif" \
+  || { echo "SARIF not relative to the project"; cat "$sarif"; exit 1; }
+[ -s "$prefix/recipe/build/leaseguard/kernels_test/leaseguard-report.junit.xml" ] || { echo "no JUnit"; exit 1; }
+echo "leak:^Kernels_ScratchBufferIsFreed_Test::TestBody()$" >> "$prefix/recipe/leaks.supp"
+(cd "$prefix/recipe/build" && ctest > "$prefix/recipe-suppressed.log" 2>&1) \
+  || { echo "the suppressed leak still failed"; cat "$prefix/recipe-suppressed.log"; exit 1; }
+
 # pkg-config: a C program that links the lease C ABI instead of being preloaded, and the C++
 # API consumer above, both built with nothing but `pkg-config --cflags --libs leaseguard`.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
