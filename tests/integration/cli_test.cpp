@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -362,6 +363,39 @@ TEST(Cli, GenSuppressionsPrintsAReadyLinePerGroup) {
   std::ofstream(dir / "gen.supp") << "leak:^blur$\nleak:^upload_frame$\n";
   auto quiet = leaseguard({"report", "--suppressions", dir / "gen.supp", "--fail-on-leak", dir.path()});
   EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
+}
+
+// docs/report-format.md's JSON sample names every field a report has: a field added to the
+// report and not to the page fails here.
+TEST(Cli, TheJsonSampleOfTheDocsNamesEveryFieldOfAReport) {
+  const std::string page = read_text(std::string(LEASEGUARD_SOURCE_ROOT) + "/docs/report-format.md");
+  const size_t section = page.find("## JSON, schema");
+  ASSERT_NE(section, std::string::npos);
+  const size_t open = page.find("```", section);
+  const size_t close = page.find("```", open + 3);
+  ASSERT_NE(close, std::string::npos);
+  const std::string sample = page.substr(open, close - open);
+  std::set<std::string> named;
+  const std::regex key("\"([a-z_]+)\":");
+  for (auto it = std::sregex_iterator(sample.begin(), sample.end(), key); it != std::sregex_iterator(); ++it)
+    named.insert((*it)[1].str());
+  TempDir dir;
+  // A run with a leak, a late free, a double free and lease endings of several kinds.
+  auto run = run_under_leaseguard(dir.path(), {victim("robustness")}, {"--format", "json"});
+  std::set<std::string> present;
+  std::function<void(const JsonValue &)> walk = [&](const JsonValue &value) {
+    if (value.type() == JsonValue::Type::Object) {
+      for (size_t i = 0; i < value.size(); ++i) {
+        present.insert(std::string(value.member_name(i)));
+        walk(value[value.member_name(i)]);
+      }
+    } else if (value.type() == JsonValue::Type::Array) {
+      for (const auto &item : value.items()) walk(item);
+    }
+  };
+  walk(run.json);
+  ASSERT_GT(present.size(), 30u);
+  for (const std::string &name : present) EXPECT_TRUE(named.count(name) != 0) << name << " is not in the page's sample";
 }
 
 // docs/suppressions.md's example file, taken from the page as it is, is accepted as written.

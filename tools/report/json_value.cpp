@@ -37,6 +37,11 @@ const JsonValue &JsonValue::operator[](std::string_view key) const {
   return found != nullptr ? *found : kNull;
 }
 
+std::string_view JsonValue::member_name(size_t index) const {
+  if (type_ != Type::Object || !children_ || index >= children_->names.size()) return {};
+  return *children_->names[index];
+}
+
 const JsonValue &JsonValue::operator[](size_t index) const {
   const std::vector<JsonValue> &values = items();
   return index < values.size() ? values[index] : kNull;

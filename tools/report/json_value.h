@@ -28,6 +28,8 @@ class JsonValue {
   const JsonValue &operator[](std::string_view key) const;
   const JsonValue &operator[](size_t index) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
+  // An object's index-th member's name (look its value up by it); empty for any other value.
+  std::string_view member_name(size_t index) const;
   size_t size() const { return children_ ? children_->values.size() : 0; }
 
   // Parses `text`. On error returns false with `error` = "line L column C: what", and `out`
