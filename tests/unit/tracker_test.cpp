@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <map>
 #include <set>
@@ -792,15 +793,17 @@ TEST(Reclaim, ALeaseIsToldExpiredOnlyOnceItsLeaksAreGivenBack) {
 // A thread asking about a lease that another thread is still reclaiming waits for the
 // reclaim (above) asleep: it must not spin on a core for as long as the driver takes to
 // give the memory back.
+// A driver slow to release (150 ms a call): what a thread asking about the lease meanwhile does.
 class StalledBackend : public ReclaimBackend {
  public:
   int release(const HandleRecord &) noexcept override {
-    started.store(true);
+    if (!started_once.exchange(true)) started.set_value();
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     released.fetch_add(1);
     return 0;
   }
-  std::atomic<bool> started{false};
+  std::atomic<bool> started_once{false};
+  std::promise<void> started;
   std::atomic<int> released{0};
 };
 
@@ -820,7 +823,7 @@ TEST(Reclaim, AThreadAskingAboutALeaseBeingReclaimedWaitsAsleep) {
   for (uint64_t i = 0; i < 3; ++i) tracker.on_alloc(event(0x1000 + i * 0x1000, 10));
   ASSERT_EQ(tracker.lease_leave(), 0);
   std::thread ender([&] { tracker.lease_end(lease); });
-  while (!backend.started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  backend.started.get_future().wait();  // the reclaim is under way
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = thread_cpu_ms();
   EXPECT_EQ(tracker.lease_state(lease), LeaseState::Ended);
