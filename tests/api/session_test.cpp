@@ -2,6 +2,7 @@
 // handles outliving their session, backends, errors, and many threads dropping copies.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -198,7 +199,13 @@ TEST(Concurrency, SessionsOnManyThreads) {
         GpuSession session({.name = "thread-" + std::to_string(t)});
         for (int i = 0; i < 100; ++i) {
           GpuMemHandle handle = session.mem_alloc(128);
-          session.mem_set(handle, 0, static_cast<uint8_t>(t), 128);
+          const auto fill = static_cast<uint8_t>(t * 16 + i % 16);
+          session.mem_set(handle, 0, fill, 128);
+          // What this thread wrote is what it reads back, whatever the others do meanwhile.
+          std::array<std::byte, 128> back{};
+          session.mem_read(handle, 0, std::span(back));
+          for (std::byte b : back)
+            if (b != std::byte{fill}) failures.fetch_add(1);
           if (i % 2 == 0) session.mem_free(std::move(handle));
         }
         if (session.end() != 0) failures.fetch_add(1);

@@ -112,7 +112,11 @@ TEST(CrashConsistency, SigkillAtRandomMomentsLosesNothingAndInventsNothing) {
     EXPECT_LE(unlogged, 2) << "round " << round;
     if (unlogged == 0 && reported.size() == logged.live.size()) ++exact;
   }
-  EXPECT_EQ(kills, 100);
+  EXPECT_EQ(lost, 0);
+  // A kill lands between steps in most rounds (a step in flight is a few microseconds of a
+  // loop that also logs): a run of 100 in which none gave the log exactly would mean the
+  // report never matches a quiet moment, which the checks above allow and this does not.
+  EXPECT_GT(exact, 0) << "no round's report was exactly the log";
   std::cout << "[ figures  ] " << kills << " SIGKILLs, " << lost << " allocations lost, " << exact
             << " reports exactly equal to the log (the rest differ only by a step in flight)" << std::endl;
 }

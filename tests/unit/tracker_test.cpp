@@ -882,6 +882,15 @@ TEST(Reclaim, AtExitLeaksAreReportedNotReclaimed) {
   tracker.on_alloc(event(0x1000, 10));
   tracker.finish_process();
   EXPECT_TRUE(backend.released.empty());
+  // And reported: the process lease's ending at exit lists it, not reclaimed.
+  report::ProcessReport process = replay(tracker);
+  const report::LeaseEnding *at_exit = nullptr;
+  for (const auto &ending : process.leases)
+    if (ending.name == "process" && ending.ended_by == EndedBy::Exit) at_exit = &ending;
+  ASSERT_NE(at_exit, nullptr);
+  ASSERT_EQ(at_exit->leaks.size(), 1u);
+  EXPECT_EQ(at_exit->leaks[0].address, 0x1000u);
+  EXPECT_FALSE(at_exit->leaks[0].reclaimed);
 }
 
 TEST(Leases, AThreadWhoseEnteredLeaseWasEndedElsewhereAllocatesIntoTheProcessLease) {

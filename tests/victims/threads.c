@@ -2,7 +2,9 @@
  * allocation's. Each of kThreads threads allocates kPerThread buffers; every buffer but the
  * last of each thread is freed by the next thread. So exactly kThreads allocations leak,
  * each of 777 bytes, all from leak_last_one, whose pointers are dropped (direct leaks). */
+#include <dirent.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "victim.h"
 
@@ -36,12 +38,30 @@ static void *worker(void *argument) {
   return NULL;
 }
 
-int main(void) {
+/* Prints the name of every thread the process still has, one "thread: NAME" line each. */
+static void print_thread_names(void) {
+  DIR *tasks = opendir("/proc/self/task");
+  if (tasks == NULL) return;
+  for (struct dirent *task; (task = readdir(tasks)) != NULL;) {
+    if (task->d_name[0] == '.') continue;
+    char path[300], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", task->d_name);
+    FILE *comm = fopen(path, "r");
+    if (comm == NULL) continue;
+    if (fgets(name, sizeof name, comm) != NULL) printf("thread: %s", name);
+    fclose(comm);
+  }
+  closedir(tasks);
+}
+
+/* With the argument "names", it also lists its threads once its workers are joined. */
+int main(int argc, char **argv) {
   g_context = victim_primary_context();
   pthread_barrier_init(&g_allocated, NULL, kThreads);
   pthread_t threads[kThreads];
   for (long i = 0; i < kThreads; ++i) pthread_create(&threads[i], NULL, worker, (void *)i);
   for (int i = 0; i < kThreads; ++i) pthread_join(threads[i], NULL);
   printf("threads done\n");
+  if (argc > 1 && strcmp(argv[1], "names") == 0) print_thread_names();
   return 0;
 }
