@@ -2,6 +2,7 @@
 // argument parser (on arbitrary NUL-separated words) and the exit-status file reader.
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,11 +29,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     leaseguard::parse_integer(text, -1000, 1000);
   }
 
-  static const char *const kNames[] = {"LEASEGUARD_OUT",         "LEASEGUARD_TTL",     "LEASEGUARD_ON_EXPIRY",
-                                       "LEASEGUARD_STACK_DEPTH", "LEASEGUARD_DISABLE", "LEASEGUARD_LOG",
-                                       "LEASEGUARD_RUN_ID"};
+  // Every variable parse_options reads (core/options.cpp), each given one of the words.
+  static const char *const kNames[] = {"LEASEGUARD_OUT",          "LEASEGUARD_TTL",        "LEASEGUARD_ON_EXPIRY",
+                                       "LEASEGUARD_STACK_DEPTH",  "LEASEGUARD_DISABLE",    "LEASEGUARD_LOG",
+                                       "LEASEGUARD_RUN_ID",       "LEASEGUARD_DEADLINE",   "LEASEGUARD_JOURNAL",
+                                       "LEASEGUARD_REACHABILITY", "LEASEGUARD_DEVICE_SCAN"};
   std::map<std::string, std::string> environment;
-  for (size_t i = 0; i < words.size() && i < 7; ++i) environment[kNames[i]] = words[i];
+  for (size_t i = 0; i < words.size() && i < std::size(kNames); ++i) environment[kNames[i]] = words[i];
+  // And the ones past the first words too: a lone word reaches the deadline and the journal.
+  if (!words.empty()) {
+    environment.try_emplace("LEASEGUARD_DEADLINE", words.back());
+    environment.try_emplace("LEASEGUARD_JOURNAL", words.front());
+  }
   std::vector<std::string> warnings;
   leaseguard::parse_options(
       [&](const char *name) -> const char * {
