@@ -284,8 +284,12 @@ bool check_header(SlotSource &source, size_t slot_count, ReadStats &stats, std::
 bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, ReadStats &stats, std::string &error) {
   if (!check_header(source, slot_count, stats, error)) return false;
   std::vector<unsigned char> payload;
-  size_t slot = 0;
+  size_t slot = 0, next_progress = 0;
   while (slot < slot_count) {
+    if (slot >= next_progress) {
+      visitor.on_progress(slot, slot_count);
+      next_progress = slot + 65536;
+    }
     const unsigned char *at = source.slots(slot, 1);
     if (at == nullptr) break;
     uint32_t tag = tag_in(at);

@@ -50,6 +50,8 @@ class JournalVisitor {
   virtual void on_signal(const SignalPayload &) {}
   // Each entry: an allocation id with its class in the top bits (journal_format.h).
   virtual void on_reachability(const ReachabilityPayload &, const uint64_t * /*entries*/) {}
+  // Now and then while reading (every 65536 slots): how far the reader is, for progress.
+  virtual void on_progress(size_t /*slots_read*/, size_t /*slot_count*/) {}
 
   // The first slot of the record being visited: its place in the journal.
   uint64_t record_slot() const noexcept { return record_slot_; }

@@ -31,6 +31,22 @@ leaseguard_ensure_packages() {
 }
 
 # leaseguard_build PRESET: configure (once) and build.
+# leaseguard_build_targets PRESET TARGET...: configures PRESET if needed and builds only
+# TARGETs, showing the build's progress (ninja's [done/total] lines).
+leaseguard_build_targets() {
+  local preset=$1
+  shift
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  cd "$root" || return 1
+  if [ ! -f "build/$preset/build.ninja" ]; then
+    echo "leaseguard: configuring (cmake --preset $preset)"
+    cmake --preset "$preset" >/dev/null || return 1
+  fi
+  echo "leaseguard: building $* (the first time takes a few minutes)"
+  cmake --build --preset "$preset" --target "$@" || return 1
+}
+
 leaseguard_build() {
   local preset=$1
   local root

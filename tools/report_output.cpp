@@ -10,12 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 
 #include "report/output_file.h"
 #include "report/renderers.h"
 #include "report/suppressions.h"
+#include "report/progress.h"
 #include "report/symbolizer.h"
 #include "run_directories.h"
 
@@ -73,6 +75,7 @@ bool load_inputs(const Inputs &inputs, report::Report &report, report::Symbolize
   if (!report::load_report(inputs.journals, exits, report, error)) return false;
   for (const std::string &file : inputs.report_files)
     if (!report::load_report_json(file, report, error)) return false;
+  report::Progress::instance().stage("naming the frames", 0);
   symbolizer.symbolize(report);
   return true;
 }
@@ -176,6 +179,8 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
                     const std::string &run_report) {
   report::Suppressions suppressions;
   if (!options.suppressions.empty() && !suppressions.load(options.suppressions, error)) return false;
+  // A line on a terminal saying what a long report is doing; cleared before the text report.
+  auto progress = std::make_unique<report::ProgressShown>(!options.quiet && isatty(STDERR_FILENO) == 1);
   report::Symbolizer symbolizer;
   if (!load_inputs(inputs, report, symbolizer, error)) return false;
   for (const auto &[module, why] : symbolizer.unusable_modules())
@@ -224,6 +229,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
         request.path.empty() ? default_dir + "/leaseguard-report." + kExtensions.at(request.format) : request.path;
     // Every format is handed to its file as it is made: with a line, an object or a stack
     // per leak or leak group, a report of many leaks is hundreds of megabytes.
+    report::Progress::instance().stage("writing " + path, 0);
     report::OutputFile file(path);
     auto write = [&](std::string_view piece) { file.write(piece); };
     if (request.format == "json") report::render_json(report, write);
@@ -240,6 +246,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     }
     unwritten->push_back(write_error);
   }
+  progress.reset();  // its line is cleared before anything else is written there
   if (!options.quiet && text_stream != nullptr) {
     report::render_text(report,
                         [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), text_stream); });

@@ -365,6 +365,37 @@ TEST(Cli, GenSuppressionsPrintsAReadyLinePerGroup) {
   EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
 }
 
+// On a terminal a long report says what it is doing on one line, rewritten in place and
+// cleared before the text report; never where stderr is not a terminal, nor under --quiet.
+// (LEASEGUARD_PROGRESS_AFTER_MS=0: shown from the start instead of after a second.)
+TEST(Cli, AReportSaysWhatItIsDoingOnATerminalOnly) {
+  TempDir dir;
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / "run", "--", kPipeline}).exit_code, 0);
+  const std::string report = std::string(LEASEGUARD_BIN) + " report --format json=" + (dir / "r.json") + " ";
+  auto on_terminal = [&](const std::string &options) {
+    // script(1) gives the command a terminal; what it wrote there comes back on stdout.
+    return run_process({"/usr/bin/script", "-qec", report + options + (dir / "run"), "/dev/null"},
+                       {{"LEASEGUARD_PROGRESS_AFTER_MS", "0"}});
+  };
+  auto shown = on_terminal("");
+  const std::string &tty = shown.out;
+  const size_t first = tty.find("\r\x1b[Kleaseguard: ");
+  EXPECT_NE(first, std::string::npos) << tty;
+  // The line is cleared ("\r", erase to its end) after its last rewrite, before the report.
+  const size_t report_begins = tty.find("SUMMARY: leaseguard:");
+  ASSERT_NE(report_begins, std::string::npos) << tty;
+  const size_t last_line = tty.rfind("\r\x1b[Kleaseguard: ", report_begins);
+  ASSERT_NE(last_line, std::string::npos) << tty;
+  const size_t cleared = tty.find("\r\x1b[K", last_line + 1);
+  EXPECT_LT(cleared, tty.find("detected device memory leaks")) << tty;
+  auto quiet = on_terminal("--quiet ");
+  EXPECT_EQ(quiet.out.find("\x1b[K"), std::string::npos) << quiet.out;
+  auto piped = run_process({LEASEGUARD_BIN, "report", "--format", "json=" + (dir / "r.json"), dir / "run"},
+                           {{"LEASEGUARD_PROGRESS_AFTER_MS", "0"}});
+  EXPECT_EQ((piped.out + piped.err).find("\x1b[K"), std::string::npos) << piped.err;
+  EXPECT_NE((piped.out + piped.err).find("SUMMARY: leaseguard:"), std::string::npos) << piped.out << piped.err;
+}
+
 // docs/report-format.md's JSON sample names every field a report has: a field added to the
 // report and not to the page fails here.
 TEST(Cli, TheJsonSampleOfTheDocsNamesEveryFieldOfAReport) {

@@ -39,6 +39,7 @@
 #include <queue>
 #include <set>
 
+#include "progress.h"
 #include "journal_replay.h"
 #include "resource_rules.h"
 
@@ -88,6 +89,10 @@ void add_point(LeaseBytes &bytes, double ms) {
 class Replay : public journal::JournalVisitor {
  public:
   explicit Replay(ProcessReport &process) : process_(process) {}
+
+  void on_progress(size_t slots_read, size_t) override {
+    Progress::instance().set_part_done(static_cast<uint64_t>(slots_read) * journal::kSlotBytes);
+  }
 
   void on_header(const journal::HeaderPayload &header) override {
     start_ns_ = header.start_monotonic_ns;

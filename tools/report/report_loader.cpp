@@ -1,5 +1,6 @@
 // Loads many journals into one Report, with the exit statuses `leaseguard run` collected.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "progress.h"
 #include "files.h"
 #include "journal_replay.h"
 #include "output_file.h"
@@ -24,6 +26,7 @@ struct JournalHeader {
   journal::HeaderPayload header{};
   bool ok = false;
   bool empty = false;
+  uint64_t file_bytes = 0;  // what the file holds on disk (a journal is sparse past its end)
 };
 
 // True if a slot after the first holds a committed record's tag: something was recorded.
@@ -47,6 +50,10 @@ JournalHeader read_header(const std::string &path) {
   std::string error;
   const int fd = open_regular_file(path, error);
   if (fd < 0) return result;
+  struct stat status {};
+  if (fstat(fd, &status) == 0)
+    result.file_bytes =
+        std::min<uint64_t>(static_cast<uint64_t>(status.st_size), static_cast<uint64_t>(status.st_blocks) * 512);
   unsigned char slot[journal::kSlotBytes] = {};
   ssize_t got = read(fd, slot, sizeof slot);
   // A process killed between creating its journal and committing the header leaves an
@@ -76,6 +83,13 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
   std::vector<JournalHeader> headers;
   headers.reserve(journals.size());
   for (const std::string &path : journals) headers.push_back(read_header(path));
+  uint64_t total_bytes = 0;
+  for (const JournalHeader &header : headers) total_bytes += header.file_bytes;
+  Progress &progress = Progress::instance();
+  progress.stage(
+      journals.size() == 1 ? "reading the journal" : "reading " + std::to_string(journals.size()) + " journals",
+      total_bytes);
+  uint64_t read_bytes = 0;
   // Process order: by start time, so parents come before their children and an exec'd
   // image after the image it replaced.
   std::stable_sort(headers.begin(), headers.end(), [](const JournalHeader &a, const JournalHeader &b) {
@@ -92,7 +106,10 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
       continue;
     }
     ProcessReport process;
+    progress.begin_part(read_bytes);
+    read_bytes += headers[i].file_bytes;
     if (!load_journal_replay(headers[i].path, process, replaced, error)) return false;
+    progress.set_done(read_bytes);
     process.exec_replaced = replaced;
     if (replaced) {
       process.complete = true;  // its leases ended with its image
