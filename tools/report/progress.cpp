@@ -47,7 +47,12 @@ Progress &Progress::instance() {
 
 void Progress::start(bool enabled) {
   if (!enabled || thread_.joinable()) return;
-  stopping_ = false;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = false;
+    enabled_ = true;
+    speak_from_ = std::chrono::steady_clock::now() + timing().quiet_for;
+  }
   thread_ = std::thread([this] { run(); });
 }
 
@@ -56,6 +61,16 @@ void Progress::stage(const std::string &what, uint64_t total) {
   stage_ = what;
   total_ = total;
   done_.store(0, std::memory_order_relaxed);
+  // A new stage is said at once once the quiet second is over, not at the next rewrite.
+  if (enabled_ && !stopping_ && std::chrono::steady_clock::now() >= speak_from_) print_locked();
+}
+
+void Progress::print_locked() {
+  if (stage_.empty()) return;
+  // \r and "erase to the end of the line": the line is rewritten in place.
+  std::fprintf(stderr, "\r\x1b[K%s", line().c_str());
+  std::fflush(stderr);
+  printed_ = true;
 }
 
 std::string Progress::line() const {
@@ -74,16 +89,10 @@ std::string Progress::line() const {
 
 void Progress::run() {
   const Timing when = timing();
-  const auto started = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
-  if (wake_.wait_until(lock, started + when.quiet_for, [this] { return stopping_; })) return;
+  if (wake_.wait_until(lock, speak_from_, [this] { return stopping_; })) return;
   while (!stopping_) {
-    if (!stage_.empty()) {
-      // \r and "erase to the end of the line": the line is rewritten in place.
-      std::fprintf(stderr, "\r\x1b[K%s", line().c_str());
-      std::fflush(stderr);
-      printed_ = true;
-    }
+    print_locked();
     wake_.wait_for(lock, when.every, [this] { return stopping_; });
   }
 }
@@ -92,6 +101,7 @@ void Progress::finish() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    enabled_ = false;
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -36,14 +37,17 @@ class Progress {
  private:
   void run();
   std::string line() const;
+  void print_locked();  // the line, now (mutex_ held)
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::thread thread_;
   bool stopping_ = false;
   bool printed_ = false;
-  std::string stage_;   // under mutex_
-  uint64_t total_ = 0;  // under mutex_
+  bool enabled_ = false;
+  std::chrono::steady_clock::time_point speak_from_;  // when the quiet second is over
+  std::string stage_;                                 // under mutex_
+  uint64_t total_ = 0;                                // under mutex_
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> part_base_{0};
 };
