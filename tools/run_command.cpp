@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -133,6 +134,10 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
                                            : *options.reachability == ReachabilityMode::Leases ? "leases"
                                                                                                : "exit";
   if (!options.device_scan.empty()) overrides["LEASEGUARD_DEVICE_SCAN"] = options.device_scan;
+  // For what in the program wants to know the report will apply suppressions (the GoogleTest
+  // listener, include/leaseguard/gtest.hpp); the preload does not read it.
+  if (!options.common.suppressions.empty())
+    overrides["LEASEGUARD_SUPPRESSIONS"] = std::filesystem::absolute(options.common.suppressions).string();
 
   // The preload of each process would say what is wrong with these; run says it once
   // (options.h, settings_checked_by_run).

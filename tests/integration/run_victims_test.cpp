@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -550,6 +551,34 @@ TEST(Annotate, RealLeasesUnderThePreload) {
   ASSERT_EQ((*lease)["leaks"].size(), 1u);
   EXPECT_EQ((*lease)["leaks"][0]["bytes"].as_number(), 4321);
   EXPECT_EQ(first_function((*lease)["leaks"][0]), "leak_in_scope");
+}
+
+// The GoogleTest listener: each test its own lease; the test that leaked fails, at its own
+// file and line; under --suppressions a leak the report silences fails nothing.
+TEST(GtestListener, TheLeakingTestFailsAtItsOwnLineAndASuppressedLeakFailsNothing) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "plain", {victim("gtest_leases")});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.out;  // GoogleTest's: a test failed
+  EXPECT_NE(run.result.out.find("[  FAILED  ] Listener.Leaks"), std::string::npos) << run.result.out;
+  EXPECT_EQ(run.result.out.find("[  FAILED  ] Listener.Clean"), std::string::npos) << run.result.out;
+  EXPECT_NE(run.result.out.find("gtest_leases.cpp:14: Failure"), std::string::npos)
+      << run.result.out;  // TEST(Listener, Leaks)
+  EXPECT_EQ(run.result.out.find("gtest.hpp"), std::string::npos) << run.result.out;
+  const JsonValue &process = run.json["processes"][0];
+  const JsonValue *leaks = lease_named(process, "Listener.Leaks", "end");
+  ASSERT_NE(leaks, nullptr) << run.result.err;
+  ASSERT_EQ((*leaks)["leaks"].size(), 1u);
+  EXPECT_EQ((*leaks)["leaks"][0]["bytes"].as_number(), 4321);
+  const JsonValue *clean = lease_named(process, "Listener.Clean", "end");
+  ASSERT_NE(clean, nullptr);
+  EXPECT_EQ((*clean)["leaks"].size(), 0u);
+
+  std::ofstream(dir / "known.supp") << "leak:^leak_in_test$\n";
+  auto suppressed = run_under_leaseguard(dir / "suppressed", {victim("gtest_leases")},
+                                         {"--suppressions", dir / "known.supp", "--fail-on-leak"});
+  EXPECT_EQ(suppressed.result.exit_code, 0) << suppressed.result.out << suppressed.result.err;
+  EXPECT_EQ(suppressed.result.out.find("[  FAILED  ]"), std::string::npos) << suppressed.result.out;
+  EXPECT_EQ(suppressed.json["summary"]["suppressed_allocations"].as_number(), 1);
 }
 
 TEST(Watchdog, NoThreadUnlessALeaseHasADeadline) {
