@@ -67,6 +67,10 @@ void park(Slot &slot, const ucontext_t &context) noexcept {
   slot.info.stack_pointer = static_cast<uintptr_t>(context.uc_mcontext.gregs[REG_RSP]);
   slot.info.thread_pointer = thread_pointer();
   slot.info.registers_read = true;
+  // Resumed already (stop() gave up after signalling this thread): nothing will bump the
+  // epoch again. resume() clears g_active before it bumps the epoch, so a thread that read
+  // the new epoch above sees g_active false here.
+  if (!g_active.load(std::memory_order_acquire)) return;
   int expected = kSignalled;
   // The scan may have given up on this thread already: then it must not wait.
   if (!slot.state.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel)) return;
