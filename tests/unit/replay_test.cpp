@@ -218,7 +218,7 @@ TEST(Replay, TheHtmlPagesDataCannotEndItsScript) {
   JsonValue data;
   ASSERT_TRUE(JsonValue::parse(std::string_view(page).substr(begin, end - begin), data, error)) << error;
   std::set<std::string> names;
-  for (const JsonValue &ending : data["processes"][0]["endings"].items()) names.insert(ending["name"].as_string());
+  for (const JsonValue &ending : data["processes"][0]["leases"].items()) names.insert(ending["name"].as_string());
   for (uint32_t id = 2; id < 2 + kLeases; ++id) EXPECT_EQ(names.count(hostile + std::to_string(id)), 1u) << id;
 }
 

@@ -1,0 +1,207 @@
+// The HTML report in a real browser (headless Chromium), at both ends of its range: one
+// small run, and 100,000 leaks from as many stacks. What the page's script drew is read from
+// the DOM Chromium dumps; what a person sees is checked on screenshots at a phone's and a
+// laptop's width (tests/integration/screenshot_check.py); the view a link asks for
+// (#search=...&focus=...) is how search and zoom are driven without a mouse.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+namespace leaseguard::testing {
+namespace {
+
+const char *const kChromium = "/usr/bin/chromium";
+const std::string kPipeline = std::string(LEASEGUARD_EXAMPLES) + "/leaky_pipeline";
+const std::string kScreenshots = LEASEGUARD_SCREENSHOTS;  // kept for a person to look at
+
+RunResult leaseguard(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), LEASEGUARD_BIN);
+  return run_process(arguments);
+}
+
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+struct Window {
+  int width;
+  int height;
+  std::string size() const { return std::to_string(width) + "," + std::to_string(height); }
+};
+const Window kLaptop{1280, 900}, kPhone{390, 844};
+
+// The page after its script ran, as Chromium serializes it; fails the test on a script error
+// or anything the page logged.
+std::string load(const std::string &page, const Window &window, const std::string &fragment = "") {
+  auto browser = run_process({kChromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                              "--v=0", "--window-size=" + window.size(), "--dump-dom", "file://" + page + fragment});
+  EXPECT_EQ(browser.exit_code, 0) << browser.err;
+  EXPECT_EQ(browser.err.find("Uncaught"), std::string::npos) << browser.err;
+  EXPECT_EQ(browser.err.find(":CONSOLE"), std::string::npos) << browser.err;  // the page logs nothing
+  const std::string &dom = browser.out;
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_NE(dom.find("data-overflow=\"no\""), std::string::npos)
+      << "wider than a " << window.size()
+      << " window: " << dom.substr(dom.find("<body"), dom.find("<h1") - dom.find("<body"));
+  std::smatch ready;
+  if (std::regex_search(dom, ready, std::regex("data-timings=\"([^\"]*)\"")))
+    std::printf("%s at %s: ready (ms since navigation): %s\n", page.c_str(), window.size().c_str(),
+                ready[1].str().c_str());
+  return dom;
+}
+
+// A screenshot of the window as a person sees it on opening the page, checked: the leak
+// headline on top, not blank, and with `flame` the flame graph in view.
+void look_at(const std::string &page, const Window &window, const std::string &name, bool flame) {
+  std::filesystem::create_directories(kScreenshots);
+  const std::string png = kScreenshots + "/" + name + "-" + std::to_string(window.width) + ".png";
+  std::filesystem::remove(png);
+  auto shot = run_process({kChromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=" + window.size(), "--screenshot=" + png, "file://" + page});
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  std::vector<std::string> check = {"/usr/bin/python3",
+                                    std::string(LEASEGUARD_SOURCE_ROOT) + "/tests/integration/screenshot_check.py", png,
+                                    std::to_string(window.width), std::to_string(window.height)};
+  if (flame) check.push_back("--flame");
+  auto checked = run_process(check);
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+}
+
+// Widths of the timeline's lease bars, by the lease's label.
+std::map<std::string, double> lease_bar_widths(const std::string &dom) {
+  std::map<std::string, double> widths;
+  std::regex bar("<rect[^>]*width=\"([0-9.]+)\"[^>]*class=\"lease-bar\"[^>]*>"), label("<text[^>]*>([^<·]+) ·");
+  std::vector<double> in_order;
+  for (std::sregex_iterator at(dom.begin(), dom.end(), bar), end; at != end; ++at)
+    in_order.push_back(std::stod((*at)[1]));
+  size_t index = 0;  // each bar's label is the text drawn after it
+  for (std::sregex_iterator at(dom.begin(), dom.end(), label), end; at != end && index < in_order.size();
+       ++at, ++index) {
+    std::string name = (*at)[1];
+    widths[name.substr(0, name.find_last_not_of(' ') + 1)] = in_order[index];
+  }
+  return widths;
+}
+
+class Html : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(kChromium, X_OK) != 0) GTEST_SKIP() << "no Chromium here (scripts/setup.sh installs it)";
+  }
+  TempDir dir;
+};
+
+// One small run: the summary comes first, then the flame graph, the leak table and the
+// timeline; self-contained; fits a phone.
+TEST_F(Html, ASmallReportReadsSummaryFirstInARealBrowser) {
+  // Run the example from a long path without break opportunities, as CI checkouts have: the
+  // command line and every frame's file must still wrap on a phone.
+  const std::string deep = dir / "a_checkout_directory_with_a_long_name_and_nowhere_to_break/build_tree/examples";
+  std::filesystem::create_directories(deep);
+  std::filesystem::copy_file(kPipeline, deep + "/leaky_pipeline");
+  // No time-to-live: whether a 1 ms expiry fires before or during the pipeline depends on
+  // the machine's load, and with it how the leaks group. The exit ends the lease (its mark).
+  const std::string page = dir / "report.html";
+  auto run = leaseguard(
+      {"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + page, "--", deep + "/leaky_pipeline"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string html = read_text(page);
+  EXPECT_EQ(html.find(" src="), std::string::npos);  // self-contained: nothing to fetch
+  EXPECT_EQ(html.find(" href="), std::string::npos);
+  for (const Window &window : {kLaptop, kPhone}) {
+    const std::string dom = load(page, window);
+    EXPECT_NE(dom.find("14.0 KiB leaked in 4 allocation(s)"), std::string::npos);
+    const size_t summary = dom.find("id=\"summary\""), flame = dom.find("class=\"flame-frame"),
+                 table = dom.find("class=\"leak-group\""), timeline = dom.find("class=\"lease-line\"");
+    ASSERT_NE(summary, std::string::npos);
+    EXPECT_LT(summary, flame);
+    EXPECT_LT(flame, table);
+    EXPECT_LT(table, timeline);
+    EXPECT_EQ(occurrences(dom, "class=\"top-site\""), 2u);  // blur and upload_frame, largest first
+    EXPECT_LT(dom.find(">blur "), dom.find(">upload_frame "));
+    EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 2u);    // the table
+    EXPECT_GE(occurrences(dom, "class=\"lease-marker\""), 1u);  // lease end marks
+    EXPECT_GE(occurrences(dom, "class=\"lease-begin\""), 1u);   // and begin marks
+    EXPECT_EQ(occurrences(dom, "class=\"lease-bar\""), 1u);     // the process lease's lane
+    EXPECT_GE(occurrences(dom, "class=\"flame-frame"), 9u);     // all, _start ... main, blur, the entry point
+    EXPECT_NE(dom.find(">blur<"), std::string::npos);
+    EXPECT_NE(dom.find("still reachable"), std::string::npos);  // the 1 MiB the pipeline keeps
+  }
+  look_at(page, kLaptop, "small", true);
+  look_at(page, kPhone, "small", false);
+}
+
+// Search and zoom, as a link asks for them: matching frames marked and their bytes summed,
+// the table filtered to the groups under the zoomed frame that match.
+TEST_F(Html, SearchAndZoomFilterTheFlameGraphAndTheTable) {
+  const std::string page = dir / "report.html";
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + page, "--", kPipeline})
+                .exit_code,
+            0);
+  std::string dom = load(page, kLaptop, "#search=upload_frame");
+  EXPECT_NE(dom.find("Matched 2.0 KiB of 14.0 KiB (14.3%)."), std::string::npos);
+  EXPECT_GE(occurrences(dom, " matched\""), 1u);
+  EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 1u);
+  EXPECT_NE(dom.find("Groups 1–1 of 1 matching “upload_frame”"), std::string::npos);
+  dom = load(page, kLaptop, "#focus=blur");
+  EXPECT_NE(dom.find("Zoomed into blur (12.0 KiB)."), std::string::npos);
+  EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 1u);
+  EXPECT_NE(dom.find("Groups 1–1 of 1 under blur"), std::string::npos);
+  EXPECT_GE(occurrences(dom, "flame-frame faded"), 5u);  // blur's callers, full width and faded
+}
+
+// 100,000 leaks from 100,000 distinct stacks (17 levels of two call sites): the summary
+// names the one place they all come from, the flame graph draws only what is wider than a
+// pixel, the table shows a page of 25, and zoom with search narrows 100,000 groups to 6,250 (a frame of level3 is one of
+// its two call sites, on one of 8 paths).
+TEST_F(Html, StaysUsefulAtAHundredThousandLeaks) {
+  const std::string page = dir / "report.html";
+  auto run = leaseguard({"run", "--sim", "--quiet", "--stack-depth", "24", "--out", dir.path(), "--format",
+                         "html=" + page, "--", victim("report_shapes"), "many", "100000"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(std::filesystem::file_size(page), 4u << 20);  // the data packed: ~1.9 MB
+  std::string dom = load(page, kLaptop);
+  EXPECT_NE(dom.find("leaked in 100,000 allocation(s)"), std::string::npos);
+  EXPECT_EQ(occurrences(dom, "class=\"top-site\""), 1u);  // one place, reached through every stack
+  EXPECT_NE(dom.find("from 100,000 stacks"), std::string::npos);
+  EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 25u);
+  EXPECT_NE(dom.find("Groups 1–25 of 100,000 · page 1 of 4,000"), std::string::npos);
+  const size_t frames = occurrences(dom, "class=\"flame-frame");
+  EXPECT_GE(frames, 100u);
+  EXPECT_LE(frames, 1280u * 20);  // nothing narrower than a pixel is drawn
+  dom = load(page, kPhone, "#search=level16&focus=level3");
+  EXPECT_NE(dom.find("Zoomed into level3"), std::string::npos);
+  EXPECT_NE(dom.find("(100.0%)."), std::string::npos);  // every stack passes through level16
+  EXPECT_EQ(occurrences(dom, "class=\"leak-group\""), 25u);
+  EXPECT_NE(dom.find("Groups 1–25 of 6,250 under level3, matching “level16”"), std::string::npos);
+  look_at(page, kLaptop, "100k", true);
+  look_at(page, kPhone, "100k", false);
+}
+
+// Three leases of a fraction of a millisecond after 200 ms with nothing happening: the idle
+// stretch is cut to a marked break, so each lease's bar is wide enough to see and label.
+TEST_F(Html, ShortLeasesAfterALongIdleStretchAreDrawnLegibly) {
+  const std::string page = dir / "report.html";
+  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + page, "--",
+                         victim("report_shapes"), "short_leases"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const auto &[window, least] : {std::pair{kLaptop, 24.0}, std::pair{kPhone, 8.0}}) {
+    const std::string dom = load(page, window);
+    EXPECT_GE(occurrences(dom, "class=\"axis-break\""), 1u);
+    auto widths = lease_bar_widths(dom);
+    for (const char *lease : {"parse", "plan", "execute"}) {
+      ASSERT_TRUE(widths.count(lease)) << lease << " has no labelled bar at " << window.size();
+      EXPECT_GE(widths[lease], least) << lease << " at " << window.size();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
