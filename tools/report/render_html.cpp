@@ -6,6 +6,7 @@
 // JSON (each distinct frame once, stacks as a tree of frames) and drawn by the page's own
 // script (tools/report/html/report_page.html).
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -23,19 +24,19 @@ namespace {
 // The arrays that grow with the leaks (stack nodes, groups) go into the page as strings of
 // packed numbers: each number in base 32, most significant digit first, its last digit
 // from a second alphabet so numbers need no separator. 100,000 groups from as many stacks
-// take 1.6 MB instead of 4 MB of JSON numbers, and the page reads them faster than it parses
+// take 1.9 MB instead of 4 MB of JSON numbers, and the page reads them faster than it parses
 // JSON (the page's unpack() is the inverse). Every character is safe in JSON and HTML.
 void pack(std::string &out, uint64_t value) {
   static constexpr char kDigit[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";
   static constexpr char kLastDigit[] = "WXYZabcdefghijklmnopqrstuvwxyz()";
-  char digits[13];
+  uint8_t digits[13];
   size_t count = 0;
   do {
-    digits[count++] = static_cast<char>(value & 31);
+    digits[count++] = static_cast<uint8_t>(value & 31);
     value >>= 5;
   } while (value != 0);
-  while (count > 1) out.push_back(kDigit[static_cast<size_t>(digits[--count])]);
-  out.push_back(kLastDigit[static_cast<size_t>(digits[0])]);
+  while (count > 1) out.push_back(kDigit[digits[--count]]);
+  out.push_back(kLastDigit[digits[0]]);
 }
 
 // The process's leaked bytes as one tree, outermost frame first, ending in each group's
