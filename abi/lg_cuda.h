@@ -26,6 +26,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_ALREADY_MAPPED = 208,
   CUDA_ERROR_NOT_MAPPED = 211,
@@ -50,6 +51,9 @@ typedef unsigned int CUdeviceptr_v1;
 typedef uint64_t cuuint64_t;
 
 typedef struct CUctx_st *CUcontext;
+typedef struct CUuuid_st {
+  char bytes[16];
+} CUuuid;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUmod_st *CUmodule;
@@ -64,7 +68,10 @@ typedef enum CUdevice_attribute_enum {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
   CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+  CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
   CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+  CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
@@ -246,6 +253,62 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
   unsigned int reserved[16];
 } CUDA_EXTERNAL_MEMORY_BUFFER_DESC;
 
+/* Context settings and device identity (what the CUDA runtime reads at start-up). */
+typedef enum CUlimit_enum {
+  CU_LIMIT_STACK_SIZE = 0x00,
+  CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+  CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+  CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+  CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+  CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+  CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+  CU_LIMIT_SHMEM_SIZE = 0x07,
+  CU_LIMIT_CIG_ENABLED = 0x08,
+  CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 0x09
+} CUlimit;
+typedef struct CUevent_st *CUevent;
+typedef void (*CUhostFn)(void *userData);
+typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef enum CUjit_option_enum { CU_JIT_MAX_REGISTERS = 0 } CUjit_option;
+typedef enum CUlibraryOption_enum { CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0 } CUlibraryOption;
+typedef enum CUfunction_attribute_enum {
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
+  CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+} CUfunction_attribute;
+typedef struct CUlaunchAttribute_st {
+  int id; /* CUlaunchAttributeID */
+  char pad[4];
+  union {
+    char bytes[64];
+    struct {
+      unsigned int x, y, z;
+    } clusterDim; /* id CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+  } value;
+} CUlaunchAttribute;
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+typedef enum CUmoduleLoadingMode_enum {
+  CU_MODULE_EAGER_LOADING = 0x1,
+  CU_MODULE_LAZY_LOADING = 0x2
+} CUmoduleLoadingMode;
+typedef enum CUfunc_cache_enum { CU_FUNC_CACHE_PREFER_NONE = 0x00, CU_FUNC_CACHE_PREFER_EQUAL = 0x03 } CUfunc_cache;
+typedef enum CUsharedconfig_enum {
+  CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0x00,
+  CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE = 0x02
+} CUsharedconfig;
+
 /* X(name, (parameters), (arguments)) for every entry point. */
 /* clang-format off */
 #define LG_CUDA_FUNCTIONS(X)                                                                    \
@@ -412,6 +475,108 @@ typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
   X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))                                    \
   X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr))                         \
   X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))                       \
+  X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                 \
+  X(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))                              \
+  X(cuDeviceGetPCIBusId, (char *pciBusId, int len, CUdevice dev), (pciBusId, len, dev))          \
+  X(cuDeviceGetByPCIBusId, (CUdevice * dev, const char *pciBusId), (dev, pciBusId))              \
+  X(cuDeviceCanAccessPeer, (int *canAccessPeer, CUdevice dev, CUdevice peerDev),                 \
+    (canAccessPeer, dev, peerDev))                                                              \
+  X(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags), (dev, flags))             \
+  X(cuCtxGetFlags, (unsigned int *flags), (flags))                                               \
+  X(cuCtxGetApiVersion, (CUcontext ctx, unsigned int *version), (ctx, version))                  \
+  X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                        \
+  X(cuCtxGetLimit, (size_t * pvalue, CUlimit limit), (pvalue, limit))                            \
+  X(cuCtxSetLimit, (CUlimit limit, size_t value), (limit, value))                                \
+  X(cuCtxGetCacheConfig, (CUfunc_cache * pconfig), (pconfig))                                    \
+  X(cuCtxSetCacheConfig, (CUfunc_cache config), (config))                                        \
+  X(cuCtxGetSharedMemConfig, (CUsharedconfig * pConfig), (pConfig))                              \
+  X(cuCtxSetSharedMemConfig, (CUsharedconfig config), (config))                                  \
+  X(cuCtxGetStreamPriorityRange, (int *leastPriority, int *greatestPriority),                    \
+    (leastPriority, greatestPriority))                                                          \
+  X(cuModuleGetLoadingMode, (CUmoduleLoadingMode * mode), (mode))                               \
+  X(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount), (dst, src, ByteCount)) \
+  X(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount), (dst, src, ByteCount)) \
+  X(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), (dst, src, ByteCount, hStream)) \
+  X(cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), (dst, src, ByteCount, hStream)) \
+  X(cuMemcpyHtoDAsync_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream), (dstDevice, srcHost, ByteCount, hStream)) \
+  X(cuMemcpyDtoHAsync_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), (dstHost, srcDevice, ByteCount, hStream)) \
+  X(cuMemcpyDtoDAsync_v2, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), (dstDevice, srcDevice, ByteCount, hStream)) \
+  X(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream)) \
+  X(cuMemsetD16Async, (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream), (dstDevice, us, N, hStream)) \
+  X(cuMemsetD32Async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream), (dstDevice, ui, N, hStream)) \
+  X(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream), (dstDevice, srcHost, ByteCount, hStream)) \
+  X(cuMemcpyDtoHAsync_v2_ptsz, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), (dstHost, srcDevice, ByteCount, hStream)) \
+  X(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), (dstDevice, srcDevice, ByteCount, hStream)) \
+  X(cuMemsetD8Async_ptsz, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream)) \
+  X(cuMemsetD16Async_ptsz, (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream), (dstDevice, us, N, hStream)) \
+  X(cuMemsetD32Async_ptsz, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream), (dstDevice, ui, N, hStream)) \
+  X(cuMemsetD16_v2, (CUdeviceptr dstDevice, unsigned short us, size_t N), (dstDevice, us, N)) \
+  X(cuStreamCreateWithPriority, (CUstream *phStream, unsigned int flags, int priority), (phStream, flags, priority)) \
+  X(cuStreamQuery, (CUstream hStream), (hStream)) \
+  X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags)) \
+  X(cuStreamGetFlags, (CUstream hStream, unsigned int *flags), (hStream, flags)) \
+  X(cuStreamGetPriority, (CUstream hStream, int *priority), (hStream, priority)) \
+  X(cuStreamGetId, (CUstream hStream, unsigned long long *streamId), (hStream, streamId)) \
+  X(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData), (hStream, fn, userData)) \
+  X(cuStreamAddCallback, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags), (hStream, callback, userData, flags)) \
+  X(cuStreamQuery_ptsz, (CUstream hStream), (hStream)) \
+  X(cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags)) \
+  X(cuStreamGetFlags_ptsz, (CUstream hStream, unsigned int *flags), (hStream, flags)) \
+  X(cuStreamGetPriority_ptsz, (CUstream hStream, int *priority), (hStream, priority)) \
+  X(cuStreamGetId_ptsz, (CUstream hStream, unsigned long long *streamId), (hStream, streamId)) \
+  X(cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData), (hStream, fn, userData)) \
+  X(cuStreamAddCallback_ptsz, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags), (hStream, callback, userData, flags)) \
+  X(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx), (hStream, pctx)) \
+  X(cuEventCreate, (CUevent *phEvent, unsigned int Flags), (phEvent, Flags)) \
+  X(cuEventDestroy_v2, (CUevent hEvent), (hEvent)) \
+  X(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream)) \
+  X(cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream), (hEvent, hStream)) \
+  X(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags), (hEvent, hStream, flags)) \
+  X(cuEventRecordWithFlags_ptsz, (CUevent hEvent, CUstream hStream, unsigned int flags), (hEvent, hStream, flags)) \
+  X(cuEventQuery, (CUevent hEvent), (hEvent)) \
+  X(cuEventSynchronize, (CUevent hEvent), (hEvent)) \
+  X(cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd), (pMilliseconds, hStart, hEnd)) \
+  X(cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent hEnd), (pMilliseconds, hStart, hEnd)) \
+  X(cuLaunchKernel_ptsz,                                                                        \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),         \
+    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+     kernelParams, extra))                                                                      \
+  X(cuLibraryLoadData,                                                                          \
+    (CUlibrary * library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,  \
+     unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,   \
+     unsigned int numLibraryOptions),                                                           \
+    (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,               \
+     libraryOptionValues, numLibraryOptions))                                                   \
+  X(cuLibraryUnload, (CUlibrary library), (library))                                            \
+  X(cuLibraryGetKernel, (CUkernel * pKernel, CUlibrary library, const char *name),              \
+    (pKernel, library, name))                                                                   \
+  X(cuKernelGetFunction, (CUfunction * pFunc, CUkernel kernel), (pFunc, kernel))                \
+  X(cuKernelGetName, (const char **name, CUkernel hfunc), (name, hfunc))                        \
+  X(cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction hfunc),               \
+    (pi, attrib, hfunc))                                                                        \
+  X(cuKernelGetAttribute, (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev), \
+    (pi, attrib, kernel, dev))                                                                  \
+  X(cuFuncSetAttribute, (CUfunction hfunc, CUfunction_attribute attrib, int value),             \
+    (hfunc, attrib, value))                                                                     \
+  X(cuKernelSetAttribute, (CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev), \
+    (attrib, val, kernel, dev))                                                                 \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                                                \
+    (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize),                    \
+    (numBlocks, func, blockSize, dynamicSMemSize))                                              \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                       \
+    (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags), \
+    (numBlocks, func, blockSize, dynamicSMemSize, flags))                                       \
+  X(cuOccupancyAvailableDynamicSMemPerBlock,                                                    \
+    (size_t * dynamicSmemSize, CUfunction func, int numBlocks, int blockSize),                  \
+    (dynamicSmemSize, func, numBlocks, blockSize))                                              \
+  X(cuOccupancyMaxActiveClusters, (int *numClusters, CUfunction func, const CUlaunchConfig *config), \
+    (numClusters, func, config))                                                                \
+  X(cuOccupancyMaxPotentialClusterSize, (int *clusterSize, CUfunction func, const CUlaunchConfig *config), \
+    (clusterSize, func, config))                                                                \
+  X(cuGetExportTable, (const void **ppExportTable, const CUuuid *pExportTableId),              \
+    (ppExportTable, pExportTableId))                                                            \
   X(cuGetProcAddress,                                                                           \
     (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),                        \
     (symbol, pfn, cudaVersion, flags))                                                          \

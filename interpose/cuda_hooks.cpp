@@ -83,7 +83,13 @@ LG_ALWAYS_INLINE CUresult primary_reset(CUdevice dev) {
   CUcontext primary = nullptr;
   if (tracker != nullptr) {
     ErrnoKeeper keep;
-    primary = active_primary_context(reinterpret_cast<void *>(real_fn), dev, real<Api::cuDevicePrimaryCtxRelease_v2>());
+    // The release as the program resolved it, else the driver's own: the CUDA runtime
+    // resolves only the variant it calls.
+    void *anchor = reinterpret_cast<void *>(real_fn);
+    void *release = forwarded_function(Api::cuDevicePrimaryCtxRelease_v2);
+    if (release == nullptr)
+      release = driver_symbol(anchor, entry_point(Api::cuDevicePrimaryCtxRelease_v2)->name.data());
+    primary = active_primary_context(anchor, dev, reinterpret_cast<lg_pfn_cuDevicePrimaryCtxRelease_v2>(release));
   }
   const ContextDestroyMark mark = mark_context_destroy(primary != nullptr ? tracker : nullptr);
   context_handles_may_be_reused();

@@ -115,6 +115,9 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_NOT_MAPPED, "CUDA_ERROR_NOT_MAPPED", "resource not mapped"},
     {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM",
      "OS call failed or operation not supported on this OS"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -192,20 +195,132 @@ LG_SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// What cuDeviceGetAttribute answers: a Hopper GPU (an H200's figures where they differ by
+// model), numbered as cuda.h numbers CUdevice_attribute. Attributes not listed are 0 (not
+// supported, or a count of none). The PCI bus is per device (sim_cuda_exports_context.cpp).
+struct DeviceAttribute {
+  int attribute;
+  int value;
+};
+constexpr DeviceAttribute kDeviceAttributes[] = {
+    {1, 1024},          // MAX_THREADS_PER_BLOCK
+    {2, 1024},          // MAX_BLOCK_DIM_X
+    {3, 1024},          // MAX_BLOCK_DIM_Y
+    {4, 64},            // MAX_BLOCK_DIM_Z
+    {5, 2147483647},    // MAX_GRID_DIM_X
+    {6, 65535},         // MAX_GRID_DIM_Y
+    {7, 65535},         // MAX_GRID_DIM_Z
+    {8, 49152},         // MAX_SHARED_MEMORY_PER_BLOCK
+    {9, 65536},         // TOTAL_CONSTANT_MEMORY
+    {10, 32},           // WARP_SIZE
+    {11, 2147483647},   // MAX_PITCH
+    {12, 65536},        // MAX_REGISTERS_PER_BLOCK
+    {13, 1980000},      // CLOCK_RATE
+    {14, 512},          // TEXTURE_ALIGNMENT
+    {15, 1},            // GPU_OVERLAP
+    {16, 132},          // MULTIPROCESSOR_COUNT
+    {19, 1},            // CAN_MAP_HOST_MEMORY
+    {21, 131072},       // MAXIMUM_TEXTURE1D_WIDTH
+    {22, 131072},       // MAXIMUM_TEXTURE2D_WIDTH
+    {23, 65536},        // MAXIMUM_TEXTURE2D_HEIGHT
+    {24, 16384},        // MAXIMUM_TEXTURE3D_WIDTH
+    {25, 16384},        // MAXIMUM_TEXTURE3D_HEIGHT
+    {26, 16384},        // MAXIMUM_TEXTURE3D_DEPTH
+    {27, 32768},        // MAXIMUM_TEXTURE2D_LAYERED_WIDTH
+    {28, 32768},        // MAXIMUM_TEXTURE2D_LAYERED_HEIGHT
+    {29, 2048},         // MAXIMUM_TEXTURE2D_LAYERED_LAYERS
+    {30, 512},          // SURFACE_ALIGNMENT
+    {31, 1},            // CONCURRENT_KERNELS
+    {32, 1},            // ECC_ENABLED
+    {36, 3201000},      // MEMORY_CLOCK_RATE
+    {37, 6144},         // GLOBAL_MEMORY_BUS_WIDTH
+    {38, 52428800},     // L2_CACHE_SIZE
+    {39, 2048},         // MAX_THREADS_PER_MULTIPROCESSOR
+    {40, 3},            // ASYNC_ENGINE_COUNT
+    {41, 1},            // UNIFIED_ADDRESSING
+    {42, 32768},        // MAXIMUM_TEXTURE1D_LAYERED_WIDTH
+    {43, 2048},         // MAXIMUM_TEXTURE1D_LAYERED_LAYERS
+    {45, 32768},        // MAXIMUM_TEXTURE2D_GATHER_WIDTH
+    {46, 32768},        // MAXIMUM_TEXTURE2D_GATHER_HEIGHT
+    {47, 8192},         // MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE
+    {48, 8192},         // MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE
+    {49, 32768},        // MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE
+    {51, 32},           // TEXTURE_PITCH_ALIGNMENT
+    {52, 32768},        // MAXIMUM_TEXTURECUBEMAP_WIDTH
+    {53, 32768},        // MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH
+    {54, 2046},         // MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS
+    {55, 32768},        // MAXIMUM_SURFACE1D_WIDTH
+    {56, 131072},       // MAXIMUM_SURFACE2D_WIDTH
+    {57, 65536},        // MAXIMUM_SURFACE2D_HEIGHT
+    {58, 16384},        // MAXIMUM_SURFACE3D_WIDTH
+    {59, 16384},        // MAXIMUM_SURFACE3D_HEIGHT
+    {60, 16384},        // MAXIMUM_SURFACE3D_DEPTH
+    {61, 32768},        // MAXIMUM_SURFACE1D_LAYERED_WIDTH
+    {62, 2048},         // MAXIMUM_SURFACE1D_LAYERED_LAYERS
+    {63, 32768},        // MAXIMUM_SURFACE2D_LAYERED_WIDTH
+    {64, 32768},        // MAXIMUM_SURFACE2D_LAYERED_HEIGHT
+    {65, 2048},         // MAXIMUM_SURFACE2D_LAYERED_LAYERS
+    {66, 32768},        // MAXIMUM_SURFACECUBEMAP_WIDTH
+    {67, 32768},        // MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH
+    {68, 2046},         // MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS
+    {69, 268435456},    // MAXIMUM_TEXTURE1D_LINEAR_WIDTH
+    {70, 131072},       // MAXIMUM_TEXTURE2D_LINEAR_WIDTH
+    {71, 65000},        // MAXIMUM_TEXTURE2D_LINEAR_HEIGHT
+    {72, 2097120},      // MAXIMUM_TEXTURE2D_LINEAR_PITCH
+    {73, 32768},        // MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH
+    {74, 32768},        // MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT
+    {75, 9},            // COMPUTE_CAPABILITY_MAJOR
+    {76, 0},            // COMPUTE_CAPABILITY_MINOR
+    {77, 32768},        // MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH
+    {78, 1},            // STREAM_PRIORITIES_SUPPORTED
+    {79, 1},            // GLOBAL_L1_CACHE_SUPPORTED
+    {80, 1},            // LOCAL_L1_CACHE_SUPPORTED
+    {81, 233472},       // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+    {82, 65536},        // MAX_REGISTERS_PER_MULTIPROCESSOR
+    {83, 1},            // MANAGED_MEMORY
+    {87, 2},            // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+    {89, 1},            // CONCURRENT_MANAGED_ACCESS
+    {90, 1},            // COMPUTE_PREEMPTION_SUPPORTED
+    {91, 1},            // CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM
+    {95, 1},            // COOPERATIVE_LAUNCH
+    {97, 232448},       // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    {99, 1},            // HOST_REGISTER_SUPPORTED
+    {102, 1},           // VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+    {103, 1},           // HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
+    {106, 32},          // MAX_BLOCKS_PER_MULTIPROCESSOR
+    {108, 32505856},    // MAX_PERSISTING_L2_CACHE_SIZE
+    {109, 134213632},   // MAX_ACCESS_POLICY_WINDOW_SIZE
+    {111, 1024},        // RESERVED_SHARED_MEMORY_PER_BLOCK
+    {112, 1},           // SPARSE_CUDA_ARRAY_SUPPORTED
+    {113, 1},           // READ_ONLY_HOST_REGISTER_SUPPORTED
+    {115, 1},           // MEMORY_POOLS_SUPPORTED
+    {119, 1},           // MEMPOOL_SUPPORTED_HANDLE_TYPES
+    {120, 1},           // CLUSTER_LAUNCH
+    {121, 1},           // DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED
+    {122, 1},           // CAN_USE_64_BIT_STREAM_MEM_OPS
+    {123, 1},           // CAN_USE_STREAM_WAIT_VALUE_NOR
+    {125, 1},           // IPC_EVENT_SUPPORTED
+    {126, 4},           // MEM_SYNC_DOMAIN_COUNT
+    {127, 1},           // TENSOR_MAP_ACCESS_SUPPORTED
+    {129, 1},           // UNIFIED_FUNCTION_POINTERS
+    {131, -1},          // NUMA_ID
+    {134, -1},          // HOST_NUMA_ID
+    {139, 0x233510de},  // GPU_PCI_DEVICE_ID (an H200 SXM: device 0x2335, vendor NVIDIA)
+};
+
 LG_SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   LG_SIM_ENTRY(cuDeviceGetAttribute);
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
-  switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *pi = 512; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *pi = 1; break;
-    default: *pi = 0; break;
+  if (attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID) {
+    *pi = leaseguard::sim::kFirstPciBus + dev;
+    return CUDA_SUCCESS;
+  }
+  *pi = 0;
+  for (const DeviceAttribute &known : kDeviceAttributes) {
+    if (known.attribute != attrib) continue;
+    *pi = known.value;
+    break;
   }
   return CUDA_SUCCESS;
 }
@@ -515,32 +630,26 @@ LG_SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
   return CUDA_SUCCESS;
 }
 
-namespace {
-struct SimStream {
-  unsigned flags;
-};
-}  // namespace
-
 LG_SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   LG_SIM_ENTRY(cuStreamCreate);
   if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  *phStream = reinterpret_cast<CUstream>(new SimStream{Flags});
+  *phStream = reinterpret_cast<CUstream>(new leaseguard::sim::SimStream{Flags, 0});
   return CUDA_SUCCESS;
 }
 
 LG_SIM_EXPORT CUresult cuStreamDestroy(CUstream hStream) {
   LG_SIM_ENTRY(cuStreamDestroy);
   if (hStream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  delete reinterpret_cast<SimStream *>(hStream);
+  delete reinterpret_cast<leaseguard::sim::SimStream *>(hStream);
   return CUDA_SUCCESS;
 }
 
 LG_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
   LG_SIM_ENTRY(cuStreamDestroy_v2);
   if (hStream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  delete reinterpret_cast<SimStream *>(hStream);
+  delete reinterpret_cast<leaseguard::sim::SimStream *>(hStream);
   return CUDA_SUCCESS;
 }
 

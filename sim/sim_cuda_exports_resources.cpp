@@ -1,5 +1,11 @@
 // The simulated driver's entry points for VMM, pools, arrays, IPC, host registration and
 // external memory (the semantics are in sim_vmm.cpp, sim_pools.cpp and sim_objects.cpp).
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
 #include "lg_array_bytes.h"
 #include "sim_device.h"
 #include "sim_entry.h"
@@ -290,17 +296,30 @@ LG_SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, con
   return CUDA_SUCCESS;
 }
 
-LG_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
-                                      void **extra) {
-  LG_SIM_ENTRY(cuLaunchKernel);
-  (void)sharedMemBytes;
-  (void)hStream;
+namespace {
+
+CUresult launch(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gridDimZ, unsigned blockDimX,
+                unsigned blockDimY, unsigned blockDimZ, void **kernelParams, void **extra) {
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   const auto *kernel = reinterpret_cast<const leaseguard::sim::SimKernel *>(f);
-  if (!leaseguard::sim::kernel_valid(kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!leaseguard::sim::kernel_valid(kernel)) {
+    const leaseguard::sim::LibraryKernel *compiled = leaseguard::sim::as_library_kernel(f);
+    if (compiled == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (compiled->stand_in == nullptr) {
+      if (!const_cast<leaseguard::sim::LibraryKernel *>(compiled)->refused.exchange(true)) {
+        int demangled_status = -1;
+        char *demangled = abi::__cxa_demangle(compiled->name.c_str(), nullptr, nullptr, &demangled_status);
+        std::fprintf(stderr,
+                     "leaseguard-sim: kernel %s is device code, which the simulator cannot run: its launches fail "
+                     "with CUDA_ERROR_NO_BINARY_FOR_GPU\n",
+                     demangled_status == 0 ? demangled : compiled->name.c_str());
+        std::free(demangled);
+      }
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    kernel = compiled->stand_in;
+  }
   uint64_t threads = uint64_t{gridDimX} * gridDimY * gridDimZ * blockDimX * blockDimY * blockDimZ;
   if (threads == 0 || blockDimX * uint64_t{blockDimY} * blockDimZ > 1024) return CUDA_ERROR_INVALID_VALUE;
   leaseguard::sim::KernelLaunch launch;
@@ -312,6 +331,116 @@ LG_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsig
   return static_cast<CUresult>(kernel->run(launch));
 }
 
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                      unsigned int, CUstream, void **kernelParams, void **extra) {
+  LG_SIM_ENTRY(cuLaunchKernel);
+  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
+}
+
+LG_SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                           unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                           unsigned int blockDimZ, unsigned int, CUstream, void **kernelParams,
+                                           void **extra) {
+  LG_SIM_ENTRY(cuLaunchKernel_ptsz);
+  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
+}
+
+// ---- Libraries: what the CUDA runtime loads its fat binaries with (lazily, at a first launch) ----
+
+LG_SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *, void **, unsigned int,
+                                         CUlibraryOption *, void **, unsigned int) {
+  LG_SIM_ENTRY(cuLibraryLoadData);
+  if (library == nullptr || code == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  leaseguard::sim::SimLibrary *loaded = leaseguard::sim::load_library(code);
+  if (loaded == nullptr) return CUDA_ERROR_INVALID_IMAGE;
+  *library = reinterpret_cast<CUlibrary>(loaded);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
+  LG_SIM_ENTRY(cuLibraryUnload);
+  return leaseguard::sim::unload_library(reinterpret_cast<leaseguard::sim::SimLibrary *>(library))
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_HANDLE;
+}
+
+// Any name is answered: the simulator does not read the kernels' names out of device code.
+LG_SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+  LG_SIM_ENTRY(cuLibraryGetKernel);
+  if (pKernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  leaseguard::sim::LibraryKernel *kernel =
+      leaseguard::sim::library_kernel(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name);
+  if (kernel == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *pKernel = reinterpret_cast<CUkernel>(kernel);
+  return CUDA_SUCCESS;
+}
+
+// A function is its kernel: a launch accepts either handle, as on the driver.
+LG_SIM_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+  LG_SIM_ENTRY(cuKernelGetFunction);
+  if (pFunc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (leaseguard::sim::as_library_kernel(kernel) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *pFunc = reinterpret_cast<CUfunction>(kernel);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuKernelGetName(const char **name, CUkernel kernel) {
+  LG_SIM_ENTRY(cuKernelGetName);
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const leaseguard::sim::LibraryKernel *known = leaseguard::sim::as_library_kernel(kernel);
+  if (known == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *name = known->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+// What a kernel's attributes read as: a small kernel's, within the device's limits.
+CUresult function_attribute(int *value, CUfunction_attribute attribute, const void *handle) {
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!leaseguard::sim::kernel_valid(static_cast<const leaseguard::sim::SimKernel *>(handle)) &&
+      leaseguard::sim::as_library_kernel(handle) == nullptr)
+    return CUDA_ERROR_INVALID_HANDLE;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = 48 * 1024; break;
+    default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  LG_SIM_ENTRY(cuFuncGetAttribute);
+  return function_attribute(pi, attrib, hfunc);
+}
+
+LG_SIM_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice) {
+  LG_SIM_ENTRY(cuKernelGetAttribute);
+  return function_attribute(pi, attrib, kernel);
+}
+
+// Settings a launch would honour on a GPU; the simulator accepts them and has nothing to apply.
+LG_SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute, int) {
+  LG_SIM_ENTRY(cuFuncSetAttribute);
+  int ignored = 0;
+  return function_attribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, hfunc);
+}
+
+LG_SIM_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute, int, CUkernel kernel, CUdevice) {
+  LG_SIM_ENTRY(cuKernelSetAttribute);
+  int ignored = 0;
+  return function_attribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel);
+}
+
 // For tests: how many times entry point `name` was called in this process.
 LG_SIM_EXPORT uint64_t leaseguard_sim_call_count(const char *name) {
   return name != nullptr ? leaseguard::sim::call_count(name) : 0;
@@ -319,3 +448,90 @@ LG_SIM_EXPORT uint64_t leaseguard_sim_call_count(const char *name) {
 
 // For tests: adds faults in the LEASEGUARD_SIM_FAULTS syntax, from now on.
 LG_SIM_EXPORT void leaseguard_sim_add_faults(const char *spec) { leaseguard::sim::add_faults(spec); }
+
+// ---- Occupancy: answered from the simulated device's per-SM limits (its attributes) ----
+
+namespace {
+constexpr int kThreadsPerMultiprocessor = 2048;
+constexpr int kBlocksPerMultiprocessor = 32;
+constexpr size_t kSharedPerMultiprocessor = 233472;
+constexpr size_t kSharedPerBlockOptIn = 232448;
+constexpr size_t kReservedSharedPerBlock = 1024;
+
+CUresult max_active_blocks(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize) {
+  if (numBlocks == nullptr || blockSize <= 0 || blockSize > 1024) return CUDA_ERROR_INVALID_VALUE;
+  int ignored = 0;
+  if (CUresult status = cuFuncGetAttribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, func); status != CUDA_SUCCESS)
+    return status;
+  int blocks = std::min(kBlocksPerMultiprocessor, kThreadsPerMultiprocessor / blockSize);
+  const size_t per_block = dynamicSMemSize + kReservedSharedPerBlock;
+  blocks = std::min(blocks, static_cast<int>(kSharedPerMultiprocessor / per_block));
+  *numBlocks = blocks;
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+                                                                            int blockSize, size_t dynamicSMemSize,
+                                                                            unsigned int) {
+  LG_SIM_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
+  return max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize);
+}
+
+LG_SIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                                   size_t dynamicSMemSize) {
+  LG_SIM_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  return max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize);
+}
+
+LG_SIM_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+                                                               int blockSize) {
+  LG_SIM_ENTRY(cuOccupancyAvailableDynamicSMemPerBlock);
+  if (dynamicSmemSize == nullptr || numBlocks <= 0 || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+  int ignored = 0;
+  if (CUresult status = cuFuncGetAttribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, func); status != CUDA_SUCCESS)
+    return status;
+  const size_t per_block = kSharedPerMultiprocessor / static_cast<size_t>(numBlocks);
+  *dynamicSmemSize =
+      per_block > kReservedSharedPerBlock ? std::min(per_block - kReservedSharedPerBlock, kSharedPerBlockOptIn) : 0;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+// The cluster size a launch configuration asks for (1 without the attribute).
+unsigned cluster_size(const CUlaunchConfig &config) {
+  for (unsigned i = 0; config.attrs != nullptr && i < config.numAttrs; ++i) {
+    const CUlaunchAttribute &attribute = config.attrs[i];
+    if (attribute.id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+    const auto &dim = attribute.value.clusterDim;
+    return std::max(1u, dim.x) * std::max(1u, dim.y) * std::max(1u, dim.z);
+  }
+  return 1;
+}
+constexpr int kMultiprocessors = 132;
+constexpr int kPortableClusterSize = 8;
+}  // namespace
+
+// Clusters of up to 8 blocks (the portable size), one block on each multiprocessor: how many fit.
+LG_SIM_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config) {
+  LG_SIM_ENTRY(cuOccupancyMaxActiveClusters);
+  if (numClusters == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int ignored = 0;
+  if (CUresult status = cuFuncGetAttribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, func); status != CUDA_SUCCESS)
+    return status;
+  const unsigned size = cluster_size(*config);
+  // Past the portable size (a kernel may opt in to 16 on a GPU), none fit: 0, as a GPU answers.
+  *numClusters = size > static_cast<unsigned>(kPortableClusterSize) ? 0 : kMultiprocessors / static_cast<int>(size);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+                                                          const CUlaunchConfig *config) {
+  LG_SIM_ENTRY(cuOccupancyMaxPotentialClusterSize);
+  if (clusterSize == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int ignored = 0;
+  if (CUresult status = cuFuncGetAttribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, func); status != CUDA_SUCCESS)
+    return status;
+  *clusterSize = kPortableClusterSize;
+  return CUDA_SUCCESS;
+}

@@ -252,15 +252,65 @@ void SimDriver::free_context_memory_locked(SimContext *ctx) {
 }
 
 CUresult SimDriver::destroy_context(CUcontext ctx) {
-  std::lock_guard lock(mutex_);
-  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  auto *context = reinterpret_cast<SimContext *>(ctx);
-  if (context->primary) return CUDA_ERROR_INVALID_CONTEXT;  // the driver refuses this too
-  free_context_memory_locked(context);
-  context->alive = false;
-  if (t_current_context == ctx) pop_context();
+  std::vector<StorageEntry> ended;
+  {
+    std::lock_guard lock(mutex_);
+    if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    auto *context = reinterpret_cast<SimContext *>(ctx);
+    if (context->primary) return CUDA_ERROR_INVALID_CONTEXT;  // the driver refuses this too
+    free_context_memory_locked(context);
+    ended = take_storage_locked(context);
+    context->alive = false;
+    if (t_current_context == ctx) pop_context();
+  }
+  run_storage_destructors(ctx, ended);
   return CUDA_SUCCESS;
+}
+
+std::vector<StorageEntry> SimDriver::take_storage_locked(SimContext *ctx) {
+  std::vector<StorageEntry> taken;
+  taken.swap(ctx->storage);
+  return taken;
+}
+
+void SimDriver::run_storage_destructors(CUcontext ctx, const std::vector<StorageEntry> &entries) {
+  for (const StorageEntry &entry : entries)
+    if (entry.destructor != nullptr) entry.destructor(ctx, entry.key, entry.value);
+}
+
+CUresult SimDriver::storage_put(CUcontext ctx, const StorageEntry &entry) {
+  return with_context(ctx, [&](SimContext &context) {
+    for (StorageEntry &held : context.storage) {
+      if (held.key != entry.key) continue;
+      held = entry;
+      return CUDA_SUCCESS;
+    }
+    context.storage.push_back(entry);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult SimDriver::storage_get(CUcontext ctx, void *key, void **value) {
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return with_context(ctx, [&](SimContext &context) {
+    for (const StorageEntry &held : context.storage) {
+      if (held.key != key) continue;
+      *value = held.value;
+      return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+  });
+}
+
+CUresult SimDriver::storage_delete(CUcontext ctx, void *key) {
+  return with_context(ctx, [&](SimContext &context) {
+    auto held = std::find_if(context.storage.begin(), context.storage.end(),
+                             [&](const StorageEntry &entry) { return entry.key == key; });
+    if (held == context.storage.end()) return CUDA_ERROR_INVALID_HANDLE;
+    context.storage.erase(held);
+    return CUDA_SUCCESS;
+  });
 }
 
 void SimDriver::linger_after_destroy() const {
@@ -282,16 +332,22 @@ CUresult SimDriver::retain_primary(int device, CUcontext *out) {
 
 CUresult SimDriver::release_primary(int device, bool *destroyed) {
   if (destroyed != nullptr) *destroyed = false;
-  std::lock_guard lock(mutex_);
-  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
-  SimContext *primary = primaries_[static_cast<size_t>(device)];
-  if (primary->primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (--primary->primary_refs == 0) {
-    free_context_memory_locked(primary);
-    primary->alive = false;
-    if (destroyed != nullptr) *destroyed = true;
+  std::vector<StorageEntry> ended;
+  SimContext *primary = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+    if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+    primary = primaries_[static_cast<size_t>(device)];
+    if (primary->primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (--primary->primary_refs == 0) {
+      free_context_memory_locked(primary);
+      ended = take_storage_locked(primary);
+      primary->alive = false;
+      if (destroyed != nullptr) *destroyed = true;
+    }
   }
+  run_storage_destructors(reinterpret_cast<CUcontext>(primary), ended);
   return CUDA_SUCCESS;
 }
 
@@ -306,10 +362,17 @@ CUresult SimDriver::context_id(CUcontext ctx, unsigned long long *id) const {
 }
 
 CUresult SimDriver::reset_primary(int device) {
-  std::lock_guard lock(mutex_);
-  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
-  free_context_memory_locked(primaries_[static_cast<size_t>(device)]);
+  std::vector<StorageEntry> ended;
+  SimContext *primary = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+    if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+    primary = primaries_[static_cast<size_t>(device)];
+    free_context_memory_locked(primary);
+    ended = take_storage_locked(primary);
+  }
+  run_storage_destructors(reinterpret_cast<CUcontext>(primary), ended);
   return CUDA_SUCCESS;
 }
 
@@ -319,8 +382,18 @@ CUresult SimDriver::primary_state(int device, unsigned *flags, int *active) {
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   SimContext *primary = primaries_[static_cast<size_t>(device)];
-  *flags = 0;
+  *flags = primary->flags;
   *active = primary->alive && primary->primary_refs > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult SimDriver::set_primary_flags(int device, unsigned flags) {
+  constexpr unsigned kKnownFlags = 0xff;  // CU_CTX_FLAGS_MASK
+  if ((flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
+  primaries_[static_cast<size_t>(device)]->flags = flags;
   return CUDA_SUCCESS;
 }
 

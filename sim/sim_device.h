@@ -19,6 +19,26 @@
 
 namespace leaseguard::sim {
 
+// Each simulated device's PCI address: domain 0, bus kFirstPciBus + ordinal, device 0.
+constexpr int kFirstPciBus = 0x18;
+
+// A stream. The simulator runs every operation when it is issued, so a stream is always
+// idle and holds only what a program reads back.
+struct SimStream {
+  unsigned flags = 0;
+  int priority = 0;
+};
+
+// A value the CUDA runtime keeps with a context (export table CONTEXT_LOCAL_STORAGE, see
+// sim_export_tables.cpp); its destructor runs when the context ends, which is how the
+// runtime learns that cuDevicePrimaryCtxReset or a destroy took its state away.
+using StorageDestructor = void (*)(CUcontext, void *key, void *value);
+struct StorageEntry {
+  void *key = nullptr;
+  void *value = nullptr;
+  StorageDestructor destructor = nullptr;
+};
+
 struct SimContext {
   int device = 0;
   bool primary = false;
@@ -27,6 +47,13 @@ struct SimContext {
   // cuCtxGetId: unique for the process's life, so a primary context made again after its
   // last release (same handle here) has a new one.
   uint64_t id = 0;
+  // What a program sets and reads back (cuCtxGetFlags, cuCtxGetLimit, cuCtxGetCacheConfig):
+  // kept, not acted on. The limits start at a Hopper GPU's defaults, indexed by CUlimit.
+  unsigned flags = 0;
+  size_t limits[10] = {1024, 1u << 20, 8u << 20, 2, 2048, 32, 0, 0, 0, 0};
+  int cache_config = 0;
+  int shared_config = 0;
+  std::vector<StorageEntry> storage;
   // The context's allocations, in host memory the context points to, as a real driver keeps
   // them (malloc'd as a C driver does): a leak checker that scans the program's memory
   // reaches this table through the CUcontext the program holds, and must leave it out.
@@ -115,6 +142,21 @@ class SimDriver {
   CUresult context_id(CUcontext ctx, unsigned long long *id) const;
   CUresult reset_primary(int device);
   CUresult primary_state(int device, unsigned *flags, int *active);
+  CUresult set_primary_flags(int device, unsigned flags);
+  // Context-local storage (sim_export_tables.cpp). Null `ctx`: the current context.
+  CUresult storage_put(CUcontext ctx, const StorageEntry &entry);
+  CUresult storage_get(CUcontext ctx, void *key, void **value);
+  CUresult storage_delete(CUcontext ctx, void *key);
+  // Runs use(context) under the driver's lock for the live context `ctx` names (null: the
+  // calling thread's current one); INVALID_CONTEXT if there is none.
+  template <typename Use>
+  CUresult with_context(CUcontext ctx, Use use) {
+    std::lock_guard lock(mutex_);
+    if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx == nullptr) ctx = current();
+    if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    return use(*reinterpret_cast<SimContext *>(ctx));
+  }
 
   // Current-context stack of the calling thread.
   CUresult set_current(CUcontext ctx);
@@ -173,6 +215,10 @@ class SimDriver {
  private:
   SimDriver();
   void free_context_memory_locked(SimContext *ctx);
+  // A context ends: its storage is taken out under the lock, and the destructors run after
+  // the lock is released (they call back into the driver).
+  static std::vector<StorageEntry> take_storage_locked(SimContext *ctx);
+  static void run_storage_destructors(CUcontext ctx, const std::vector<StorageEntry> &entries);
   void unmap_locked(uint64_t address, const SimAllocation &allocation);
   void release_physical_if_unused_locked(SimPhysical *physical);
   bool vmm_range_accessible_locked(uint64_t address, size_t bytes) const;

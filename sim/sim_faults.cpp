@@ -28,10 +28,13 @@ struct FaultPlan {
   static constexpr size_t kMaxFaults = 64;
   std::atomic<Fault *> faults[kMaxFaults] = {};
   std::atomic<size_t> count{0};
+  bool probe = false;  // LEASEGUARD_SIM_PROBE=1: every call is printed (sim_entry.h)
 
   __attribute__((noinline)) FaultPlan() {
     const char *spec = std::getenv("LEASEGUARD_SIM_FAULTS");
     if (spec != nullptr) add(spec);
+    const char *probe_value = std::getenv("LEASEGUARD_SIM_PROBE");
+    probe = probe_value != nullptr && std::strcmp(probe_value, "1") == 0;
   }
 
   void add(const char *spec) {
@@ -196,10 +199,13 @@ int EntryPoint::called() noexcept {
     overflow_calls_.fetch_add(1, std::memory_order_relaxed);
   }
   FaultPlan &faults = plan();
+  if (faults.probe) std::fprintf(stderr, "leaseguard-sim: %s\n", name_);
   const size_t planned = faults.count.load(std::memory_order_acquire);
   if (planned == 0) return kNoFault;
   return fault_due(faults, planned, name_);
 }
+
+bool probing() noexcept { return plan().probe; }
 
 void add_faults(const char *spec) noexcept {
   try {

@@ -49,6 +49,11 @@ class EntryPoint {
 // Adds faults in the LEASEGUARD_SIM_FAULTS syntax (tests that start faulting midway).
 void add_faults(const char *spec) noexcept;
 
+// LEASEGUARD_SIM_PROBE=1: the simulator prints, on stderr, every entry point called, each
+// cuGetProcAddress lookup and its answer, and each export table and slot asked for, so that
+// what a runtime needs of a driver can be read off a run (sim_export_tables.cpp).
+bool probing() noexcept;
+
 // How many times entry point `name` was called in this process (tests: "freed exactly once").
 uint64_t call_count(const char *name) noexcept;
 

@@ -9,7 +9,11 @@
 // symbol it lacks, instead of silently falling back to an older variant.
 // tests/victims/proc_address_replay.c checks this against
 // shared/data/cudart-13.0-driver-lookups.tsv, line by line.
+#include <array>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "lg_cuda.h"
 #include "sim_entry.h"
@@ -44,7 +48,24 @@ const Variant kVariants[] = {
     {"cuCtxSetCurrent", "cuCtxSetCurrent", 4000, false, FN(cuCtxSetCurrent)},
     {"cuCtxGetCurrent", "cuCtxGetCurrent", 4000, false, FN(cuCtxGetCurrent)},
     {"cuCtxGetDevice", "cuCtxGetDevice", 2000, false, FN(cuCtxGetDevice)},
-    {"cuCtxGetDevice", "cuCtxGetDevice_v2", 13000, false, nullptr},
+    {"cuCtxGetDevice", "cuCtxGetDevice_v2", 13000, false, FN(cuCtxGetDevice_v2)},
+    {"cuDeviceGetUuid", "cuDeviceGetUuid", 9020, false, FN(cuDeviceGetUuid)},
+    {"cuDeviceGetUuid", "cuDeviceGetUuid_v2", 11040, false, FN(cuDeviceGetUuid_v2)},
+    {"cuDeviceGetPCIBusId", "cuDeviceGetPCIBusId", 4010, false, FN(cuDeviceGetPCIBusId)},
+    {"cuDeviceGetByPCIBusId", "cuDeviceGetByPCIBusId", 4010, false, FN(cuDeviceGetByPCIBusId)},
+    {"cuDeviceCanAccessPeer", "cuDeviceCanAccessPeer", 4000, false, FN(cuDeviceCanAccessPeer)},
+    {"cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxSetFlags", 7000, false, nullptr},
+    {"cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxSetFlags_v2", 11000, false, FN(cuDevicePrimaryCtxSetFlags_v2)},
+    {"cuCtxGetFlags", "cuCtxGetFlags", 7000, false, FN(cuCtxGetFlags)},
+    {"cuCtxGetApiVersion", "cuCtxGetApiVersion", 3020, false, FN(cuCtxGetApiVersion)},
+    {"cuCtxGetLimit", "cuCtxGetLimit", 3010, false, FN(cuCtxGetLimit)},
+    {"cuCtxSetLimit", "cuCtxSetLimit", 3010, false, FN(cuCtxSetLimit)},
+    {"cuCtxGetCacheConfig", "cuCtxGetCacheConfig", 3020, false, FN(cuCtxGetCacheConfig)},
+    {"cuCtxSetCacheConfig", "cuCtxSetCacheConfig", 3020, false, FN(cuCtxSetCacheConfig)},
+    {"cuCtxGetSharedMemConfig", "cuCtxGetSharedMemConfig", 4020, false, FN(cuCtxGetSharedMemConfig)},
+    {"cuCtxSetSharedMemConfig", "cuCtxSetSharedMemConfig", 4020, false, FN(cuCtxSetSharedMemConfig)},
+    {"cuCtxGetStreamPriorityRange", "cuCtxGetStreamPriorityRange", 5050, false, FN(cuCtxGetStreamPriorityRange)},
+    {"cuModuleGetLoadingMode", "cuModuleGetLoadingMode", 11070, false, FN(cuModuleGetLoadingMode)},
     {"cuCtxGetId", "cuCtxGetId", 12000, false, FN(cuCtxGetId)},
     {"cuCtxPushCurrent", "cuCtxPushCurrent", 2000, false, nullptr},
     {"cuCtxPushCurrent", "cuCtxPushCurrent_v2", 4000, false, FN(cuCtxPushCurrent_v2)},
@@ -132,7 +153,25 @@ const Variant kVariants[] = {
     {"cuModuleUnload", "cuModuleUnload", 2000, false, FN(cuModuleUnload)},
     {"cuModuleGetFunction", "cuModuleGetFunction", 2000, false, FN(cuModuleGetFunction)},
     {"cuLaunchKernel", "cuLaunchKernel", 4000, false, FN(cuLaunchKernel)},
-    {"cuLaunchKernel", "cuLaunchKernel_ptsz", 7000, true, nullptr},
+    {"cuLaunchKernel", "cuLaunchKernel_ptsz", 7000, true, FN(cuLaunchKernel_ptsz)},
+    {"cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050, false,
+     FN(cuOccupancyMaxActiveBlocksPerMultiprocessor)},
+    {"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+     7000, false, FN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)},
+    {"cuOccupancyAvailableDynamicSMemPerBlock", "cuOccupancyAvailableDynamicSMemPerBlock", 10020, false,
+     FN(cuOccupancyAvailableDynamicSMemPerBlock)},
+    {"cuOccupancyMaxActiveClusters", "cuOccupancyMaxActiveClusters", 11070, false, FN(cuOccupancyMaxActiveClusters)},
+    {"cuOccupancyMaxPotentialClusterSize", "cuOccupancyMaxPotentialClusterSize", 11070, false,
+     FN(cuOccupancyMaxPotentialClusterSize)},
+    {"cuLibraryLoadData", "cuLibraryLoadData", 12000, false, FN(cuLibraryLoadData)},
+    {"cuLibraryUnload", "cuLibraryUnload", 12000, false, FN(cuLibraryUnload)},
+    {"cuLibraryGetKernel", "cuLibraryGetKernel", 12000, false, FN(cuLibraryGetKernel)},
+    {"cuKernelGetFunction", "cuKernelGetFunction", 12000, false, FN(cuKernelGetFunction)},
+    {"cuKernelGetName", "cuKernelGetName", 12030, false, FN(cuKernelGetName)},
+    {"cuFuncGetAttribute", "cuFuncGetAttribute", 2020, false, FN(cuFuncGetAttribute)},
+    {"cuKernelGetAttribute", "cuKernelGetAttribute", 12000, false, FN(cuKernelGetAttribute)},
+    {"cuFuncSetAttribute", "cuFuncSetAttribute", 9000, false, FN(cuFuncSetAttribute)},
+    {"cuKernelSetAttribute", "cuKernelSetAttribute", 12000, false, FN(cuKernelSetAttribute)},
     {"cuMemGetAddressRange", "cuMemGetAddressRange", 2000, false, nullptr},
     {"cuMemGetAddressRange", "cuMemGetAddressRange_v2", 3020, false, FN(cuMemGetAddressRange_v2)},
     {"cuStreamCreate", "cuStreamCreate", 2000, false, FN(cuStreamCreate)},
@@ -140,8 +179,58 @@ const Variant kVariants[] = {
     {"cuStreamDestroy", "cuStreamDestroy_v2", 4000, false, FN(cuStreamDestroy_v2)},
     {"cuStreamSynchronize", "cuStreamSynchronize", 2000, false, FN(cuStreamSynchronize)},
     {"cuStreamSynchronize", "cuStreamSynchronize_ptsz", 7000, true, FN(cuStreamSynchronize_ptsz)},
+    {"cuMemcpy", "cuMemcpy", 4000, false, FN(cuMemcpy)},
+    {"cuMemcpy", "cuMemcpy_ptds", 7000, true, FN(cuMemcpy_ptds)},
+    {"cuMemcpyAsync", "cuMemcpyAsync", 4000, false, FN(cuMemcpyAsync)},
+    {"cuMemcpyAsync", "cuMemcpyAsync_ptsz", 7000, true, FN(cuMemcpyAsync_ptsz)},
+    {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync", 2000, false, nullptr},
+    {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2", 3020, false, FN(cuMemcpyHtoDAsync_v2)},
+    {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2_ptsz", 7000, true, FN(cuMemcpyHtoDAsync_v2_ptsz)},
+    {"cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync", 2000, false, nullptr},
+    {"cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2", 3020, false, FN(cuMemcpyDtoHAsync_v2)},
+    {"cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2_ptsz", 7000, true, FN(cuMemcpyDtoHAsync_v2_ptsz)},
+    {"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync", 2000, false, nullptr},
+    {"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2", 3020, false, FN(cuMemcpyDtoDAsync_v2)},
+    {"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2_ptsz", 7000, true, FN(cuMemcpyDtoDAsync_v2_ptsz)},
+    {"cuMemsetD8Async", "cuMemsetD8Async", 3020, false, FN(cuMemsetD8Async)},
+    {"cuMemsetD8Async", "cuMemsetD8Async_ptsz", 7000, true, FN(cuMemsetD8Async_ptsz)},
+    {"cuMemsetD16Async", "cuMemsetD16Async", 3020, false, FN(cuMemsetD16Async)},
+    {"cuMemsetD16Async", "cuMemsetD16Async_ptsz", 7000, true, FN(cuMemsetD16Async_ptsz)},
+    {"cuMemsetD32Async", "cuMemsetD32Async", 3020, false, FN(cuMemsetD32Async)},
+    {"cuMemsetD32Async", "cuMemsetD32Async_ptsz", 7000, true, FN(cuMemsetD32Async_ptsz)},
+    {"cuMemsetD16", "cuMemsetD16", 2000, false, nullptr},
+    {"cuMemsetD16", "cuMemsetD16_v2", 3020, false, FN(cuMemsetD16_v2)},
+    {"cuMemsetD16", "cuMemsetD16_v2_ptds", 7000, true, nullptr},
+    {"cuStreamCreateWithPriority", "cuStreamCreateWithPriority", 5050, false, FN(cuStreamCreateWithPriority)},
+    {"cuStreamQuery", "cuStreamQuery", 2000, false, FN(cuStreamQuery)},
+    {"cuStreamQuery", "cuStreamQuery_ptsz", 7000, true, FN(cuStreamQuery_ptsz)},
+    {"cuStreamWaitEvent", "cuStreamWaitEvent", 3020, false, FN(cuStreamWaitEvent)},
+    {"cuStreamWaitEvent", "cuStreamWaitEvent_ptsz", 7000, true, FN(cuStreamWaitEvent_ptsz)},
+    {"cuStreamGetFlags", "cuStreamGetFlags", 5050, false, FN(cuStreamGetFlags)},
+    {"cuStreamGetFlags", "cuStreamGetFlags_ptsz", 7000, true, FN(cuStreamGetFlags_ptsz)},
+    {"cuStreamGetPriority", "cuStreamGetPriority", 5050, false, FN(cuStreamGetPriority)},
+    {"cuStreamGetPriority", "cuStreamGetPriority_ptsz", 7000, true, FN(cuStreamGetPriority_ptsz)},
+    {"cuStreamGetId", "cuStreamGetId", 12000, false, FN(cuStreamGetId)},
+    {"cuStreamGetId", "cuStreamGetId_ptsz", 12000, true, FN(cuStreamGetId_ptsz)},
+    {"cuLaunchHostFunc", "cuLaunchHostFunc", 10000, false, FN(cuLaunchHostFunc)},
+    {"cuLaunchHostFunc", "cuLaunchHostFunc_ptsz", 10000, true, FN(cuLaunchHostFunc_ptsz)},
+    {"cuStreamAddCallback", "cuStreamAddCallback", 5000, false, FN(cuStreamAddCallback)},
+    {"cuStreamAddCallback", "cuStreamAddCallback_ptsz", 7000, true, FN(cuStreamAddCallback_ptsz)},
+    {"cuStreamGetCtx", "cuStreamGetCtx", 9020, false, FN(cuStreamGetCtx)},
+    {"cuEventCreate", "cuEventCreate", 2000, false, FN(cuEventCreate)},
+    {"cuEventDestroy", "cuEventDestroy", 2000, false, nullptr},
+    {"cuEventDestroy", "cuEventDestroy_v2", 4000, false, FN(cuEventDestroy_v2)},
+    {"cuEventRecord", "cuEventRecord", 2000, false, FN(cuEventRecord)},
+    {"cuEventRecord", "cuEventRecord_ptsz", 7000, true, FN(cuEventRecord_ptsz)},
+    {"cuEventRecordWithFlags", "cuEventRecordWithFlags", 11010, false, FN(cuEventRecordWithFlags)},
+    {"cuEventRecordWithFlags", "cuEventRecordWithFlags_ptsz", 11010, true, FN(cuEventRecordWithFlags_ptsz)},
+    {"cuEventQuery", "cuEventQuery", 2000, false, FN(cuEventQuery)},
+    {"cuEventSynchronize", "cuEventSynchronize", 2000, false, FN(cuEventSynchronize)},
+    {"cuEventElapsedTime", "cuEventElapsedTime", 2000, false, FN(cuEventElapsedTime)},
+    {"cuEventElapsedTime", "cuEventElapsedTime_v2", 12080, false, FN(cuEventElapsedTime_v2)},
     {"cuGetErrorName", "cuGetErrorName", 6000, false, FN(cuGetErrorName)},
     {"cuGetErrorString", "cuGetErrorString", 6000, false, FN(cuGetErrorString)},
+    {"cuGetExportTable", "cuGetExportTable", 3000, false, FN(cuGetExportTable)},
     {"cuGetProcAddress", "cuGetProcAddress", 11030, false, FN(cuGetProcAddress)},
     {"cuGetProcAddress", "cuGetProcAddress_v2", 12000, false, FN(cuGetProcAddress_v2)},
 };
@@ -178,12 +267,43 @@ bool resolve(const char *symbol, int version, cuuint64_t flags, void **function,
   return true;
 }
 
+// Under LEASEGUARD_SIM_PROBE, a lookup the simulator answers with NULL gets a stub instead
+// that prints the symbol's name when it is called, so that a run shows which of the missing
+// entry points a runtime would call, and which NULLs it refuses to start without.
+constexpr size_t kProbeStubs = 512;
+char g_probe_stub_names[kProbeStubs][64];
+std::atomic<size_t> g_probe_stubs_used{0};
+
+template <size_t N>
+CUresult probe_stub() {
+  std::fprintf(stderr, "leaseguard-sim: called %s, which the simulator does not implement\n", g_probe_stub_names[N]);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+template <size_t... N>
+constexpr std::array<void *, kProbeStubs> make_probe_stubs(std::index_sequence<N...>) {
+  return {{reinterpret_cast<void *>(&probe_stub<N>)...}};
+}
+
+void *probe_stub_for(const char *symbol) {
+  static const std::array<void *, kProbeStubs> stubs = make_probe_stubs(std::make_index_sequence<kProbeStubs>());
+  const size_t index = g_probe_stubs_used.fetch_add(1);
+  if (index >= kProbeStubs) return nullptr;
+  std::snprintf(g_probe_stub_names[index], sizeof g_probe_stub_names[index], "%s", symbol);
+  return stubs[index];
+}
+
 CUresult get_proc_address(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                           CUdriverProcAddressQueryResult *symbolStatus) {
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if ((flags & ~static_cast<cuuint64_t>(3)) != 0) return CUDA_ERROR_INVALID_VALUE;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
   bool found = resolve(symbol, cudaVersion, flags, pfn, &status);
+  if (leaseguard::sim::probing()) {
+    std::fprintf(stderr, "leaseguard-sim: cuGetProcAddress(%s, %d, %llu) -> %s\n", symbol, cudaVersion,
+                 static_cast<unsigned long long>(flags), *pfn != nullptr ? "implemented" : "NULL (a probe stub)");
+    if (*pfn == nullptr && found) *pfn = probe_stub_for(symbol);
+  }
   if (symbolStatus != nullptr) *symbolStatus = status;
   return found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }

@@ -411,13 +411,17 @@ TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
   }
 }
 
-TEST(Victims, CudartStaticLookupsComeBackWrappedAndTheProgramIsUnharmed) {
+TEST(Victims, CudartStaticLookupsComeBackWrappedAndItsAllocationIsRecorded) {
   if (!LEASEGUARD_HAVE_TOOLKIT) GTEST_SKIP() << "no CUDA Toolkit on this machine";
   TempDir out;
   auto run = run_under_leaseguard(out.path(), {victim("cudart_static")}, {}, {{"LEASEGUARD_LOG", "debug"}});
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
-  EXPECT_NE(run.result.out.find("cudaMalloc: cuda"), std::string::npos) << run.result.out;
-  EXPECT_EQ(run.result.out.find("cudaMalloc: cudaSuccess"), std::string::npos) << run.result.out;
+  EXPECT_NE(run.result.out.find("cudaMalloc: cudaSuccess (0)"), std::string::npos) << run.result.out;
+  EXPECT_NE(run.result.out.find("driver version seen by the runtime: 13000"), std::string::npos) << run.result.out;
+  ASSERT_EQ(run.json["processes"].size(), 1u);
+  EXPECT_EQ(run.json["processes"][0]["allocations"].as_number(), 1) << run.result.err;
+  EXPECT_EQ(run.json["processes"][0]["frees"].as_number(), 1) << run.result.err;
+  EXPECT_TRUE(all_leaks(run.json).empty());
   for (const char *wrapped : {"cuGetProcAddress(cuGetProcAddress, 12000, 0) -> cuGetProcAddress_v2 wrapped",
                               "cuGetProcAddress(cuMemAlloc, 3020, 0) -> cuMemAlloc_v2 wrapped",
                               "cuGetProcAddress(cuMemFree, 3020, 0) -> cuMemFree_v2 wrapped",

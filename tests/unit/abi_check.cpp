@@ -30,6 +30,9 @@ constexpr bool is_signed_scalar() {
   else return std::is_signed_v<T>;
 }
 
+template <typename F, typename G>
+struct SameSignature;
+
 template <typename A, typename B>
 constexpr bool abi_equal() {
   using RA = std::remove_cv_t<A>;
@@ -47,6 +50,10 @@ constexpr bool abi_equal() {
   } else if constexpr (is_scalar_like<RA> || is_scalar_like<RB>) {
     if constexpr (is_scalar_like<RA> && is_scalar_like<RB>)
       return sizeof(RA) == sizeof(RB) && is_signed_scalar<RA>() == is_signed_scalar<RB>();
+    else return false;
+  } else if constexpr (std::is_function_v<RA> || std::is_function_v<RB>) {
+    // A callback parameter: the same ABI when its own parameters and result have it.
+    if constexpr (std::is_function_v<RA> && std::is_function_v<RB>) return SameSignature<RA *, RB *>::value;
     else return false;
   } else if constexpr (std::is_class_v<RA> || std::is_class_v<RB>) {
     // Structs leaseguard only passes by pointer are declared incomplete on its side.

@@ -1,7 +1,7 @@
-/* Built with the toolkit's real libcudart_static.a. On the simulated driver, the runtime's
- * driver lookups (dlopen + cuGetProcAddress) go through leaseguard, which wraps the
- * allocation family; then cudaMalloc fails because the simulator cannot provide the
- * runtime's private export tables. The program reports the error and exits 0: unharmed. */
+/* Built with the toolkit's real libcudart_static.a by the C compiler (no nvcc). On the
+ * simulated driver, the runtime's driver lookups (dlopen + cuGetProcAddress) go through
+ * leaseguard, which wraps the allocation family, and the runtime's private tables come from
+ * the simulator (sim/sim_export_tables.cpp): cudaMalloc succeeds, and the buffer is freed. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 

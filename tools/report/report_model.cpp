@@ -132,9 +132,7 @@ std::string nothing_checked(const Report &report) {
              " (a statically linked or setuid program is never recorded)";
     case Observed::NoAllocation:
       return std::string("no allocation was recorded: the program made none, or its driver refused them") +
-             (simulated ? "; the simulator serves the driver API, not the CUDA runtime (cudaMalloc), whose "
-                          "first call fails there"
-                        : without_gpu);
+             (simulated ? "; LEASEGUARD_SIM_PROBE=1 shows every call the program made to the simulator" : without_gpu);
   }
   return "";
 }

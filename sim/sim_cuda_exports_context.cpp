@@ -1,0 +1,187 @@
+// The simulated driver's entry points for device identity and context settings: what the
+// CUDA runtime reads when it starts (cudaGetDeviceProperties, cudaDeviceGetLimit, stream
+// priorities) and what a program sets and reads back. Settings are kept per context and
+// not acted on: the simulator has no caches, banks or device-side heap to apply them to.
+#include <cstdio>
+#include <cstring>
+
+#include "lg_cuda.h"
+#include "sim_device.h"
+#include "sim_entry.h"
+
+using leaseguard::sim::kFirstPciBus;
+using leaseguard::sim::SimContext;
+using leaseguard::sim::SimDriver;
+
+namespace {
+
+SimDriver &driver() { return SimDriver::instance(); }
+
+CUresult check_device(CUdevice dev) {
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev < 0 || dev >= driver().device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+CUresult device_uuid(CUuuid *uuid, CUdevice dev) {
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  // Stable and distinct per device, and recognisably the simulator's: "lg-sim-gpu" + ordinal.
+  std::memset(uuid->bytes, 0, sizeof uuid->bytes);
+  std::memcpy(uuid->bytes, "lg-sim-gpu", 10);
+  uuid->bytes[15] = static_cast<char>(dev);
+  return CUDA_SUCCESS;
+}
+
+constexpr size_t kLimitCount = sizeof(SimContext{}.limits) / sizeof(SimContext{}.limits[0]);
+
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceGetUuid);
+  return device_uuid(uuid, dev);
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceGetUuid_v2);
+  return device_uuid(uuid, dev);
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
+  LG_SIM_ENTRY(cuDeviceGetPCIBusId);
+  if (pciBusId == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02x:00.0", kFirstPciBus + dev);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId) {
+  LG_SIM_ENTRY(cuDeviceGetByPCIBusId);
+  if (dev == nullptr || pciBusId == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  // Accepted as the driver does: [domain:]bus:device[.function], in hexadecimal.
+  if (std::sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &device, &function) < 3 &&
+      std::sscanf(pciBusId, "%x:%x.%x", &bus, &device, &function) < 2)
+    return CUDA_ERROR_INVALID_VALUE;
+  const int ordinal = static_cast<int>(bus) - kFirstPciBus;
+  if (domain != 0 || device != 0 || ordinal < 0 || ordinal >= driver().device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  *dev = ordinal;
+  return CUDA_SUCCESS;
+}
+
+// Every simulated device shares the host's memory, so each can reach the others'.
+LG_SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  LG_SIM_ENTRY(cuDeviceCanAccessPeer);
+  if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
+  if (CUresult status = check_device(peerDev); status != CUDA_SUCCESS) return status;
+  *canAccessPeer = dev != peerDev ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  LG_SIM_ENTRY(cuDevicePrimaryCtxSetFlags_v2);
+  return driver().set_primary_flags(dev, flags);
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags) {
+  LG_SIM_ENTRY(cuCtxGetFlags);
+  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    *flags = context.flags;
+    return CUDA_SUCCESS;
+  });
+}
+
+// 3020: the API version of every context made through the _v2 entry points and later.
+LG_SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version) {
+  LG_SIM_ENTRY(cuCtxGetApiVersion);
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(ctx, [&](SimContext &) {
+    *version = 3020;
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxGetDevice_v2);
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(ctx, [&](SimContext &context) {
+    *device = context.device;
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
+  LG_SIM_ENTRY(cuCtxGetLimit);
+  if (pvalue == nullptr || static_cast<size_t>(limit) >= kLimitCount) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    *pvalue = context.limits[limit];
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  LG_SIM_ENTRY(cuCtxSetLimit);
+  if (static_cast<size_t>(limit) >= kLimitCount) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    context.limits[limit] = value;
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig) {
+  LG_SIM_ENTRY(cuCtxGetCacheConfig);
+  if (pconfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    *pconfig = static_cast<CUfunc_cache>(context.cache_config);
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  LG_SIM_ENTRY(cuCtxSetCacheConfig);
+  if (static_cast<unsigned>(config) > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    context.cache_config = config;
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig) {
+  LG_SIM_ENTRY(cuCtxGetSharedMemConfig);
+  if (pConfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    *pConfig = static_cast<CUsharedconfig>(context.shared_config);
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  LG_SIM_ENTRY(cuCtxSetSharedMemConfig);
+  if (static_cast<unsigned>(config) > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE) return CUDA_ERROR_INVALID_VALUE;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    context.shared_config = config;
+    return CUDA_SUCCESS;
+  });
+}
+
+// A Hopper GPU's range: 0 (least) to -5 (greatest).
+LG_SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
+  LG_SIM_ENTRY(cuCtxGetStreamPriorityRange);
+  return driver().with_context(nullptr, [&](SimContext &) {
+    if (leastPriority != nullptr) *leastPriority = 0;
+    if (greatestPriority != nullptr) *greatestPriority = -5;
+    return CUDA_SUCCESS;
+  });
+}
+
+// Lazy, the driver's default since CUDA 12.2 (CUDA_MODULE_LOADING unset).
+LG_SIM_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
+  LG_SIM_ENTRY(cuModuleGetLoadingMode);
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  *mode = CU_MODULE_LAZY_LOADING;
+  return CUDA_SUCCESS;
+}

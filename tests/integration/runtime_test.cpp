@@ -1,0 +1,167 @@
+// CUDA runtime programs, built by the toolkit's nvcc with the static runtime (its default)
+// and with the shared one, run unmodified on the simulator under `leaseguard run --sim`
+// (tests/victims/runtime_leaks.cu). The runtime reaches the simulator through dlopen,
+// cuGetProcAddress and the driver's private tables (sim/sim_export_tables.cpp).
+//
+// The runtime's own allocations: on the simulator it makes none through the hooked entry
+// points (the counts below are exactly the program's), so every reported allocation is the
+// program's, attributed through the runtime's frames to the program's function and line.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "process_runner.h"
+#include "../unit/test_support.h"
+
+using leaseguard::report::JsonValue;
+using namespace leaseguard::testing;
+
+namespace {
+
+const char *const kRuntimes[] = {"static", "shared"};
+
+std::string runtime_victim(const char *runtime) { return victim(std::string("runtime_leaks_") + runtime); }
+
+// The function of the first frame in the victim's own source: the runtime's frames come first.
+std::string program_function(const JsonValue &leak, int *line = nullptr) {
+  for (const JsonValue &frame : leak["stack"].items()) {
+    const JsonValue &file = frame["file"];
+    if (file.is_null() || file.as_string().find("runtime_leaks.cu") == std::string::npos) continue;
+    if (line != nullptr) *line = static_cast<int>(frame["line"].as_number());
+    return frame["function"].is_null() ? "" : frame["function"].as_string();
+  }
+  return "";
+}
+
+#define SKIP_WITHOUT_NVCC()                                                                                \
+  if (!LEASEGUARD_HAVE_NVCC)                                                                               \
+  GTEST_SKIP() << "SKIPPED: the CUDA Toolkit's nvcc was not found when this build was configured, so the " \
+                  "CUDA runtime victims were not built; install the toolkit (nvcc on the PATH) and reconfigure"
+
+}  // namespace
+
+TEST(Runtime, LeaksAreFoundExactlyAndNamedByTheProgramsFunctions) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "leaks"});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_NE(run.result.out.find("device: leaseguard simulated GPU, compute capability 9.0"), std::string::npos)
+        << run.result.out;
+    EXPECT_NE(run.result.out.find("data: ok"), std::string::npos) << run.result.out;
+    const JsonValue &process = run.json["processes"][0];
+    // Exactly the program's: the round trip's buffer (freed), the workspace and three leaks.
+    EXPECT_EQ(process["allocations"].as_number(), 5) << run.result.err;
+    EXPECT_EQ(process["frees"].as_number(), 1) << run.result.err;
+    std::map<std::string, std::string> lost;  // function -> kind
+    std::set<std::string> reachable;
+    for (const JsonValue *leak : all_leaks(run.json)) {
+      int line = 0;
+      const std::string function = program_function(*leak, &line);
+      EXPECT_GT(line, 0) << function;
+      if ((*leak)["reachability"].as_string() == "reachable") {
+        reachable.insert(function);
+      } else {
+        EXPECT_EQ((*leak)["reachability"].as_string(), "direct") << function;
+        lost[function] = (*leak)["kind"].as_string();
+      }
+    }
+    const std::map<std::string, std::string> expected = {{"leak_device_buffer()", "device"},
+                                                         {"leak_stream_ordered_buffer(CUstream_st*)", "async"},
+                                                         {"leak_pinned_buffer()", "host"}};
+    EXPECT_EQ(lost, expected) << run.result.err;
+    EXPECT_EQ(reachable, std::set<std::string>{"leaks()"}) << run.result.err;
+    EXPECT_EQ(run.json["summary"]["leaked_bytes"].as_number(), (1 << 20) + (3 << 20) + (2 << 20));
+    EXPECT_EQ(run.json["summary"]["reachable_bytes"].as_number(), 4 << 20);
+  }
+}
+
+TEST(Runtime, DeviceResetFreesWhatTheDriverFreesAsAContextDestroy) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "reset"});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_NE(run.result.out.find("reset: ok"), std::string::npos) << run.result.out;
+    // Left for the reset to free: reported once, by the context's end, not again at exit.
+    std::multimap<std::string, std::string> seen;  // function -> how its lease ended
+    for (const JsonValue &lease : run.json["processes"][0]["leases"].items())
+      for (const JsonValue &leak : lease["leaks"].items())
+        seen.emplace(program_function(leak), lease["ended_by"].as_string());
+    const std::multimap<std::string, std::string> expected = {{"allocate_before_reset()", "context_destroy"}};
+    EXPECT_EQ(seen, expected) << run.result.err;
+    EXPECT_EQ(run.json["summary"]["leaked_bytes"].as_number(), 5 << 20) << run.result.err;
+    EXPECT_EQ(run.result.err.find("no driver or runtime implementation found"), std::string::npos) << run.result.err;
+  }
+}
+
+TEST(Runtime, StreamOrderedMemoryPoolsAndEventsLeaveNothing) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "streams"}, {"--fail-on-leak"});
+    EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_NE(run.result.out.find("streams: byte 1, elapsed measured"), std::string::npos) << run.result.out;
+    const JsonValue &process = run.json["processes"][0];
+    // Two cudaMallocAsync and the pool (a pool is recorded as what holds memory, until destroyed).
+    EXPECT_EQ(process["allocations"].as_number(), 3) << run.result.err;
+    EXPECT_EQ(process["frees"].as_number(), 3) << run.result.err;
+    EXPECT_TRUE(all_leaks(run.json).empty()) << run.result.err;
+    EXPECT_TRUE(process["pools_destroyed_in_use"].items().empty());
+  }
+}
+
+TEST(Runtime, ThreadsAndAForkedChildAreEachAccounted) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    {
+      TempDir out;
+      auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "threads"});
+      ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+      EXPECT_NE(run.result.out.find("threads: ok"), std::string::npos);
+      const JsonValue &process = run.json["processes"][0];
+      EXPECT_EQ(process["allocations"].as_number(), 4 * 50);
+      EXPECT_EQ(process["frees"].as_number(), 4 * 49);
+      std::set<double> threads;
+      for (const JsonValue *leak : all_leaks(run.json)) {
+        EXPECT_EQ(program_function(*leak), "leak_from_a_thread(void*)");
+        threads.insert((*leak)["thread"].as_number());
+      }
+      EXPECT_EQ(threads.size(), 4u) << run.result.err;
+    }
+    {
+      TempDir out;
+      auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "fork"});
+      ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+      EXPECT_NE(run.result.out.find("fork: child exited 0"), std::string::npos) << run.result.out;
+      ASSERT_EQ(run.json["processes"].size(), 2u) << run.result.err;
+      std::vector<std::string> leaked;
+      for (const JsonValue *leak : all_leaks(run.json)) leaked.push_back(program_function(*leak));
+      EXPECT_EQ(leaked, std::vector<std::string>{"leak_in_the_child()"}) << run.result.err;
+    }
+  }
+}
+
+TEST(Runtime, AKernelWithAStandInRunsAndOneWithOnlyDeviceCodeFailsByName) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "kernels"}, {"--fail-on-leak"});
+    EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_NE(run.result.out.find("vector_add: ok"), std::string::npos) << run.result.out;
+    EXPECT_NE(run.result.out.find("scale: cudaErrorNoKernelImageForDevice"), std::string::npos) << run.result.out;
+    EXPECT_NE(run.result.err.find("leaseguard-sim: kernel scale(float*, int) is device code, which the simulator "
+                                  "cannot run: its launches fail with CUDA_ERROR_NO_BINARY_FOR_GPU"),
+              std::string::npos)
+        << run.result.err;
+    EXPECT_TRUE(all_leaks(run.json).empty()) << run.result.err;
+  }
+}

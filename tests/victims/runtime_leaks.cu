@@ -1,0 +1,224 @@
+// A CUDA runtime program as nvcc builds it by default, run on the simulator under leaseguard
+// (tests/integration/runtime_test.cpp). Built twice: with the static runtime (nvcc's
+// default) and with -cudart shared. Each mode prints what it checked; every leak is made in
+// a function of its own, so the report can be checked to name it.
+//
+//   leaks    device, stream-ordered and pinned host memory leaked, one buffer held in a global
+//            (reachable), one freed; the data written to the device read back
+//   reset    device memory left allocated, then cudaDeviceReset (the driver frees it)
+//   streams  stream-ordered allocation from the default and an explicit pool, events, trim;
+//            nothing leaked
+//   threads  four threads allocate and free; each leaks one buffer
+//   fork     the child allocates and leaks; the parent frees what it allocated
+//   kernels  vector_add, which the simulator has a host stand-in for, runs through the
+//            runtime; scale, device code only, fails to launch and the program goes on
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                                    \
+  do {                                                                                 \
+    cudaError_t status_ = (call);                                                      \
+    if (status_ != cudaSuccess) {                                                      \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(status_)); \
+      return 1;                                                                        \
+    }                                                                                  \
+  } while (0)
+
+static void *g_workspace;  // held for the program's life on purpose
+
+__attribute__((noinline)) static int leak_device_buffer() {
+  void *buffer = nullptr;
+  CHECK(cudaMalloc(&buffer, 1 << 20));
+  return 0;
+}
+
+__attribute__((noinline)) static int leak_stream_ordered_buffer(cudaStream_t stream) {
+  void *buffer = nullptr;
+  CHECK(cudaMallocAsync(&buffer, 3 << 20, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  return 0;
+}
+
+__attribute__((noinline)) static int leak_pinned_buffer() {
+  void *buffer = nullptr;
+  CHECK(cudaMallocHost(&buffer, 2 << 20));
+  return 0;
+}
+
+static int round_trip() {
+  int host[1024];
+  for (int i = 0; i < 1024; ++i) host[i] = i * 7;
+  int *device = nullptr;
+  CHECK(cudaMalloc(&device, sizeof host));
+  CHECK(cudaMemcpy(device, host, sizeof host, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(device, 0x5a, 16));
+  int back[1024];
+  CHECK(cudaMemcpy(back, device, sizeof back, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 4; ++i) host[i] = 0x5a5a5a5a;
+  printf("data: %s\n", memcmp(host, back, sizeof host) == 0 ? "ok" : "WRONG");
+  CHECK(cudaFree(device));
+  return 0;
+}
+
+static int leaks() {
+  cudaDeviceProp properties;
+  CHECK(cudaGetDeviceProperties(&properties, 0));
+  printf("device: %s, compute capability %d.%d\n", properties.name, properties.major, properties.minor);
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  CHECK(cudaMalloc(&g_workspace, 4 << 20));
+  if (round_trip() != 0 || leak_device_buffer() != 0 || leak_stream_ordered_buffer(stream) != 0 ||
+      leak_pinned_buffer() != 0)
+    return 1;
+  CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
+
+__attribute__((noinline)) static int allocate_before_reset() {
+  void *buffer = nullptr;
+  CHECK(cudaMalloc(&buffer, 5 << 20));
+  return 0;
+}
+
+static int reset() {
+  if (allocate_before_reset() != 0) return 1;
+  CHECK(cudaDeviceReset());
+  void *after = nullptr;  // the runtime starts again on the next call
+  CHECK(cudaMalloc(&after, 4096));
+  CHECK(cudaFree(after));
+  printf("reset: ok\n");
+  return 0;
+}
+
+static int streams() {
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start, stream));
+  void *first = nullptr;
+  CHECK(cudaMallocAsync(&first, 1 << 16, stream));
+  CHECK(cudaMemsetAsync(first, 1, 1 << 16, stream));
+  cudaMemPool_t pool;
+  cudaMemPoolProps properties = {};
+  properties.allocType = cudaMemAllocationTypePinned;
+  properties.location.type = cudaMemLocationTypeDevice;
+  properties.location.id = 0;
+  CHECK(cudaMemPoolCreate(&pool, &properties));
+  void *second = nullptr;
+  CHECK(cudaMallocFromPoolAsync(&second, 1 << 17, pool, stream));
+  CHECK(cudaMemcpyAsync(second, first, 1 << 16, cudaMemcpyDeviceToDevice, stream));
+  unsigned char byte = 0;
+  CHECK(cudaMemcpyAsync(&byte, static_cast<char *>(second) + 100, 1, cudaMemcpyDeviceToHost, stream));
+  CHECK(cudaFreeAsync(first, stream));
+  CHECK(cudaFreeAsync(second, stream));
+  CHECK(cudaEventRecord(stop, stream));
+  CHECK(cudaEventSynchronize(stop));
+  float milliseconds = -1;
+  CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
+  CHECK(cudaMemPoolTrimTo(pool, 0));
+  CHECK(cudaMemPoolDestroy(pool));
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
+  CHECK(cudaStreamDestroy(stream));
+  CHECK(cudaDeviceSynchronize());
+  printf("streams: byte %d, elapsed %s\n", byte, milliseconds >= 0 ? "measured" : "missing");
+  return 0;
+}
+
+__attribute__((noinline)) static void *leak_from_a_thread(void *) {
+  for (int i = 0; i < 50; ++i) {
+    void *buffer = nullptr;
+    if (cudaMalloc(&buffer, 4096) != cudaSuccess) return (void *)1;
+    if (i != 49 && cudaFree(buffer) != cudaSuccess) return (void *)1;
+  }
+  return nullptr;
+}
+
+static int threads() {
+  pthread_t workers[4];
+  for (pthread_t &worker : workers) pthread_create(&worker, nullptr, leak_from_a_thread, nullptr);
+  int failed = 0;
+  for (pthread_t worker : workers) {
+    void *result = nullptr;
+    pthread_join(worker, &result);
+    failed |= result != nullptr;
+  }
+  printf("threads: %s\n", failed ? "FAILED" : "ok");
+  return failed;
+}
+
+__attribute__((noinline)) static int leak_in_the_child() {
+  void *buffer = nullptr;
+  CHECK(cudaMalloc(&buffer, 6 << 20));
+  return 0;
+}
+
+static int fork_mode() {
+  void *parent = nullptr;
+  CHECK(cudaMalloc(&parent, 4096));
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) exit(leak_in_the_child());  // exit, not _exit: the child ends as a program does
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(cudaFree(parent));
+  printf("fork: child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
+// The simulator's stand-in runs this one (sim/sim_kernels.cpp): c[i] = a[i] + b[i].
+__global__ void vector_add(const float *a, const float *b, float *c, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+// Device code only: the simulator cannot run it.
+__global__ void scale(float *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= 2;
+}
+
+static int kernels() {
+  const unsigned n = 1000;
+  float host_a[n], host_b[n], host_c[n];
+  for (unsigned i = 0; i < n; ++i) {
+    host_a[i] = static_cast<float>(i);
+    host_b[i] = 0.5f;
+  }
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  CHECK(cudaMalloc(&a, sizeof host_a));
+  CHECK(cudaMalloc(&b, sizeof host_b));
+  CHECK(cudaMalloc(&c, sizeof host_c));
+  CHECK(cudaMemcpy(a, host_a, sizeof host_a, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(b, host_b, sizeof host_b, cudaMemcpyHostToDevice));
+  vector_add<<<(n + 255) / 256, 256>>>(a, b, c, n);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(host_c, c, sizeof host_c, cudaMemcpyDeviceToHost));
+  printf("vector_add: %s\n", host_c[0] == 0.5f && host_c[999] == 999.5f ? "ok" : "WRONG");
+  scale<<<4, 256>>>(c, n);
+  cudaError_t launch = cudaGetLastError();
+  printf("scale: %s\n", cudaGetErrorName(launch));
+  CHECK(cudaFree(a));
+  CHECK(cudaFree(b));
+  CHECK(cudaFree(c));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "leaks";
+  if (strcmp(mode, "leaks") == 0) return leaks();
+  if (strcmp(mode, "reset") == 0) return reset();
+  if (strcmp(mode, "streams") == 0) return streams();
+  if (strcmp(mode, "threads") == 0) return threads();
+  if (strcmp(mode, "fork") == 0) return fork_mode();
+  if (strcmp(mode, "kernels") == 0) return kernels();
+  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|kernels\n", argv[0]);
+  return 2;
+}
