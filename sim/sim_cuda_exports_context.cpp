@@ -1,6 +1,7 @@
-// The simulated driver's entry points for device identity and context settings: what the
-// CUDA runtime reads when it starts (cudaGetDeviceProperties, cudaDeviceGetLimit, stream
-// priorities) and what a program sets and reads back. Settings are kept per context and
+// The simulated driver's entry points for device identity, context settings and pointer
+// queries: what the CUDA runtime reads when it starts (cudaGetDeviceProperties,
+// cudaDeviceGetLimit, stream priorities), what a program sets and reads back, and what
+// cudaPointerGetAttributes asks of an address. Settings are kept per context and
 // not acted on: the simulator has no caches, banks or device-side heap to apply them to.
 #include <cstdio>
 #include <cstring>
@@ -183,5 +184,81 @@ LG_SIM_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   *mode = CU_MODULE_LAZY_LOADING;
+  return CUDA_SUCCESS;
+}
+
+// ---- Pointer attributes ----
+
+namespace {
+
+using leaseguard::sim::MemoryKind;
+
+// One attribute of the memory holding `address`, written as the driver writes it: CUcontext,
+// unsigned (memory type, flags), int (ordinal), pointers and sizes, or bool as an int.
+CUresult pointer_attribute(void *data, CUpointer_attribute attribute, const SimDriver::PointerInfo &info,
+                           uint64_t address) {
+  const bool host = info.kind == MemoryKind::Host;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext *>(data) = reinterpret_cast<CUcontext>(info.context);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned *>(data) = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:  // one address space: the same address
+      *static_cast<CUdeviceptr *>(data) = address;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      if (!host && info.kind != MemoryKind::Managed) return CUDA_ERROR_INVALID_VALUE;  // device memory has none
+      *static_cast<void **>(data) = reinterpret_cast<void *>(address);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long *>(data) = info.base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<int *>(data) = info.kind == MemoryKind::Managed ? 1 : 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int *>(data) = info.device; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr *>(data) = info.base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t *>(data) = info.size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<int *>(data) = 1; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      *static_cast<unsigned *>(data) = 0x3;  // CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      *static_cast<CUmemoryPool *>(data) = reinterpret_cast<CUmemoryPool>(info.pool);
+      return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  LG_SIM_ENTRY(cuPointerGetAttribute);
+  if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  SimDriver::PointerInfo info;
+  if (CUresult status = driver().describe(ptr, &info); status != CUDA_SUCCESS) return status;
+  return pointer_attribute(data, attribute, info, ptr);
+}
+
+// Memory the simulator does not know is host memory it never saw: the attributes say so
+// (memory type 0, no context) and the call succeeds, as the driver's does.
+LG_SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+                                              CUdeviceptr ptr) {
+  LG_SIM_ENTRY(cuPointerGetAttributes);
+  if (numAttributes == 0 || attributes == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  SimDriver::PointerInfo info;
+  const bool known = driver().describe(ptr, &info) == CUDA_SUCCESS;
+  for (unsigned i = 0; i < numAttributes; ++i) {
+    if (data[i] == nullptr) continue;
+    if (!known || pointer_attribute(data[i], attributes[i], info, ptr) != CUDA_SUCCESS) {
+      // Unanswerable for this memory: zero of the attribute's width (a pointer's at most).
+      if (attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE || attributes[i] == CU_POINTER_ATTRIBUTE_ACCESS_FLAGS ||
+          attributes[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED || attributes[i] == CU_POINTER_ATTRIBUTE_MAPPED)
+        *static_cast<unsigned *>(data[i]) = 0;
+      else if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) *static_cast<int *>(data[i]) = -1;  // no device
+      else *static_cast<void **>(data[i]) = nullptr;
+    }
+  }
   return CUDA_SUCCESS;
 }

@@ -148,6 +148,101 @@ LG_SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, siz
   return fill(dst, value, N);
 }
 
+// ---- 2D and 3D copies (cudaMemcpy2D, cudaMemcpy3D and their async forms) ----
+
+namespace {
+
+// One side of a 3D copy: where its rows are. Array memory is not simulated.
+struct Side {
+  uint64_t base = 0;
+  size_t pitch = 0;
+  size_t height = 0;  // rows in a slice
+  bool may_be_host = false;
+};
+
+CUresult side_of(CUmemorytype type, const void *host_pointer, CUdeviceptr device, size_t x, size_t y, size_t z,
+                 size_t pitch, size_t height, Side *side) {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST:
+      side->base = host(host_pointer);
+      side->may_be_host = true;
+      break;
+    case CU_MEMORYTYPE_DEVICE: side->base = device; break;
+    case CU_MEMORYTYPE_UNIFIED:
+      side->base = device;
+      side->may_be_host = true;
+      break;
+    default: return CUDA_ERROR_NOT_SUPPORTED;  // CU_MEMORYTYPE_ARRAY
+  }
+  side->pitch = pitch;
+  side->height = height;
+  side->base += (z * height + y) * pitch + x;
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_3d(const Side &dst, const Side &src, size_t width, size_t height, size_t depth) {
+  if (CUresult status = check_context(); status != CUDA_SUCCESS) return status;
+  if (width == 0 || height == 0 || depth == 0) return CUDA_SUCCESS;
+  if ((height > 1 || depth > 1) && (width > dst.pitch || width > src.pitch)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t z = 0; z < depth; ++z) {
+    for (size_t y = 0; y < height; ++y) {
+      const uint64_t to = dst.base + (z * dst.height + y) * dst.pitch;
+      const uint64_t from = src.base + (z * src.height + y) * src.pitch;
+      if (CUresult status = copy(to, from, width, dst.may_be_host, src.may_be_host); status != CUDA_SUCCESS)
+        return status;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D *c) {
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Side src, dst;
+  if (CUresult status =
+          side_of(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0, c->srcPitch, 0, &src);
+      status != CUDA_SUCCESS)
+    return status;
+  if (CUresult status =
+          side_of(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, c->dstPitch, 0, &dst);
+      status != CUDA_SUCCESS)
+    return status;
+  return copy_3d(dst, src, c->WidthInBytes, c->Height, 1);
+}
+
+CUresult copy_3d(const CUDA_MEMCPY3D *c) {
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (c->srcLOD != 0 || c->dstLOD != 0) return CUDA_ERROR_INVALID_VALUE;
+  Side src, dst;
+  if (CUresult status = side_of(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ,
+                                c->srcPitch, c->srcHeight, &src);
+      status != CUDA_SUCCESS)
+    return status;
+  if (CUresult status = side_of(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
+                                c->dstPitch, c->dstHeight, &dst);
+      status != CUDA_SUCCESS)
+    return status;
+  if (c->Depth > 1 && (c->Height > src.height || c->Height > dst.height)) return CUDA_ERROR_INVALID_VALUE;
+  return copy_3d(dst, src, c->WidthInBytes, c->Height, c->Depth);
+}
+
+}  // namespace
+
+#define LG_SIM_COPY_2D_3D(name, copier, type, ...)             \
+  LG_SIM_EXPORT CUresult name(const type *pCopy __VA_ARGS__) { \
+    LG_SIM_ENTRY(name);                                        \
+    return copier(pCopy);                                      \
+  }
+LG_SIM_COPY_2D_3D(cuMemcpy2D_v2, copy_2d, CUDA_MEMCPY2D)
+LG_SIM_COPY_2D_3D(cuMemcpy2D_v2_ptds, copy_2d, CUDA_MEMCPY2D)
+LG_SIM_COPY_2D_3D(cuMemcpy2DUnaligned_v2, copy_2d, CUDA_MEMCPY2D)
+LG_SIM_COPY_2D_3D(cuMemcpy2DUnaligned_v2_ptds, copy_2d, CUDA_MEMCPY2D)
+LG_SIM_COPY_2D_3D(cuMemcpy2DAsync_v2, copy_2d, CUDA_MEMCPY2D, , CUstream)
+LG_SIM_COPY_2D_3D(cuMemcpy2DAsync_v2_ptsz, copy_2d, CUDA_MEMCPY2D, , CUstream)
+LG_SIM_COPY_2D_3D(cuMemcpy3D_v2, copy_3d, CUDA_MEMCPY3D)
+LG_SIM_COPY_2D_3D(cuMemcpy3D_v2_ptds, copy_3d, CUDA_MEMCPY3D)
+LG_SIM_COPY_2D_3D(cuMemcpy3DAsync_v2, copy_3d, CUDA_MEMCPY3D, , CUstream)
+LG_SIM_COPY_2D_3D(cuMemcpy3DAsync_v2_ptsz, copy_3d, CUDA_MEMCPY3D, , CUstream)
+
 // ---- Streams ----
 
 LG_SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {

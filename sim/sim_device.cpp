@@ -526,6 +526,39 @@ CUresult SimDriver::address_range(uint64_t address, uint64_t *base, size_t *size
   return CUDA_ERROR_NOT_FOUND;
 }
 
+CUresult SimDriver::describe(uint64_t address, PointerInfo *info) const {
+  std::lock_guard lock(mutex_);
+  if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+  for (const auto &[start, allocation] : allocations_) {
+    if (address < start || address - start >= allocation.bytes) continue;
+    info->base = start;
+    info->size = allocation.bytes;
+    info->kind = allocation.kind;
+    info->context = allocation.context;
+    info->device = allocation.context != nullptr ? allocation.context->device : 0;
+    info->pool = allocation.pool;
+    return CUDA_SUCCESS;
+  }
+  for (const auto &[start, registration] : registrations_) {
+    if (address < start || address - start >= registration.bytes) continue;
+    info->base = start;
+    info->size = registration.bytes;
+    info->kind = MemoryKind::Host;
+    info->context = registration.context;
+    info->device = registration.context != nullptr ? registration.context->device : 0;
+    return CUDA_SUCCESS;
+  }
+  auto mapping = mappings_.upper_bound(address);
+  if (mapping != mappings_.begin() && address < std::prev(mapping)->first + std::prev(mapping)->second.size) {
+    info->base = std::prev(mapping)->first;
+    info->size = std::prev(mapping)->second.size;
+    info->kind = MemoryKind::Device;
+    info->device = std::prev(mapping)->second.physical != nullptr ? std::prev(mapping)->second.physical->device : 0;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;  // the driver's answer for memory it does not know
+}
+
 bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
   std::lock_guard lock(mutex_);
   if (vmm_range_accessible_locked(address, bytes)) return true;

@@ -175,6 +175,18 @@ class SimDriver {
   // The allocation or VMM mapping holding `address`: its base and size.
   CUresult address_range(uint64_t address, uint64_t *base, size_t *size) const;
 
+  // What cuPointerGetAttribute says of `address`: the allocation holding it (registered
+  // host memory included) or a VMM mapping (kind Device, no context).
+  struct PointerInfo {
+    uint64_t base = 0;
+    size_t size = 0;
+    MemoryKind kind = MemoryKind::Device;
+    SimContext *context = nullptr;
+    int device = -1;
+    SimPool *pool = nullptr;
+  };
+  CUresult describe(uint64_t address, PointerInfo *info) const;
+
   // Checks [address, address+bytes) lies inside one live allocation.
   bool range_valid(uint64_t address, size_t bytes) const;
 

@@ -117,6 +117,22 @@ TEST(Runtime, StreamOrderedMemoryPoolsAndEventsLeaveNothing) {
   }
 }
 
+TEST(Runtime, PitchedAnd3DMemoryManagedRegisteredAndArraysRoundTripAndLeaveNothing) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "shapes"}, {"--fail-on-leak"});
+    EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_NE(run.result.out.find("shapes: ok"), std::string::npos) << run.result.out << run.result.err;
+    const JsonValue &process = run.json["processes"][0];
+    // Pitched, 3D (pitched too), managed, the registration and the array.
+    EXPECT_EQ(process["allocations"].as_number(), 5) << run.result.err;
+    EXPECT_EQ(process["frees"].as_number(), 5) << run.result.err;
+    EXPECT_TRUE(all_leaks(run.json).empty()) << run.result.err;
+  }
+}
+
 TEST(Runtime, ThreadsAndAForkedChildAreEachAccounted) {
   SKIP_WITHOUT_NVCC();
   for (const char *runtime : kRuntimes) {

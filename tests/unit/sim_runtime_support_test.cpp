@@ -293,3 +293,55 @@ TEST_F(RuntimeSupport, LibrariesOfDeviceCodeLoadAndRunOnlyTheKernelsWithAStandIn
   EXPECT_EQ(cuLibraryUnload(library), CUDA_SUCCESS);
   EXPECT_EQ(cuLibraryUnload(library), CUDA_ERROR_INVALID_HANDLE);
 }
+
+TEST_F(RuntimeSupport, TwoDimensionalCopiesMoveRowsAndPointersDescribeTheirMemory) {
+  CUdeviceptr pitched = 0;
+  size_t pitch = 0;
+  ASSERT_EQ(cuMemAllocPitch_v2(&pitched, &pitch, 40, 3, 4), CUDA_SUCCESS);
+  std::vector<unsigned char> rows(40 * 3), back(40 * 3, 0);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<unsigned char>(i);
+  CUDA_MEMCPY2D up{};
+  up.srcMemoryType = CU_MEMORYTYPE_HOST;
+  up.srcHost = rows.data();
+  up.srcPitch = 40;
+  up.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  up.dstDevice = pitched;
+  up.dstPitch = pitch;
+  up.WidthInBytes = 40;
+  up.Height = 3;
+  ASSERT_EQ(cuMemcpy2D_v2(&up), CUDA_SUCCESS);
+  CUDA_MEMCPY2D down{};
+  down.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  down.srcDevice = pitched;
+  down.srcPitch = pitch;
+  down.dstMemoryType = CU_MEMORYTYPE_HOST;
+  down.dstHost = back.data();
+  down.dstPitch = 40;
+  down.WidthInBytes = 40;
+  down.Height = 3;
+  ASSERT_EQ(cuMemcpy2D_v2(&down), CUDA_SUCCESS);
+  EXPECT_EQ(back, rows);
+  down.Height = 400;  // past the allocation's last row
+  EXPECT_EQ(cuMemcpy2D_v2(&down), CUDA_ERROR_INVALID_VALUE);
+
+  unsigned type = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pitched + 5), CUDA_SUCCESS);
+  EXPECT_EQ(type, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+  CUdeviceptr start = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pitched + 5), CUDA_SUCCESS);
+  EXPECT_EQ(start, pitched);
+  CUcontext owner = nullptr;
+  ASSERT_EQ(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, pitched), CUDA_SUCCESS);
+  EXPECT_EQ(owner, primary_);
+  int on_stack = 0;
+  EXPECT_EQ(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(&on_stack)),
+            CUDA_ERROR_INVALID_VALUE);
+  CUpointer_attribute asked[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT};
+  type = 7;
+  owner = primary_;
+  void *answers[] = {&type, &owner};
+  ASSERT_EQ(cuPointerGetAttributes(2, asked, answers, reinterpret_cast<CUdeviceptr>(&on_stack)), CUDA_SUCCESS);
+  EXPECT_EQ(type, 0u);  // memory the driver never saw
+  EXPECT_EQ(owner, nullptr);
+  ASSERT_EQ(cuMemFree_v2(pitched), CUDA_SUCCESS);
+}

@@ -10,6 +10,8 @@
 //            nothing leaked
 //   threads  four threads allocate and free; each leaks one buffer
 //   fork     the child allocates and leaks; the parent frees what it allocated
+//   shapes   pitched and 3D memory with 2D and 3D copies, managed memory, registered host
+//            memory, an array, pointer attributes; the data read back, nothing leaked
 //   kernels  vector_add, which the simulator has a host stand-in for, runs through the
 //            runtime; scale, device code only, fails to launch and the program goes on
 #include <cuda_runtime.h>
@@ -173,6 +175,62 @@ static int fork_mode() {
   return 0;
 }
 
+static int shapes() {
+  int failures = 0;
+  char rows[10][100];
+  for (int y = 0; y < 10; ++y)
+    for (int x = 0; x < 100; ++x) rows[y][x] = static_cast<char>(y * 7 + x);
+  void *pitched = nullptr;
+  size_t pitch = 0;
+  CHECK(cudaMallocPitch(&pitched, &pitch, 100, 10));
+  CHECK(cudaMemcpy2D(pitched, pitch, rows, 100, 100, 10, cudaMemcpyHostToDevice));
+  char back[10][100] = {};
+  CHECK(cudaMemcpy2D(back, 100, pitched, pitch, 100, 10, cudaMemcpyDeviceToHost));
+  failures += memcmp(rows, back, sizeof rows) != 0;
+
+  cudaPitchedPtr volume;
+  CHECK(cudaMalloc3D(&volume, make_cudaExtent(100, 5, 2)));
+  cudaMemcpy3DParms to = {};
+  to.srcPtr = make_cudaPitchedPtr(rows, 100, 100, 5);
+  to.dstPtr = volume;
+  to.extent = make_cudaExtent(100, 5, 2);
+  to.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&to));
+  char volume_back[10][100] = {};
+  cudaMemcpy3DParms from = {};
+  from.srcPtr = volume;
+  from.dstPtr = make_cudaPitchedPtr(volume_back, 100, 100, 5);
+  from.extent = make_cudaExtent(100, 5, 2);
+  from.kind = cudaMemcpyDeviceToHost;
+  CHECK(cudaMemcpy3D(&from));
+  failures += memcmp(rows, volume_back, sizeof rows) != 0;
+
+  int *managed = nullptr;
+  CHECK(cudaMallocManaged(&managed, 64 * sizeof(int)));
+  managed[3] = 42;  // one address space: the host writes it directly
+  cudaPointerAttributes attributes;
+  CHECK(cudaPointerGetAttributes(&attributes, pitched));
+  failures += attributes.type != cudaMemoryTypeDevice || attributes.device != 0;
+  CHECK(cudaPointerGetAttributes(&attributes, managed));
+  failures += attributes.type != cudaMemoryTypeManaged || managed[3] != 42;
+
+  static char registered[1 << 16] __attribute__((aligned(4096)));
+  CHECK(cudaHostRegister(registered, sizeof registered, cudaHostRegisterDefault));
+  CHECK(cudaPointerGetAttributes(&attributes, registered));
+  failures += attributes.type != cudaMemoryTypeHost;
+  CHECK(cudaHostUnregister(registered));
+
+  cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t array;
+  CHECK(cudaMallocArray(&array, &format, 64, 64));
+  CHECK(cudaFreeArray(array));
+  CHECK(cudaFree(managed));
+  CHECK(cudaFree(volume.ptr));
+  CHECK(cudaFree(pitched));
+  printf("shapes: %s\n", failures == 0 ? "ok" : "WRONG");
+  return 0;
+}
+
 // The simulator's stand-in runs this one (sim/sim_kernels.cpp): c[i] = a[i] + b[i].
 __global__ void vector_add(const float *a, const float *b, float *c, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -218,7 +276,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "streams") == 0) return streams();
   if (strcmp(mode, "threads") == 0) return threads();
   if (strcmp(mode, "fork") == 0) return fork_mode();
+  if (strcmp(mode, "shapes") == 0) return shapes();
   if (strcmp(mode, "kernels") == 0) return kernels();
-  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|kernels\n", argv[0]);
+  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|shapes|kernels\n", argv[0]);
   return 2;
 }
