@@ -6,6 +6,7 @@
 // The runtime's own allocations: on the simulator it makes none through the hooked entry
 // points (the counts below are exactly the program's), so every reported allocation is the
 // program's, attributed through the runtime's frames to the program's function and line.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -180,4 +181,30 @@ TEST(Runtime, AKernelWithAStandInRunsAndOneWithOnlyDeviceCodeFailsByName) {
         << run.result.err;
     EXPECT_TRUE(all_leaks(run.json).empty()) << run.result.err;
   }
+}
+
+// cuBLAS and cuFFT do not get past creating a handle on the simulator; this says where, and
+// fails when that changes.
+TEST(Runtime, NvidiasLibrariesStopWhereTheyNeedWhatTheSimulatorLacks) {
+  SKIP_WITHOUT_NVCC();
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("runtime_libraries")}, {}, {{"LEASEGUARD_SIM_PROBE", "1"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  // cublasCreate reads a __device__ variable of its device code: its address and size are in
+  // the fat binary's cubins, which the simulator does not read.
+  EXPECT_NE(run.result.err.find("called cuLibraryGetGlobal, which the simulator does not implement"), std::string::npos)
+      << run.result.err;
+  EXPECT_NE(run.result.out.find("cublasCreate: CUBLAS_STATUS_ALLOC_FAILED"), std::string::npos) << run.result.out;
+  // cufftPlan1d resolves its driver entry points with dlsym before any call, and gives up
+  // (CUFFT_INTERNAL_ERROR, 5) when one is missing: these are.
+  EXPECT_NE(run.result.out.find("cufftPlan1d: 5"), std::string::npos) << run.result.out;
+  void *simulator = dlopen((std::string(LEASEGUARD_SIM_DIR) + "/libcuda.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(simulator, nullptr) << dlerror();
+  for (const char *missing :
+       {"cuModuleLoadDataEx", "cuModuleGetGlobal_v2", "cuLinkCreate_v2", "cuLinkAddData_v2", "cuLinkComplete",
+        "cuLinkDestroy", "cuFuncSetCacheConfig", "cuStreamWaitValue32", "cuStreamBatchMemOp", "cuGraphInstantiate",
+        "cuGraphLaunch", "cuGraphDestroy", "cuMemPrefetchAsync", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
+        "cuCtxEnablePeerAccess"})
+    EXPECT_EQ(dlsym(simulator, missing), nullptr) << missing << " is there now: does cufftPlan1d get further?";
+  dlclose(simulator);
 }
