@@ -36,10 +36,13 @@ typedef enum cudaError_enum {
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+  CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_ILLEGAL_STATE = 401,
   CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
@@ -373,6 +376,59 @@ typedef enum CUsharedconfig_enum {
   CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0x00,
   CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE = 0x02
 } CUsharedconfig;
+/* JIT linking, graphs and stream capture: declared so that the simulator answers them
+ * (docs/simulator.md says what it does with them). */
+typedef struct CUlinkState_st *CUlinkState;
+typedef enum CUjitInputType_enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1, CU_JIT_INPUT_FATBINARY = 2 } CUjitInputType;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef enum CUgraphNodeType_enum { CU_GRAPH_NODE_TYPE_KERNEL = 0 } CUgraphNodeType;
+typedef struct CUDA_KERNEL_NODE_PARAMS_v1_st CUDA_KERNEL_NODE_PARAMS_v1;
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+typedef enum CUstreamCaptureMode_enum {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+/* Stream memory operations (cuStreamWaitValue32, cuStreamBatchMemOp). */
+typedef uint32_t cuuint32_t;
+enum {
+  CU_STREAM_WAIT_VALUE_GEQ = 0x0,
+  CU_STREAM_WAIT_VALUE_EQ = 0x1,
+  CU_STREAM_WAIT_VALUE_AND = 0x2,
+  CU_STREAM_WAIT_VALUE_NOR = 0x3,
+  CU_STREAM_WAIT_VALUE_FLUSH = 1 << 30
+};
+typedef enum CUstreamBatchMemOpType_enum {
+  CU_STREAM_MEM_OP_WAIT_VALUE_32 = 1,
+  CU_STREAM_MEM_OP_WRITE_VALUE_32 = 2,
+  CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3,
+  CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,
+  CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
+  CU_STREAM_MEM_OP_BARRIER = 6
+} CUstreamBatchMemOpType;
+typedef struct CUstreamMemOpValueParams_st { /* waitValue and writeValue share this layout */
+  CUstreamBatchMemOpType operation;
+  CUdeviceptr address;
+  union {
+    cuuint32_t value;
+    cuuint64_t value64;
+  };
+  unsigned int flags;
+  CUdeviceptr alias;
+} CUstreamMemOpValueParams;
+typedef union CUstreamBatchMemOpParams_union {
+  CUstreamBatchMemOpType operation;
+  CUstreamMemOpValueParams waitValue;
+  CUstreamMemOpValueParams writeValue;
+  cuuint64_t pad[6];
+} CUstreamBatchMemOpParams;
+#define CU_DEVICE_CPU ((CUdevice)-1)
 
 /* X(name, (parameters), (arguments)) for every entry point. */
 /* clang-format off */
@@ -617,6 +673,59 @@ typedef enum CUsharedconfig_enum {
   X(cuLibraryUnload, (CUlibrary library), (library))                                            \
   X(cuLibraryGetKernel, (CUkernel * pKernel, CUlibrary library, const char *name),              \
     (pKernel, library, name))                                                                   \
+  X(cuLibraryGetGlobal, (CUdeviceptr * dptr, size_t *bytes, CUlibrary library, const char *name), \
+    (dptr, bytes, library, name))                                                               \
+  X(cuKernelGetLibrary, (CUlibrary * pLib, CUkernel kernel), (pLib, kernel))                   \
+  X(cuModuleLoadDataEx,                                                                         \
+    (CUmodule * module, const void *image, unsigned int numOptions, CUjit_option *options,      \
+     void **optionValues),                                                                      \
+    (module, image, numOptions, options, optionValues))                                         \
+  X(cuModuleGetGlobal_v2, (CUdeviceptr * dptr, size_t *bytes, CUmodule hmod, const char *name), \
+    (dptr, bytes, hmod, name))                                                                  \
+  X(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra), \
+    (config, f, kernelParams, extra))                                                           \
+  X(cuFuncSetCacheConfig, (CUfunction hfunc, CUfunc_cache config), (hfunc, config))             \
+  X(cuLinkCreate_v2,                                                                            \
+    (unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut), \
+    (numOptions, options, optionValues, stateOut))                                              \
+  X(cuLinkAddData_v2,                                                                           \
+    (CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,         \
+     unsigned int numOptions, CUjit_option *options, void **optionValues),                      \
+    (state, type, data, size, name, numOptions, options, optionValues))                         \
+  X(cuLinkComplete, (CUlinkState state, void **cubinOut, size_t *sizeOut), (state, cubinOut, sizeOut)) \
+  X(cuLinkDestroy, (CUlinkState state), (state))                                                \
+  X(cuStreamWaitValue32, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
+    (stream, addr, value, flags))                                                               \
+  X(cuStreamBatchMemOp,                                                                         \
+    (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags), \
+    (stream, count, paramArray, flags))                                                         \
+  X(cuMemPrefetchAsync, (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream), \
+    (devPtr, count, dstDevice, hStream))                                                        \
+  X(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))     \
+  X(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode), (mode))                    \
+  X(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph))               \
+  X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),              \
+    (hStream, captureStatus))                                                                   \
+  X(cuStreamGetCaptureInfo_v2,                                                                  \
+    (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,            \
+     CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out),    \
+    (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out))     \
+  X(cuGraphInstantiate,                                                                         \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer,      \
+     size_t bufferSize),                                                                        \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))                                  \
+  X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))           \
+  X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))                                 \
+  X(cuGraphDestroy, (CUgraph hGraph), (hGraph))                                                 \
+  X(cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes), (hGraph, nodes, numNodes)) \
+  X(cuGraphNodeGetType, (CUgraphNode hNode, CUgraphNodeType *type), (hNode, type))              \
+  X(cuGraphKernelNodeGetParams, (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams),    \
+    (hNode, nodeParams))                                                                        \
+  X(cuGraphExecKernelNodeSetParams,                                                             \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams),  \
+    (hGraphExec, hNode, nodeParams))                                                            \
+  X(cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags), (peerContext, Flags))  \
+  X(cuCtxDisablePeerAccess, (CUcontext peerContext), (peerContext))                             \
   X(cuKernelGetFunction, (CUfunction * pFunc, CUkernel kernel), (pFunc, kernel))                \
   X(cuKernelGetName, (const char **name, CUkernel hfunc), (name, hfunc))                        \
   X(cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction hfunc),               \

@@ -3,6 +3,7 @@
 // cudaDeviceGetLimit, stream priorities), what a program sets and reads back, and what
 // cudaPointerGetAttributes asks of an address. Settings are kept per context and
 // not acted on: the simulator has no caches, banks or device-side heap to apply them to.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -261,4 +262,37 @@ LG_SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpoin
     }
   }
   return CUDA_SUCCESS;
+}
+
+// Peer access between contexts: allowed between contexts of different devices (as
+// cuDeviceCanAccessPeer answers), recorded per context; nothing else changes, as every
+// simulated device's memory is host memory.
+LG_SIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  LG_SIM_ENTRY(cuCtxEnablePeerAccess);
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  int peer_device = -1;
+  if (CUresult status = driver().with_context(peerContext, [&](SimContext &peer) {
+        peer_device = peer.device;
+        return CUDA_SUCCESS;
+      });
+      peerContext == nullptr || status != CUDA_SUCCESS)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    if (context.device == peer_device) return CUDA_ERROR_INVALID_DEVICE;
+    if (std::find(context.peers.begin(), context.peers.end(), peerContext) != context.peers.end())
+      return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    context.peers.push_back(peerContext);
+    return CUDA_SUCCESS;
+  });
+}
+
+LG_SIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
+  LG_SIM_ENTRY(cuCtxDisablePeerAccess);
+  if (peerContext == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return driver().with_context(nullptr, [&](SimContext &context) {
+    auto found = std::find(context.peers.begin(), context.peers.end(), peerContext);
+    if (found == context.peers.end()) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    context.peers.erase(found);
+    return CUDA_SUCCESS;
+  });
 }

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,6 +11,7 @@
 #include "sim_device.h"
 #include "sim_entry.h"
 #include "sim_kernels.h"
+#include "sim_libraries.h"
 
 using leaseguard::sim::SimDriver;
 
@@ -265,20 +267,40 @@ LG_SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize
   return CUDA_SUCCESS;
 }
 
-// Modules and launches (sim_kernels.h).
-LG_SIM_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
-  LG_SIM_ENTRY(cuModuleLoadData);
+// Modules and launches. A module is a simulator module image (sim_kernels.h) or device code
+// nvcc makes, loaded as a library (sim_libraries.h): its kernels and variables are the code's.
+namespace {
+leaseguard::sim::SimLibrary *as_library(CUmodule hmod) {
+  auto *library = reinterpret_cast<leaseguard::sim::SimLibrary *>(hmod);
+  return leaseguard::sim::library_valid(library) ? library : nullptr;
+}
+
+CUresult load_module(CUmodule *module, const void *image) {
   if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  auto *loaded = leaseguard::sim::load_module(image);
-  if (loaded == nullptr) return CUDA_ERROR_INVALID_IMAGE;
-  *module = reinterpret_cast<CUmodule>(loaded);
-  return CUDA_SUCCESS;
+  if (auto *loaded = leaseguard::sim::load_module(image); loaded != nullptr) {
+    *module = reinterpret_cast<CUmodule>(loaded);
+    return CUDA_SUCCESS;
+  }
+  return leaseguard::sim::load_library(image, reinterpret_cast<leaseguard::sim::SimLibrary **>(module));
+}
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  LG_SIM_ENTRY(cuModuleLoadData);
+  return load_module(module, image);
+}
+
+// JIT options change nothing here: nothing is compiled.
+LG_SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int, CUjit_option *, void **) {
+  LG_SIM_ENTRY(cuModuleLoadDataEx);
+  return load_module(module, image);
 }
 
 LG_SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
   LG_SIM_ENTRY(cuModuleUnload);
+  if (leaseguard::sim::unload_library(reinterpret_cast<leaseguard::sim::SimLibrary *>(hmod))) return CUDA_SUCCESS;
   auto *module = reinterpret_cast<leaseguard::sim::SimModule *>(hmod);
   if (!leaseguard::sim::module_valid(module)) return CUDA_ERROR_INVALID_HANDLE;
   leaseguard::sim::unload_module(module);
@@ -287,12 +309,78 @@ LG_SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
 
 LG_SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
   LG_SIM_ENTRY(cuModuleGetFunction);
-  auto *module = reinterpret_cast<leaseguard::sim::SimModule *>(hmod);
   if (hfunc == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (auto *library = as_library(hmod); library != nullptr)
+    return leaseguard::sim::library_kernel(library, name, reinterpret_cast<leaseguard::sim::LibraryKernel **>(hfunc));
+  auto *module = reinterpret_cast<leaseguard::sim::SimModule *>(hmod);
   if (!leaseguard::sim::module_valid(module)) return CUDA_ERROR_INVALID_HANDLE;
   const auto *kernel = leaseguard::sim::find_kernel(module, name);
   if (kernel == nullptr) return CUDA_ERROR_NOT_FOUND;
   *hfunc = reinterpret_cast<CUfunction>(const_cast<leaseguard::sim::SimKernel *>(kernel));
+  return CUDA_SUCCESS;
+}
+
+// A variable of a module loaded from device code (a simulator module declares none).
+LG_SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) {
+  LG_SIM_ENTRY(cuModuleGetGlobal_v2);
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto *library = as_library(hmod);
+  if (library == nullptr)
+    return leaseguard::sim::module_valid(reinterpret_cast<leaseguard::sim::SimModule *>(hmod)) ? CUDA_ERROR_NOT_FOUND
+                                                                                             : CUDA_ERROR_INVALID_HANDLE;
+  uint64_t address = 0;
+  size_t size = 0;
+  const CUresult status = leaseguard::sim::library_variable(library, name, &address, &size);
+  if (status != CUDA_SUCCESS) return status;
+  if (dptr != nullptr) *dptr = address;
+  if (bytes != nullptr) *bytes = size;
+  return CUDA_SUCCESS;
+}
+
+// JIT linking is not simulated: inputs are checked (device code, as nvcc makes it) and
+// collected, and completing the link fails with CUDA_ERROR_NOT_SUPPORTED, said once on stderr.
+namespace {
+struct LinkState {
+  size_t inputs = 0;
+};
+std::atomic<bool> g_said_link{false};
+}  // namespace
+
+LG_SIM_EXPORT CUresult cuLinkCreate_v2(unsigned int, CUjit_option *, void **, CUlinkState *stateOut) {
+  LG_SIM_ENTRY(cuLinkCreate_v2);
+  if (stateOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *stateOut = reinterpret_cast<CUlinkState>(new LinkState);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *,
+                                        unsigned int, CUjit_option *, void **) {
+  LG_SIM_ENTRY(cuLinkAddData_v2);
+  if (state == nullptr || data == nullptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_JIT_INPUT_CUBIN && type != CU_JIT_INPUT_PTX && type != CU_JIT_INPUT_FATBINARY)
+    return CUDA_ERROR_NOT_SUPPORTED;  // object files and libraries: nvcc's host-side formats
+  leaseguard::sim::DeviceCode code;
+  if (leaseguard::sim::read_device_code(data, code) != leaseguard::sim::DeviceCodeStatus::Read)
+    return CUDA_ERROR_INVALID_IMAGE;
+  ++reinterpret_cast<LinkState *>(state)->inputs;
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut) {
+  LG_SIM_ENTRY(cuLinkComplete);
+  if (state == nullptr || cubinOut == nullptr || sizeOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!g_said_link.exchange(true))
+    std::fprintf(stderr, "leaseguard-sim: JIT linking is not simulated: cuLinkComplete fails with "
+                         "CUDA_ERROR_NOT_SUPPORTED\n");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+LG_SIM_EXPORT CUresult cuLinkDestroy(CUlinkState state) {
+  LG_SIM_ENTRY(cuLinkDestroy);
+  if (state == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  delete reinterpret_cast<LinkState *>(state);
   return CUDA_SUCCESS;
 }
 
@@ -348,6 +436,15 @@ LG_SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, 
   return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
 }
 
+// Launch attributes (clusters, priorities, ...) change nothing for a kernel run on the host.
+LG_SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                        void **extra) {
+  LG_SIM_ENTRY(cuLaunchKernelEx);
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                config->blockDimZ, kernelParams, extra);
+}
+
 // ---- Libraries: what the CUDA runtime loads its fat binaries with (lazily, at a first launch) ----
 
 LG_SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *, void **, unsigned int,
@@ -355,10 +452,7 @@ LG_SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, C
   LG_SIM_ENTRY(cuLibraryLoadData);
   if (library == nullptr || code == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  leaseguard::sim::SimLibrary *loaded = leaseguard::sim::load_library(code);
-  if (loaded == nullptr) return CUDA_ERROR_INVALID_IMAGE;
-  *library = reinterpret_cast<CUlibrary>(loaded);
-  return CUDA_SUCCESS;
+  return leaseguard::sim::load_library(code, reinterpret_cast<leaseguard::sim::SimLibrary **>(library));
 }
 
 LG_SIM_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
@@ -368,14 +462,26 @@ LG_SIM_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
              : CUDA_ERROR_INVALID_HANDLE;
 }
 
-// Any name is answered: the simulator does not read the kernels' names out of device code.
+// Only the kernels the library's code declares are found (CUDA_ERROR_NOT_FOUND otherwise).
 LG_SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
   LG_SIM_ENTRY(cuLibraryGetKernel);
   if (pKernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  leaseguard::sim::LibraryKernel *kernel =
-      leaseguard::sim::library_kernel(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name);
-  if (kernel == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  *pKernel = reinterpret_cast<CUkernel>(kernel);
+  return leaseguard::sim::library_kernel(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name,
+                                         reinterpret_cast<leaseguard::sim::LibraryKernel **>(pKernel));
+}
+
+// A `__device__` or `__constant__` variable: device memory of its size in the current
+// context, holding its initial value. Either output may be null.
+LG_SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
+  LG_SIM_ENTRY(cuLibraryGetGlobal);
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  size_t size = 0;
+  const CUresult status =
+      leaseguard::sim::library_variable(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name, &address, &size);
+  if (status != CUDA_SUCCESS) return status;
+  if (dptr != nullptr) *dptr = address;
+  if (bytes != nullptr) *bytes = size;
   return CUDA_SUCCESS;
 }
 
@@ -385,6 +491,15 @@ LG_SIM_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
   if (pFunc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (leaseguard::sim::as_library_kernel(kernel) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   *pFunc = reinterpret_cast<CUfunction>(kernel);
+  return CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel) {
+  LG_SIM_ENTRY(cuKernelGetLibrary);
+  if (pLib == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const leaseguard::sim::LibraryKernel *known = leaseguard::sim::as_library_kernel(kernel);
+  if (known == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *pLib = reinterpret_cast<CUlibrary>(known->library);
   return CUDA_SUCCESS;
 }
 
@@ -431,6 +546,12 @@ LG_SIM_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib
 // Settings a launch would honour on a GPU; the simulator accepts them and has nothing to apply.
 LG_SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute, int) {
   LG_SIM_ENTRY(cuFuncSetAttribute);
+  int ignored = 0;
+  return function_attribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, hfunc);
+}
+
+LG_SIM_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache) {
+  LG_SIM_ENTRY(cuFuncSetCacheConfig);
   int ignored = 0;
   return function_attribute(&ignored, CU_FUNC_ATTRIBUTE_NUM_REGS, hfunc);
 }

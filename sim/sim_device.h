@@ -53,6 +53,7 @@ struct SimContext {
   size_t limits[10] = {1024, 1u << 20, 8u << 20, 2, 2048, 32, 0, 0, 0, 0};
   int cache_config = 0;
   int shared_config = 0;
+  std::vector<CUcontext> peers;  // contexts whose memory this one may access (cuCtxEnablePeerAccess)
   std::vector<StorageEntry> storage;
   // The context's allocations, in host memory the context points to, as a real driver keeps
   // them (malloc'd as a C driver does): a leak checker that scans the program's memory
@@ -62,7 +63,9 @@ struct SimContext {
   size_t allocation_capacity = 0;
 };
 
-enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer };
+// Module: a loaded library's variables (sim_libraries.h), freed by its unload or its
+// context's end, never by cuMemFree.
+enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer, Module };
 
 struct SimPool {
   int device = 0;

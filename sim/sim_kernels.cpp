@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "lg_cuda.h"
 #include "sim_device.h"
@@ -166,22 +167,6 @@ int resolve_arguments(const SimKernel &kernel, void **params, void **extra, void
 namespace leaseguard::sim {
 namespace {
 
-std::mutex g_libraries_mutex;
-std::set<const SimLibrary *> &libraries() {
-  static auto *live = new std::set<const SimLibrary *>;  // never destroyed: late unloads at exit
-  return *live;
-}
-std::set<const LibraryKernel *> &library_kernels() {
-  static auto *live = new std::set<const LibraryKernel *>;  // kernels outlive their library's unload
-  return *live;
-}
-
-uint32_t first_word(const void *image) {
-  uint32_t word = 0;
-  std::memcpy(&word, image, sizeof word);
-  return word;
-}
-
 // The name a C++ kernel was declared with, from its Itanium mangling: _Z<length><name>...
 std::string unmangled_base(const char *name) {
   if (std::strncmp(name, "_Z", 2) != 0) return name;
@@ -194,62 +179,12 @@ std::string unmangled_base(const char *name) {
 
 }  // namespace
 
-bool is_device_code(const void *image) {
-  if (image == nullptr) return false;
-  constexpr uint32_t kFatbinMagic = 0xba55ed50;         // a fat binary's header
-  constexpr uint32_t kFatbinWrapperMagic = 0x466243b1;  // the wrapper nvcc embeds (__fatbinwrap)
-  const uint32_t magic = first_word(image);
-  if (magic == kFatbinMagic || magic == kFatbinWrapperMagic) return true;
-  const auto *bytes = static_cast<const unsigned char *>(image);
-  if (bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F') return true;  // a cubin
-  const char *text = static_cast<const char *>(image);
-  return std::strstr(text, ".version") != nullptr && std::strstr(text, ".target") != nullptr;  // PTX
-}
-
 const SimKernel *stand_in_for(const char *name) {
   if (name == nullptr) return nullptr;
   const std::string base = unmangled_base(name);
   for (const SimKernel &kernel : kKernels)
     if (base == kernel.name) return &kernel;
   return nullptr;
-}
-
-SimLibrary *load_library(const void *image) {
-  SimModule *stand_ins = nullptr;
-  if (!is_device_code(image) && (stand_ins = load_module(image)) == nullptr) return nullptr;
-  auto *library = new SimLibrary;
-  library->stand_ins = stand_ins;
-  std::lock_guard lock(g_libraries_mutex);
-  libraries().insert(library);
-  return library;
-}
-
-bool unload_library(SimLibrary *library) {
-  {
-    std::lock_guard lock(g_libraries_mutex);
-    if (libraries().erase(library) == 0) return false;
-  }
-  if (library->stand_ins != nullptr) unload_module(library->stand_ins);
-  delete library;  // its kernels stay valid handles that fail to launch (a real driver's stay too)
-  return true;
-}
-
-LibraryKernel *library_kernel(SimLibrary *library, const char *name) {
-  std::lock_guard lock(g_libraries_mutex);
-  if (libraries().count(library) == 0) return nullptr;
-  for (LibraryKernel *kernel : library->kernels)
-    if (kernel->name == name) return kernel;
-  auto *kernel = new LibraryKernel{name, nullptr};
-  kernel->stand_in = library->stand_ins != nullptr ? find_kernel(library->stand_ins, name) : stand_in_for(name);
-  library->kernels.push_back(kernel);
-  library_kernels().insert(kernel);
-  return kernel;
-}
-
-const LibraryKernel *as_library_kernel(const void *handle) {
-  std::lock_guard lock(g_libraries_mutex);
-  const auto *kernel = static_cast<const LibraryKernel *>(handle);
-  return library_kernels().count(kernel) != 0 ? kernel : nullptr;
 }
 
 }  // namespace leaseguard::sim

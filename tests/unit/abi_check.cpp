@@ -22,6 +22,9 @@ template <typename T>
 struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
 
 template <typename T>
+constexpr bool is_record = std::is_class_v<T> || std::is_union_v<T>;  // a struct or a union
+
+template <typename T>
 constexpr bool is_scalar_like = std::is_integral_v<T> || std::is_enum_v<T>;
 
 template <typename T>
@@ -55,9 +58,9 @@ constexpr bool abi_equal() {
     // A callback parameter: the same ABI when its own parameters and result have it.
     if constexpr (std::is_function_v<RA> && std::is_function_v<RB>) return SameSignature<RA *, RB *>::value;
     else return false;
-  } else if constexpr (std::is_class_v<RA> || std::is_class_v<RB>) {
+  } else if constexpr (is_record<RA> || is_record<RB>) {
     // Structs leaseguard only passes by pointer are declared incomplete on its side.
-    if constexpr (std::is_class_v<RA> && std::is_class_v<RB>) {
+    if constexpr (is_record<RA> && is_record<RB>) {
       if constexpr (is_complete<RA>::value && is_complete<RB>::value) return sizeof(RA) == sizeof(RB);
       else return true;
     } else {
@@ -92,6 +95,31 @@ static_assert(static_cast<int>(ours::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
               static_cast<int>(::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED));
 static_assert(static_cast<int>(ours::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT) ==
               static_cast<int>(::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT));
+
+static_assert(static_cast<int>(ours::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) ==
+              static_cast<int>(::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED));
+static_assert(static_cast<int>(ours::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) ==
+              static_cast<int>(::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED));
+static_assert(static_cast<int>(ours::CUDA_ERROR_ILLEGAL_STATE) == static_cast<int>(::CUDA_ERROR_ILLEGAL_STATE));
+static_assert(static_cast<int>(ours::CU_STREAM_CAPTURE_STATUS_NONE) == static_cast<int>(::CU_STREAM_CAPTURE_STATUS_NONE));
+static_assert(static_cast<int>(ours::CU_STREAM_CAPTURE_MODE_RELAXED) ==
+              static_cast<int>(::CU_STREAM_CAPTURE_MODE_RELAXED));
+static_assert(static_cast<int>(ours::CU_JIT_INPUT_FATBINARY) == static_cast<int>(::CU_JIT_INPUT_FATBINARY));
+static_assert(static_cast<int>(ours::CU_STREAM_WAIT_VALUE_NOR) == static_cast<int>(::CU_STREAM_WAIT_VALUE_NOR));
+static_assert(static_cast<int>(ours::CU_STREAM_WAIT_VALUE_FLUSH) == static_cast<int>(::CU_STREAM_WAIT_VALUE_FLUSH));
+static_assert(static_cast<int>(ours::CU_STREAM_MEM_OP_WRITE_VALUE_64) ==
+              static_cast<int>(::CU_STREAM_MEM_OP_WRITE_VALUE_64));
+static_assert(static_cast<int>(ours::CU_STREAM_MEM_OP_BARRIER) == static_cast<int>(::CU_STREAM_MEM_OP_BARRIER));
+static_assert(sizeof(ours::CUstreamBatchMemOpParams) == sizeof(::CUstreamBatchMemOpParams));
+static_assert(offsetof(ours::CUstreamBatchMemOpParams, waitValue.address) ==
+              offsetof(::CUstreamBatchMemOpParams, waitValue.address));
+static_assert(offsetof(ours::CUstreamBatchMemOpParams, waitValue.value64) ==
+              offsetof(::CUstreamBatchMemOpParams, waitValue.value64));
+static_assert(offsetof(ours::CUstreamBatchMemOpParams, waitValue.flags) ==
+              offsetof(::CUstreamBatchMemOpParams, waitValue.flags));
+static_assert(offsetof(ours::CUstreamBatchMemOpParams, writeValue.value) ==
+              offsetof(::CUstreamBatchMemOpParams, writeValue.value));
+static_assert(offsetof(ours::CUlaunchConfig, hStream) == offsetof(::CUlaunchConfig, hStream));
 
 // Structures the hooks read or the simulator fills: same size and the fields leaseguard reads
 // at the same offsets.

@@ -246,54 +246,6 @@ TEST_F(RuntimeSupport, EventsCompleteWhenRecordedAndTimeTheSpanBetween) {
   for (CUevent event : {start, stop, untimed}) EXPECT_EQ(cuEventDestroy_v2(event), CUDA_SUCCESS);
 }
 
-TEST_F(RuntimeSupport, LibrariesOfDeviceCodeLoadAndRunOnlyTheKernelsWithAStandIn) {
-  // What nvcc embeds: a fat binary, which the simulator accepts without reading it.
-  const uint32_t fatbin[8] = {0xba55ed50, 0x00100001, 0x40, 0};
-  CUlibrary library = nullptr;
-  ASSERT_EQ(cuLibraryLoadData(&library, fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0), CUDA_SUCCESS);
-  const char garbage[] = "not device code";
-  CUlibrary refused = nullptr;
-  EXPECT_EQ(cuLibraryLoadData(&refused, garbage, nullptr, nullptr, 0, nullptr, nullptr, 0), CUDA_ERROR_INVALID_IMAGE);
-
-  // vector_add(const float *, const float *, float *, unsigned) as nvcc names it.
-  CUkernel added = nullptr, scaled = nullptr;
-  ASSERT_EQ(cuLibraryGetKernel(&added, library, "_Z10vector_addPKfS0_Pfj"), CUDA_SUCCESS);
-  ASSERT_EQ(cuLibraryGetKernel(&scaled, library, "_Z5scalePfi"), CUDA_SUCCESS);
-  const char *name = nullptr;
-  ASSERT_EQ(cuKernelGetName(&name, scaled), CUDA_SUCCESS);
-  EXPECT_STREQ(name, "_Z5scalePfi");
-  CUfunction add = nullptr;
-  ASSERT_EQ(cuKernelGetFunction(&add, added), CUDA_SUCCESS);
-
-  const unsigned n = 64;
-  CUdeviceptr a = 0, b = 0, c = 0;
-  for (CUdeviceptr *buffer : {&a, &b, &c}) ASSERT_EQ(cuMemAlloc_v2(buffer, n * sizeof(float)), CUDA_SUCCESS);
-  std::vector<float> ones(n, 1.0f), twos(n, 2.0f), sums(n, 0.0f);
-  ASSERT_EQ(cuMemcpyHtoD_v2(a, ones.data(), n * sizeof(float)), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyHtoD_v2(b, twos.data(), n * sizeof(float)), CUDA_SUCCESS);
-  unsigned count = n;
-  void *arguments[] = {&a, &b, &c, &count};
-  ASSERT_EQ(cuLaunchKernel(add, 1, 1, 1, n, 1, 1, 0, nullptr, arguments, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyDtoH_v2(sums.data(), c, n * sizeof(float)), CUDA_SUCCESS);
-  EXPECT_EQ(sums[0], 3.0f);
-  EXPECT_EQ(sums[n - 1], 3.0f);
-
-  int size = static_cast<int>(n);
-  void *scale_arguments[] = {&c, &size};
-  EXPECT_EQ(
-      cuLaunchKernel(reinterpret_cast<CUfunction>(scaled), 1, 1, 1, n, 1, 1, 0, nullptr, scale_arguments, nullptr),
-      CUDA_ERROR_NO_BINARY_FOR_GPU);
-  int registers = 0;
-  EXPECT_EQ(cuKernelGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, scaled, 0), CUDA_SUCCESS);
-  int blocks = 0;
-  ASSERT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, add, 256, 0), CUDA_SUCCESS);
-  EXPECT_EQ(blocks, 8);  // 2048 threads a multiprocessor
-
-  for (CUdeviceptr buffer : {a, b, c}) EXPECT_EQ(cuMemFree_v2(buffer), CUDA_SUCCESS);
-  EXPECT_EQ(cuLibraryUnload(library), CUDA_SUCCESS);
-  EXPECT_EQ(cuLibraryUnload(library), CUDA_ERROR_INVALID_HANDLE);
-}
-
 TEST_F(RuntimeSupport, TwoDimensionalCopiesMoveRowsAndPointersDescribeTheirMemory) {
   CUdeviceptr pitched = 0;
   size_t pitch = 0;

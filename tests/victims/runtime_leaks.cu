@@ -13,7 +13,8 @@
 //   shapes   pitched and 3D memory with 2D and 3D copies, managed memory, registered host
 //            memory, an array, pointer attributes; the data read back, nothing leaked
 //   kernels  vector_add, which the simulator has a host stand-in for, runs through the
-//            runtime; scale, device code only, fails to launch and the program goes on
+//            runtime; scale, device code only, fails to launch and the program goes on;
+//            a __device__ and a __constant__ variable read and written through the runtime
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -243,6 +244,26 @@ __global__ void scale(float *x, int n) {
   if (i < n) x[i] *= 2;
 }
 
+// Variables of device code: the runtime reads and writes them through the driver's
+// cuLibraryGetGlobal, which the simulator answers from the fat binary's cubin.
+__device__ int launches_seen = 41;
+__constant__ float coefficients[4] = {0.5f, 1.5f, 2.5f, 3.5f};
+
+static int variables() {
+  int seen = 0;
+  float read_back[4] = {};
+  CHECK(cudaMemcpyFromSymbol(&seen, launches_seen, sizeof seen));
+  CHECK(cudaMemcpyFromSymbol(read_back, coefficients, sizeof read_back));
+  const int next = seen + 1;
+  CHECK(cudaMemcpyToSymbol(launches_seen, &next, sizeof next));
+  CHECK(cudaMemcpyFromSymbol(&seen, launches_seen, sizeof seen));
+  size_t size = 0;
+  CHECK(cudaGetSymbolSize(&size, coefficients));
+  const bool ok = seen == 42 && read_back[0] == 0.5f && read_back[3] == 3.5f && size == sizeof read_back;
+  printf("variables: %s\n", ok ? "ok" : "WRONG");
+  return 0;
+}
+
 static int kernels() {
   const unsigned n = 1000;
   float host_a[n], host_b[n], host_c[n];
@@ -266,7 +287,7 @@ static int kernels() {
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   CHECK(cudaFree(c));
-  return 0;
+  return variables();
 }
 
 int main(int argc, char **argv) {
