@@ -379,7 +379,11 @@ typedef enum CUsharedconfig_enum {
 /* JIT linking, graphs and stream capture: declared so that the simulator answers them
  * (docs/simulator.md says what it does with them). */
 typedef struct CUlinkState_st *CUlinkState;
-typedef enum CUjitInputType_enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1, CU_JIT_INPUT_FATBINARY = 2 } CUjitInputType;
+typedef enum CUjitInputType_enum {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2
+} CUjitInputType;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;

@@ -271,10 +271,11 @@ LG_SIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int
   LG_SIM_ENTRY(cuCtxEnablePeerAccess);
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   int peer_device = -1;
-  if (CUresult status = driver().with_context(peerContext, [&](SimContext &peer) {
-        peer_device = peer.device;
-        return CUDA_SUCCESS;
-      });
+  if (CUresult status = driver().with_context(peerContext,
+                                              [&](SimContext &peer) {
+                                                peer_device = peer.device;
+                                                return CUDA_SUCCESS;
+                                              });
       peerContext == nullptr || status != CUDA_SUCCESS)
     return CUDA_ERROR_INVALID_CONTEXT;
   return driver().with_context(nullptr, [&](SimContext &context) {

@@ -326,8 +326,9 @@ LG_SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CU
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto *library = as_library(hmod);
   if (library == nullptr)
-    return leaseguard::sim::module_valid(reinterpret_cast<leaseguard::sim::SimModule *>(hmod)) ? CUDA_ERROR_NOT_FOUND
-                                                                                             : CUDA_ERROR_INVALID_HANDLE;
+    return leaseguard::sim::module_valid(reinterpret_cast<leaseguard::sim::SimModule *>(hmod))
+               ? CUDA_ERROR_NOT_FOUND
+               : CUDA_ERROR_INVALID_HANDLE;
   uint64_t address = 0;
   size_t size = 0;
   const CUresult status = leaseguard::sim::library_variable(library, name, &address, &size);
@@ -372,8 +373,9 @@ LG_SIM_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t
   LG_SIM_ENTRY(cuLinkComplete);
   if (state == nullptr || cubinOut == nullptr || sizeOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!g_said_link.exchange(true))
-    std::fprintf(stderr, "leaseguard-sim: JIT linking is not simulated: cuLinkComplete fails with "
-                         "CUDA_ERROR_NOT_SUPPORTED\n");
+    std::fprintf(stderr,
+                 "leaseguard-sim: JIT linking is not simulated: cuLinkComplete fails with "
+                 "CUDA_ERROR_NOT_SUPPORTED\n");
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -437,8 +439,7 @@ LG_SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, 
 }
 
 // Launch attributes (clusters, priorities, ...) change nothing for a kernel run on the host.
-LG_SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-                                        void **extra) {
+LG_SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {
   LG_SIM_ENTRY(cuLaunchKernelEx);
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
@@ -477,8 +478,8 @@ LG_SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUli
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   uint64_t address = 0;
   size_t size = 0;
-  const CUresult status =
-      leaseguard::sim::library_variable(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name, &address, &size);
+  const CUresult status = leaseguard::sim::library_variable(reinterpret_cast<leaseguard::sim::SimLibrary *>(library),
+                                                            name, &address, &size);
   if (status != CUDA_SUCCESS) return status;
   if (dptr != nullptr) *dptr = address;
   if (bytes != nullptr) *bytes = size;

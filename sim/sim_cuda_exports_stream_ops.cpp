@@ -143,8 +143,9 @@ LG_SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode mod
   LG_SIM_ENTRY(cuStreamBeginCapture_v2);
   if (CUresult status = check_context(); status != CUDA_SUCCESS) return status;
   if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
-  say_once(g_said_capture, "stream capture (CUDA graphs) is not simulated: cuStreamBeginCapture fails with "
-                           "CUDA_ERROR_NOT_SUPPORTED");
+  say_once(g_said_capture,
+           "stream capture (CUDA graphs) is not simulated: cuStreamBeginCapture fails with "
+           "CUDA_ERROR_NOT_SUPPORTED");
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -163,9 +164,9 @@ LG_SIM_EXPORT CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *capt
   return CUDA_SUCCESS;
 }
 
-LG_SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream, CUstreamCaptureStatus *captureStatus_out,
-                                                 cuuint64_t *id_out, CUgraph *graph_out,
-                                                 const CUgraphNode **dependencies_out, size_t *numDependencies_out) {
+LG_SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+                                                 CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                                                 size_t *numDependencies_out) {
   LG_SIM_ENTRY(cuStreamGetCaptureInfo_v2);
   if (captureStatus_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult status = check_context(); status != CUDA_SUCCESS) return status;

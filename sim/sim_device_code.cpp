@@ -256,7 +256,8 @@ bool collect_entries(const unsigned char *fatbin, size_t size, std::vector<Entry
     Entry entry;
     std::memcpy(&entry.header, cursor, sizeof entry.header);
     const uint64_t span = uint64_t{entry.header.header_size} + entry.header.stored_size;
-    if (entry.header.header_size < sizeof(FatbinEntryHeader) || span > static_cast<uint64_t>(end - cursor)) return false;
+    if (entry.header.header_size < sizeof(FatbinEntryHeader) || span > static_cast<uint64_t>(end - cursor))
+      return false;
     entry.payload = cursor + entry.header.header_size;
     entries.push_back(entry);
     cursor += span;
@@ -294,10 +295,9 @@ bool payload_of(const Entry &entry, Payload &payload) {
   payload.owned.reset(new unsigned char[header.uncompressed_size]);
   payload.data = payload.owned.get();
   if (lz4) {
-    const int produced = LZ4_decompress_safe(reinterpret_cast<const char *>(entry.payload),
-                                             reinterpret_cast<char *>(payload.owned.get()),
-                                             static_cast<int>(header.compressed_size),
-                                             static_cast<int>(header.uncompressed_size));
+    const int produced = LZ4_decompress_safe(
+        reinterpret_cast<const char *>(entry.payload), reinterpret_cast<char *>(payload.owned.get()),
+        static_cast<int>(header.compressed_size), static_cast<int>(header.uncompressed_size));
     if (produced < 0) return false;
     payload.size = static_cast<size_t>(produced);
     return true;
@@ -344,7 +344,8 @@ DeviceCodeStatus read_device_code(const void *data, size_t size, DeviceCode &out
   }
   if (size >= SELFMAG && is_elf(bytes))
     return read_cubin(bytes, size, out) ? DeviceCodeStatus::Read : DeviceCodeStatus::Corrupt;
-  const std::string_view text(reinterpret_cast<const char *>(bytes), strnlen(reinterpret_cast<const char *>(bytes), size));
+  const std::string_view text(reinterpret_cast<const char *>(bytes),
+                              strnlen(reinterpret_cast<const char *>(bytes), size));
   if (text.find(".version") == std::string_view::npos || text.find(".target") == std::string_view::npos)
     return DeviceCodeStatus::NotCode;
   read_ptx(text, out);

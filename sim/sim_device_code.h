@@ -45,9 +45,9 @@ struct DeviceCode {
 };
 
 enum class DeviceCodeStatus {
-  Read,         // `out` holds what the code declares
-  NotCode,      // not device code in any format above
-  Corrupt,      // device code that does not decode (CUDA_ERROR_INVALID_IMAGE)
+  Read,            // `out` holds what the code declares
+  NotCode,         // not device code in any format above
+  Corrupt,         // device code that does not decode (CUDA_ERROR_INVALID_IMAGE)
   NoBinaryForGpu,  // no entry the simulated device can run (CUDA_ERROR_NO_BINARY_FOR_GPU)
 };
 

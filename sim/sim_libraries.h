@@ -29,7 +29,7 @@ struct SimLibrary;
 struct LibraryKernel {
   std::string name;
   const SimKernel *stand_in = nullptr;
-  SimLibrary *library = nullptr;  // the library it came from (possibly unloaded since)
+  SimLibrary *library = nullptr;     // the library it came from (possibly unloaded since)
   std::atomic<bool> refused{false};  // its failed launch was reported on stderr
 };
 

@@ -217,7 +217,8 @@ TEST(Runtime, ADroppedCublasHandlesMemoryIsReportedAtCublasCreate) {
       const JsonValue &function = frame["function"];
       if (!function.is_null() && function.as_string() == "cublasCreate_v2") through_cublas_create = true;
       const JsonValue &file = frame["file"];
-      if (!file.is_null() && file.as_string().find("runtime_libraries.cu") != std::string::npos) from_the_program = true;
+      if (!file.is_null() && file.as_string().find("runtime_libraries.cu") != std::string::npos)
+        from_the_program = true;
     }
     EXPECT_TRUE(through_cublas_create && from_the_program) << run.result.err;
   }
@@ -230,7 +231,8 @@ TEST(Runtime, ADroppedCublasHandlesMemoryIsReportedAtCublasCreate) {
 TEST(Runtime, CufftStopsAtAPrivateDriverTableNobodyHasDescribed) {
   SKIP_WITHOUT_NVCC();
   TempDir out;
-  auto run = run_under_leaseguard(out.path(), {victim("runtime_libraries"), "cufft"}, {}, {{"LEASEGUARD_SIM_PROBE", "1"}});
+  auto run =
+      run_under_leaseguard(out.path(), {victim("runtime_libraries"), "cufft"}, {}, {{"LEASEGUARD_SIM_PROBE", "1"}});
   EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
   EXPECT_NE(run.result.out.find("cufftPlan1d: 5"), std::string::npos) << run.result.out;
   EXPECT_NE(run.result.err.find("export unknown table 6e163fbe-b958-444d-835c-e182aff1991e slot 7"), std::string::npos)

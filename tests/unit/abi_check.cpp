@@ -101,7 +101,8 @@ static_assert(static_cast<int>(ours::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) ==
 static_assert(static_cast<int>(ours::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) ==
               static_cast<int>(::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED));
 static_assert(static_cast<int>(ours::CUDA_ERROR_ILLEGAL_STATE) == static_cast<int>(::CUDA_ERROR_ILLEGAL_STATE));
-static_assert(static_cast<int>(ours::CU_STREAM_CAPTURE_STATUS_NONE) == static_cast<int>(::CU_STREAM_CAPTURE_STATUS_NONE));
+static_assert(static_cast<int>(ours::CU_STREAM_CAPTURE_STATUS_NONE) ==
+              static_cast<int>(::CU_STREAM_CAPTURE_STATUS_NONE));
 static_assert(static_cast<int>(ours::CU_STREAM_CAPTURE_MODE_RELAXED) ==
               static_cast<int>(::CU_STREAM_CAPTURE_MODE_RELAXED));
 static_assert(static_cast<int>(ours::CU_JIT_INPUT_FATBINARY) == static_cast<int>(::CU_JIT_INPUT_FATBINARY));

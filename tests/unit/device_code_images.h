@@ -138,9 +138,9 @@ inline std::vector<unsigned char> make_fatbin(const std::vector<FatbinEntry> &en
     header.flags = 0x11;  // 64-bit, Linux
     if (entry.compression == Compression::Lz4) {
       stored.resize(static_cast<size_t>(LZ4_compressBound(static_cast<int>(entry.payload.size()))));
-      const int written =
-          LZ4_compress_default(reinterpret_cast<const char *>(entry.payload.data()), reinterpret_cast<char *>(stored.data()),
-                               static_cast<int>(entry.payload.size()), static_cast<int>(stored.size()));
+      const int written = LZ4_compress_default(reinterpret_cast<const char *>(entry.payload.data()),
+                                               reinterpret_cast<char *>(stored.data()),
+                                               static_cast<int>(entry.payload.size()), static_cast<int>(stored.size()));
       stored.resize(static_cast<size_t>(written));
       header.flags |= sim::kFatbinCompressedLz4;
     } else if (entry.compression == Compression::Zstd) {

@@ -93,10 +93,11 @@ TEST(DeviceCode, PtxGivesItsEntriesAndItsModuleScopeVariables) {
 }
 
 TEST(DeviceCode, AFatBinaryIsReadAtTheHighestArchitectureTheDeviceRuns) {
-  const auto fatbin = make_fatbin({{kFatbinEntryElf, 75, sample_cubin("sm75_kernel")},
-                                   {kFatbinEntryElf, 90, sample_cubin("sm90_kernel"), Compression::Zstd},
-                                   {kFatbinEntryElf, 100, sample_cubin("sm100_kernel"), Compression::Lz4},
-                                   {kFatbinEntryPtx, 90, bytes_of(".version 8.8\n.target sm_90\n.entry ptx_kernel()\n{\n}\n")}});
+  const auto fatbin =
+      make_fatbin({{kFatbinEntryElf, 75, sample_cubin("sm75_kernel")},
+                   {kFatbinEntryElf, 90, sample_cubin("sm90_kernel"), Compression::Zstd},
+                   {kFatbinEntryElf, 100, sample_cubin("sm100_kernel"), Compression::Lz4},
+                   {kFatbinEntryPtx, 90, bytes_of(".version 8.8\n.target sm_90\n.entry ptx_kernel()\n{\n}\n")}});
   const DeviceCode code = read_ok(fatbin);
   EXPECT_EQ(code.kernels.count("sm90_kernel"), 1u);
   EXPECT_EQ(code.kernels.count("sm75_kernel"), 0u);
@@ -120,13 +121,14 @@ TEST(DeviceCode, Lz4AndZstdEntriesReadAsTheStoredOne) {
 }
 
 TEST(DeviceCode, PtxIsReadWhenNoCubinFitsAndNothingFittingIsNoBinaryForTheGpu) {
-  const DeviceCode code = read_ok(make_fatbin(
-      {{kFatbinEntryElf, 100, sample_cubin("sm100_kernel")},
-       {kFatbinEntryPtx, 80, bytes_of(".version 8.0\n.target sm_80\n.visible .entry jit_me()\n{\n}\n"), Compression::Lz4}}));
+  const DeviceCode code = read_ok(
+      make_fatbin({{kFatbinEntryElf, 100, sample_cubin("sm100_kernel")},
+                   {kFatbinEntryPtx, 80, bytes_of(".version 8.0\n.target sm_80\n.visible .entry jit_me()\n{\n}\n"),
+                    Compression::Lz4}}));
   EXPECT_EQ(code.kernels, (std::set<std::string>{"jit_me"}));
 
-  const auto too_new = make_fatbin({{kFatbinEntryElf, 100, sample_cubin("k")},
-                                    {kFatbinEntryPtx, 120, bytes_of(".version 9.0\n.target sm_120\n")}});
+  const auto too_new = make_fatbin(
+      {{kFatbinEntryElf, 100, sample_cubin("k")}, {kFatbinEntryPtx, 120, bytes_of(".version 9.0\n.target sm_120\n")}});
   DeviceCode none;
   EXPECT_EQ(read_device_code(too_new.data(), too_new.size(), none), DeviceCodeStatus::NoBinaryForGpu);
 }
