@@ -679,6 +679,8 @@ typedef union CUstreamBatchMemOpParams_union {
     (pKernel, library, name))                                                                   \
   X(cuLibraryGetGlobal, (CUdeviceptr * dptr, size_t *bytes, CUlibrary library, const char *name), \
     (dptr, bytes, library, name))                                                               \
+  X(cuLibraryGetManaged, (CUdeviceptr * dptr, size_t *bytes, CUlibrary library, const char *name), \
+    (dptr, bytes, library, name))                                                               \
   X(cuKernelGetLibrary, (CUlibrary * pLib, CUkernel kernel), (pLib, kernel))                   \
   X(cuModuleLoadDataEx,                                                                         \
     (CUmodule * module, const void *image, unsigned int numOptions, CUjit_option *options,      \
@@ -728,6 +730,22 @@ typedef union CUstreamBatchMemOpParams_union {
   X(cuGraphExecKernelNodeSetParams,                                                             \
     (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams),  \
     (hGraphExec, hNode, nodeParams))                                                            \
+  X(cuStreamWaitValue32_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
+    (stream, addr, value, flags))                                                               \
+  X(cuStreamBatchMemOp_ptsz,                                                                    \
+    (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags), \
+    (stream, count, paramArray, flags))                                                         \
+  X(cuMemPrefetchAsync_ptsz, (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream), \
+    (devPtr, count, dstDevice, hStream))                                                        \
+  X(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode)) \
+  X(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph))          \
+  X(cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus),         \
+    (hStream, captureStatus))                                                                   \
+  X(cuStreamGetCaptureInfo_v2_ptsz,                                                             \
+    (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,            \
+     CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out),    \
+    (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out))     \
+  X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))      \
   X(cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags), (peerContext, Flags))  \
   X(cuCtxDisablePeerAccess, (CUcontext peerContext), (peerContext))                             \
   X(cuKernelGetFunction, (CUfunction * pFunc, CUkernel kernel), (pFunc, kernel))                \

@@ -486,6 +486,20 @@ LG_SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUli
   return CUDA_SUCCESS;
 }
 
+// A `__managed__` variable: the same memory cuLibraryGetGlobal gives it. NOT_FOUND for others.
+LG_SIM_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
+  LG_SIM_ENTRY(cuLibraryGetManaged);
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  size_t size = 0;
+  const CUresult status = leaseguard::sim::library_variable(reinterpret_cast<leaseguard::sim::SimLibrary *>(library),
+                                                            name, &address, &size, true);
+  if (status != CUDA_SUCCESS) return status;
+  if (dptr != nullptr) *dptr = address;
+  if (bytes != nullptr) *bytes = size;
+  return CUDA_SUCCESS;
+}
+
 // A function is its kernel: a launch accepts either handle, as on the driver.
 LG_SIM_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
   LG_SIM_ENTRY(cuKernelGetFunction);

@@ -231,3 +231,33 @@ LG_SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec, CUgraphNode, 
   LG_SIM_ENTRY(cuGraphExecKernelNodeSetParams);
   return CUDA_ERROR_INVALID_VALUE;
 }
+
+// ---- Per-thread default stream variants: the same, as every stream is idle here ----
+
+LG_SIM_EXPORT CUresult cuStreamWaitValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                                unsigned int flags) {
+  return cuStreamWaitValue32(stream, addr, value, flags);
+}
+LG_SIM_EXPORT CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count,
+                                               CUstreamBatchMemOpParams *paramArray, unsigned int flags) {
+  return cuStreamBatchMemOp(stream, count, paramArray, flags);
+}
+LG_SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream stream) {
+  return cuMemPrefetchAsync(devPtr, count, dstDevice, stream);
+}
+LG_SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode) {
+  return cuStreamBeginCapture_v2(stream, mode);
+}
+LG_SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph *phGraph) {
+  return cuStreamEndCapture(stream, phGraph);
+}
+LG_SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus *captureStatus) {
+  return cuStreamIsCapturing(stream, captureStatus);
+}
+LG_SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream stream, CUstreamCaptureStatus *captureStatus_out,
+                                                      cuuint64_t *id_out, CUgraph *graph_out,
+                                                      const CUgraphNode **dependencies_out,
+                                                      size_t *numDependencies_out) {
+  return cuStreamGetCaptureInfo_v2(stream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out);
+}
+LG_SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }

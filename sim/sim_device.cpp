@@ -448,11 +448,20 @@ CUresult SimDriver::checked_context_locked(SimContext **out) const {
 }
 
 CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool) {
+  return allocate_in(bytes, kind, address, pool, true);
+}
+
+CUresult SimDriver::allocate_unowned(size_t bytes, MemoryKind kind, uint64_t *address) {
+  if (kind == MemoryKind::Async) return CUDA_ERROR_INVALID_VALUE;  // a pool's, through a context
+  return allocate_in(bytes, kind, address, nullptr, false);
+}
+
+CUresult SimDriver::allocate_in(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context) {
   if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mutex_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  CUcontext ctx = current();
-  if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  CUcontext ctx = in_context ? current() : nullptr;
+  if (in_context && (ctx == nullptr || !context_valid_locked(ctx))) return CUDA_ERROR_INVALID_CONTEXT;
   size_t reserved = round_up(bytes, kAlignment);
   if (reserved < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   if (takes_capacity(kind) && (reserved > capacity_ || used_ > capacity_ - reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -492,7 +501,7 @@ CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, S
   }
   *address = reinterpret_cast<uint64_t>(base);
   allocations_.emplace(*address, allocation);
-  list_allocation(allocation.context, *address);
+  if (allocation.context != nullptr) list_allocation(allocation.context, *address);
   return CUDA_SUCCESS;
 }
 

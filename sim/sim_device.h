@@ -172,6 +172,9 @@ class SimDriver {
   // device of the current context too). Async allocations name their pool (null: the
   // current device's default pool).
   CUresult allocate(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool = nullptr);
+  // Memory of no context, freed only by release(): a library's __managed__ variables, which
+  // exist for the process before any context does.
+  CUresult allocate_unowned(size_t bytes, MemoryKind kind, uint64_t *address);
   // Frees an allocation whose kind is one of `allowed`; unknown or mismatched: INVALID_VALUE.
   CUresult release(uint64_t address, std::initializer_list<MemoryKind> allowed);
 
@@ -229,6 +232,7 @@ class SimDriver {
 
  private:
   SimDriver();
+  CUresult allocate_in(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context);
   void free_context_memory_locked(SimContext *ctx);
   // A context ends: its storage is taken out under the lock, and the destructors run after
   // the lock is released (they call back into the driver).

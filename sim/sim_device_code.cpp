@@ -46,7 +46,8 @@ bool is_elf(const void *image) {
 
 // ---- Cubins (ELF) ----
 
-constexpr unsigned char kCudaEntry = 0x10;  // st_other of a kernel (STO_CUDA_ENTRY)
+constexpr unsigned char kCudaEntry = 0x10;    // st_other of a kernel (STO_CUDA_ENTRY)
+constexpr unsigned char kCudaManaged = 0x04;  // st_other of a __managed__ variable
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
@@ -106,6 +107,7 @@ bool read_cubin(const unsigned char *elf, size_t size, DeviceCode &out) {
       if (type != STT_OBJECT || !holds_variables(string_at(header.e_shstrndx, home.sh_name))) continue;
       DeviceVariable variable;
       variable.size = symbol.st_size;
+      variable.managed = (symbol.st_other & kCudaManaged) != 0;
       const bool in_range = symbol.st_value <= home.sh_size && symbol.st_size <= home.sh_size - symbol.st_value;
       if (home.sh_type != SHT_NOBITS && in_range && home.sh_offset <= size && home.sh_size <= size - home.sh_offset) {
         const unsigned char *start = elf + home.sh_offset + symbol.st_value;
@@ -178,6 +180,11 @@ void read_ptx_variable(const std::vector<std::string> &tokens, DeviceCode &out) 
   while (i < tokens.size() && (tokens[i] == ".visible" || tokens[i] == ".weak")) ++i;
   if (i >= tokens.size() || (tokens[i] != ".global" && tokens[i] != ".const")) return;
   ++i;
+  bool managed = false;
+  if (i < tokens.size() && tokens[i] == ".attribute") {  // .attribute(.managed)
+    for (++i; i < tokens.size() && tokens[i] != ")"; ++i) managed = managed || tokens[i] == ".managed";
+    ++i;
+  }
   if (i < tokens.size() && tokens[i] == ".align") i += 2;
   while (i < tokens.size() && (tokens[i] == ".v2" || tokens[i] == ".v4")) ++i;  // vectors: rare, read as scalars
   if (i + 1 >= tokens.size()) return;
@@ -195,6 +202,7 @@ void read_ptx_variable(const std::vector<std::string> &tokens, DeviceCode &out) 
     if (count > kMaxEntryBytes) return;  // not a declaration nvcc writes
   }
   DeviceVariable variable;
+  variable.managed = managed;
   variable.size = unsized ? 0 : count * element;
   if (i < tokens.size() && tokens[i] == "=") {
     for (++i; i < tokens.size(); ++i) {

@@ -15,7 +15,8 @@
 //     for zstd compression, uncompressed size) followed by its payload;
 //   - a cubin: a 64-bit ELF whose kernels are STT_FUNC symbols marked STO_CUDA_ENTRY (0x10
 //     in st_other) and whose variables are STT_OBJECT symbols in .nv.global (zeroed),
-//     .nv.global.init or .nv.constantN (initialised);
+//     .nv.global.init or .nv.constantN (initialised), a `__managed__` one marked 0x04 in
+//     st_other (nvcc 13's cubins, checked here);
 //   - PTX text: `.entry NAME(` and module-scope `.global` / `.const` declarations.
 // The layout of fat binaries follows public reverse-engineering notes (the ZLUDA project's
 // dark_api/src/fatbin.rs and cuda_types/src/dark_api.rs); the libraries of the toolkit
@@ -37,6 +38,7 @@ namespace leaseguard::sim {
 struct DeviceVariable {
   size_t size = 0;
   std::vector<unsigned char> initial;  // its first bytes (the rest zero); empty: all zero
+  bool managed = false;                // `__managed__`: st_other 0x04 / .attribute(.managed)
 };
 
 struct DeviceCode {

@@ -60,6 +60,8 @@ bool unload_library(SimLibrary *library) {
   // Its variables' memory, in every context still alive (a destroyed context took its own).
   for (const auto &[owner, address] : library->variable_memory)
     if (still_owned(address, owner.first)) (void)SimDriver::instance().release(address, {MemoryKind::Module});
+  for (const auto &[name, address] : library->managed_memory)
+    (void)SimDriver::instance().release(address, {MemoryKind::Managed});
   if (library->stand_ins != nullptr) unload_module(library->stand_ins);
   delete library;  // its kernels stay valid handles that fail to launch (a real driver's stay too)
   return true;
@@ -93,16 +95,33 @@ CUresult library_kernel(SimLibrary *library, const char *name, LibraryKernel **o
   return CUDA_SUCCESS;
 }
 
-CUresult library_variable(SimLibrary *library, const char *name, uint64_t *address, size_t *size) {
+CUresult library_variable(SimLibrary *library, const char *name, uint64_t *address, size_t *size, bool managed_only) {
   SimDriver &driver = SimDriver::instance();
   std::lock_guard lock(g_libraries_mutex);
   if (!live(library)) return CUDA_ERROR_INVALID_HANDLE;
   const auto found = library->code.variables.find(name);
-  if (found == library->code.variables.end()) return CUDA_ERROR_NOT_FOUND;
+  if (found == library->code.variables.end() || (managed_only && !found->second.managed)) return CUDA_ERROR_NOT_FOUND;
   const DeviceVariable &variable = found->second;
+  const size_t bytes = std::max<size_t>(variable.size, 1);
+  if (variable.managed) {
+    // Unified memory, one copy for the process, there before any context (the runtime asks
+    // for it at registration): memory of no context, freed at the unload.
+    uint64_t &memory = library->managed_memory[name];
+    if (memory == 0) {
+      const CUresult status = driver.allocate_unowned(bytes, MemoryKind::Managed, &memory);
+      if (status != CUDA_SUCCESS) {
+        library->managed_memory.erase(name);
+        return status;
+      }
+      std::memset(reinterpret_cast<void *>(memory), 0, bytes);
+      std::memcpy(reinterpret_cast<void *>(memory), variable.initial.data(), std::min(variable.initial.size(), bytes));
+    }
+    *address = memory;
+    *size = variable.size;
+    return CUDA_SUCCESS;
+  }
   const CUcontext context = driver.current();
   if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  const size_t bytes = std::max<size_t>(variable.size, 1);
   uint64_t &memory = library->variable_memory[{context, name}];
   // A destroyed context took the memory with it; a new context under the same handle gets its own.
   if (memory == 0 || !still_owned(memory, context)) {

@@ -39,6 +39,8 @@ struct SimLibrary {
   DeviceCode code;                 // what its device code declares (device code only)
   // Device memory of its variables: (context, name) -> address.
   std::map<std::pair<CUcontext, std::string>, uint64_t> variable_memory;
+  // `__managed__` variables: one copy for the process, whatever context is current.
+  std::map<std::string, uint64_t> managed_memory;
 };
 
 // A live library loaded from `image`, or the status a driver gives: INVALID_IMAGE (neither
@@ -51,7 +53,10 @@ bool library_valid(const SimLibrary *library);
 CUresult library_kernel(SimLibrary *library, const char *name, LibraryKernel **out);
 // The device memory of variable `name` in the current context. INVALID_HANDLE: not a live
 // library; NOT_FOUND: no such variable; INVALID_CONTEXT: no current context.
-CUresult library_variable(SimLibrary *library, const char *name, uint64_t *address, size_t *size);
+// `managed_only`: cuLibraryGetManaged, which finds only `__managed__` variables (their
+// memory is host memory here, as all the simulator's is, so the host reads them directly).
+CUresult library_variable(SimLibrary *library, const char *name, uint64_t *address, size_t *size,
+                          bool managed_only = false);
 // The library kernel `handle` is (a CUkernel, or a CUfunction made from one), else null.
 const LibraryKernel *as_library_kernel(const void *handle);
 

@@ -13,9 +13,9 @@ int main() {
   using namespace std::chrono_literals;
   std::vector<leaseguard::GpuMemHandle> cache;  // outlives the session on purpose
   {
-    leaseguard::GpuSession job({.name = "job-42", .ttl = 100ms, .on_expiry = leaseguard::OnExpiry::Reclaim});
+    leaseguard::GpuSession job({.name = "job-42", .ttl = 500ms, .on_expiry = leaseguard::OnExpiry::Reclaim});
     for (int i = 0; i < 4; ++i) cache.push_back(job.mem_alloc(1 << 20));
-    std::this_thread::sleep_for(300ms);  // over budget: the lease expires and reclaims
+    while (!job.expired()) std::this_thread::sleep_for(10ms);  // over budget: the lease expires and reclaims
     std::printf("expired: %s, first buffer freed: %s\n", job.expired() ? "yes" : "no", cache[0].freed() ? "yes" : "no");
     try {
       job.mem_alloc(16);

@@ -4,10 +4,15 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
+#include <thread>
+
+#include "leaseguard/session.hpp"
 
 namespace leaseguard::testing {
 
@@ -32,6 +37,28 @@ inline void sim_fail(const std::string &spec, const char *library = "libcuda.so.
 inline std::span<const std::byte> sim_module() {
   static const char image[] = "leaseguard-sim-module:vector_add,fill_u32,mixed_args";
   return std::as_bytes(std::span(image, sizeof image));
+}
+
+// A session with a short TTL holding one allocation of `bytes`. On a loaded machine a short
+// TTL can end before the first allocation is made; then the session is made again with twice
+// the TTL, until the allocation comes first (what the tests need is the order, not the time).
+inline GpuMemHandle allocate_before_expiry(std::optional<GpuSession> &session, SessionOptions options, size_t bytes) {
+  for (;; options.ttl *= 2) {
+    session.emplace(options);
+    try {
+      return session->mem_alloc(bytes);
+    } catch (const Error &error) {
+      if (error.kind() != ErrorKind::LeaseExpired || options.ttl > std::chrono::minutes(1)) throw;
+    }
+  }
+}
+
+// Waits for the session's lease to end (its TTL's teardown runs on another thread).
+inline bool wait_for_expiry(const GpuSession &session) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!session.expired() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return session.expired();
 }
 
 }  // namespace leaseguard::testing

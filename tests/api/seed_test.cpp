@@ -170,14 +170,14 @@ TEST(Seed, ContextDestroyedOrDriverUnloadingCountAsFreed) {
 // "If the lease has already expired, the daemon's lease-expiry teardown chain has already
 // freed the device memory, so Drop suppresses the call entirely in that case."
 TEST(Seed, ADropAfterTheLeaseExpiredAndReclaimedCallsNothing) {
-  GpuSession session({.name = "seed-9", .ttl = std::chrono::milliseconds(100)});
-  GpuMemHandle handle = session.mem_alloc(4096);
-  const uint64_t allocated_frees = sim_calls("cuMemFree_v2");
-  for (int i = 0; i < 500 && !session.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(session.expired());
+  std::optional<GpuSession> lease;
+  const uint64_t frees_before = sim_calls("cuMemFree_v2");
+  GpuMemHandle handle = allocate_before_expiry(lease, {.name = "seed-9", .ttl = std::chrono::milliseconds(100)}, 4096);
+  GpuSession &session = *lease;
+  ASSERT_TRUE(wait_for_expiry(session));
   const uint64_t after_reclaim = sim_calls("cuMemFree_v2");
-  EXPECT_EQ(after_reclaim, allocated_frees + 1);  // the teardown freed it
-  EXPECT_TRUE(handle.freed());                    // reclaimed counts as freed
+  EXPECT_EQ(after_reclaim, frees_before + 1);  // the teardown freed it
+  EXPECT_TRUE(handle.freed());                 // reclaimed counts as freed
   handle = GpuMemHandle();
   EXPECT_EQ(sim_calls("cuMemFree_v2"), after_reclaim);  // the drop did not call the driver
 }

@@ -82,10 +82,10 @@ TEST(Session, AnEndedSessionRefusesWork) {
 }
 
 TEST(Session, ATtlExpiryReclaimsAndLateDropsAreHarmless) {
-  GpuSession session({.name = "ttl", .ttl = std::chrono::milliseconds(50)});
-  GpuMemHandle handle = session.mem_alloc(1 << 20);
-  for (int i = 0; i < 500 && !session.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(session.expired());
+  std::optional<GpuSession> lease;
+  GpuMemHandle handle = allocate_before_expiry(lease, {.name = "ttl", .ttl = std::chrono::milliseconds(50)}, 1 << 20);
+  GpuSession &session = *lease;
+  ASSERT_TRUE(wait_for_expiry(session));
   EXPECT_EQ(kind_of([&] { session.mem_alloc(8); }), ErrorKind::LeaseExpired);
   EXPECT_EQ(kind_of([&] { session.mem_free(handle); }), ErrorKind::LeaseExpired);
   const uint64_t frees = sim_calls("cuMemFree_v2");

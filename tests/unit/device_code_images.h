@@ -20,6 +20,7 @@ struct CubinVariable {
   std::string name;
   size_t size;
   std::vector<unsigned char> initial;  // empty: in .nv.global (zeroed), else .nv.global.init
+  bool managed = false;                // __managed__: marked 0x04 in st_other
 };
 
 // A 64-bit ELF cubin: each kernel an STO_CUDA_ENTRY function in its own .text section, one
@@ -44,6 +45,7 @@ inline std::vector<unsigned char> make_cubin(const std::vector<std::string> &ker
     symbol.st_name = add_name(symbol_names, variable.name);
     symbol.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
     symbol.st_size = variable.size;
+    symbol.st_other = variable.managed ? 0x04 : 0;
     if (variable.initial.empty()) {
       symbol.st_shndx = 5;
       symbol.st_value = zeroed;

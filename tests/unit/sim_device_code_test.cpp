@@ -24,7 +24,8 @@ namespace {
 const std::vector<unsigned char> kAnswer = {42, 0, 0, 0};
 
 std::vector<unsigned char> sample_cubin(const std::string &kernel) {
-  return make_cubin({kernel, "_Z5scalePfi"}, {{"answer", 4, kAnswer}, {"buffer", 64, {}}});
+  return make_cubin({kernel, "_Z5scalePfi"},
+                    {{"answer", 4, kAnswer}, {"buffer", 64, {}}, {"shared_total", 4, {9, 0, 0, 0}, true}});
 }
 
 DeviceCode read_ok(const std::vector<unsigned char> &image) {
@@ -49,6 +50,8 @@ TEST(DeviceCode, ACubinGivesItsKernelsAndItsVariablesWithTheirInitialBytes) {
   ASSERT_EQ(code.variables.count("buffer"), 1u);
   EXPECT_EQ(code.variables.at("buffer").size, 64u);
   EXPECT_TRUE(code.variables.at("buffer").initial.empty());
+  EXPECT_FALSE(code.variables.at("answer").managed);
+  EXPECT_TRUE(code.variables.at("shared_total").managed);
 }
 
 TEST(DeviceCode, PtxGivesItsEntriesAndItsModuleScopeVariables) {
@@ -62,6 +65,7 @@ TEST(DeviceCode, PtxGivesItsEntriesAndItsModuleScopeVariables) {
 .const .align 4 .f32 scale = 0f3F800000;   /* 1.0f */
 .global .align 1 .b8 message[] = {104, 105, 0};
 .global .align 4 .u32 grid[2][3];
+.visible .global .attribute(.managed) .align 4 .u32 unified = 5;
 .visible .entry _Z4fillPji(
   .param .u64 _Z4fillPji_param_0,
   .param .u32 _Z4fillPji_param_1
@@ -89,6 +93,9 @@ TEST(DeviceCode, PtxGivesItsEntriesAndItsModuleScopeVariables) {
   EXPECT_EQ(code.variables.at("scale").initial, (std::vector<unsigned char>{0x00, 0x00, 0x80, 0x3f}));
   EXPECT_EQ(code.variables.at("message").size, 3u);
   EXPECT_EQ(code.variables.at("grid").size, 24u);
+  EXPECT_TRUE(code.variables.at("unified").managed);
+  EXPECT_EQ(code.variables.at("unified").initial, (std::vector<unsigned char>{5, 0, 0, 0}));
+  EXPECT_FALSE(code.variables.at("counter").managed);
   EXPECT_EQ(code.variables.at("after_the_kernels").initial, (std::vector<unsigned char>{3, 0, 0, 0}));
 }
 
@@ -262,6 +269,18 @@ TEST_F(Libraries, AVariableIsDeviceMemoryOfItsSizeHoldingItsInitialValueUntilThe
   EXPECT_EQ(cuLibraryGetGlobal(&buffer, &bytes, library, "absent"), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(cuMemFree_v2(answer), CUDA_ERROR_INVALID_VALUE);  // not the program's to free
   EXPECT_LT(free_memory(), before);
+
+  // A __managed__ variable: one copy, there with no context current, readable by the host.
+  CUdeviceptr managed = 0;
+  EXPECT_EQ(cuLibraryGetManaged(&managed, &bytes, library, "answer"), CUDA_ERROR_NOT_FOUND);  // not managed
+  ASSERT_EQ(cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuLibraryGetManaged(&managed, &bytes, library, "shared_total"), CUDA_SUCCESS);
+  EXPECT_EQ(*reinterpret_cast<const int *>(managed), 9);
+  EXPECT_EQ(cuLibraryGetGlobal(&answer, &bytes, library, "answer"), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+  CUdeviceptr same = 0;
+  ASSERT_EQ(cuLibraryGetGlobal(&same, &bytes, library, "shared_total"), CUDA_SUCCESS);
+  EXPECT_EQ(same, managed);
 
   EXPECT_EQ(cuLibraryUnload(library), CUDA_SUCCESS);
   EXPECT_EQ(free_memory(), before);

@@ -14,7 +14,8 @@
 //            memory, an array, pointer attributes; the data read back, nothing leaked
 //   kernels  vector_add, which the simulator has a host stand-in for, runs through the
 //            runtime; scale, device code only, fails to launch and the program goes on;
-//            a __device__ and a __constant__ variable read and written through the runtime
+//            __device__, __constant__ and __managed__ variables read and written through the
+//            runtime
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -248,6 +249,7 @@ __global__ void scale(float *x, int n) {
 // cuLibraryGetGlobal, which the simulator answers from the fat binary's cubin.
 __device__ int launches_seen = 41;
 __constant__ float coefficients[4] = {0.5f, 1.5f, 2.5f, 3.5f};
+__managed__ int managed_total = 5;  // unified memory: the host reads and writes it directly
 
 static int variables() {
   int seen = 0;
@@ -259,7 +261,12 @@ static int variables() {
   CHECK(cudaMemcpyFromSymbol(&seen, launches_seen, sizeof seen));
   size_t size = 0;
   CHECK(cudaGetSymbolSize(&size, coefficients));
-  const bool ok = seen == 42 && read_back[0] == 0.5f && read_back[3] == 3.5f && size == sizeof read_back;
+  const int managed_before = managed_total;
+  managed_total = 9;
+  int managed_read = 0;
+  CHECK(cudaMemcpyFromSymbol(&managed_read, managed_total, sizeof managed_read));
+  const bool ok = seen == 42 && read_back[0] == 0.5f && read_back[3] == 3.5f && size == sizeof read_back &&
+                  managed_before == 5 && managed_read == 9;
   printf("variables: %s\n", ok ? "ok" : "WRONG");
   return 0;
 }
