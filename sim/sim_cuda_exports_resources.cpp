@@ -275,6 +275,19 @@ leaseguard::sim::SimLibrary *as_library(CUmodule hmod) {
   return leaseguard::sim::library_valid(library) ? library : nullptr;
 }
 
+// A library's variable into the driver's two outputs, either of which may be null.
+CUresult variable_of(leaseguard::sim::SimLibrary *library, const char *name, bool managed_only, CUdeviceptr *dptr,
+                     size_t *bytes) {
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  size_t size = 0;
+  const CUresult status = leaseguard::sim::library_variable(library, name, &address, &size, managed_only);
+  if (status != CUDA_SUCCESS) return status;
+  if (dptr != nullptr) *dptr = address;
+  if (bytes != nullptr) *bytes = size;
+  return CUDA_SUCCESS;
+}
+
 CUresult load_module(CUmodule *module, const void *image) {
   if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
@@ -323,19 +336,12 @@ LG_SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, con
 // A variable of a module loaded from device code (a simulator module declares none).
 LG_SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) {
   LG_SIM_ENTRY(cuModuleGetGlobal_v2);
-  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto *library = as_library(hmod);
   if (library == nullptr)
     return leaseguard::sim::module_valid(reinterpret_cast<leaseguard::sim::SimModule *>(hmod))
                ? CUDA_ERROR_NOT_FOUND
                : CUDA_ERROR_INVALID_HANDLE;
-  uint64_t address = 0;
-  size_t size = 0;
-  const CUresult status = leaseguard::sim::library_variable(library, name, &address, &size);
-  if (status != CUDA_SUCCESS) return status;
-  if (dptr != nullptr) *dptr = address;
-  if (bytes != nullptr) *bytes = size;
-  return CUDA_SUCCESS;
+  return variable_of(library, name, false, dptr, bytes);
 }
 
 // JIT linking is not simulated: inputs are checked (device code, as nvcc makes it) and
@@ -475,29 +481,13 @@ LG_SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, 
 // context, holding its initial value. Either output may be null.
 LG_SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
   LG_SIM_ENTRY(cuLibraryGetGlobal);
-  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t address = 0;
-  size_t size = 0;
-  const CUresult status = leaseguard::sim::library_variable(reinterpret_cast<leaseguard::sim::SimLibrary *>(library),
-                                                            name, &address, &size);
-  if (status != CUDA_SUCCESS) return status;
-  if (dptr != nullptr) *dptr = address;
-  if (bytes != nullptr) *bytes = size;
-  return CUDA_SUCCESS;
+  return variable_of(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name, false, dptr, bytes);
 }
 
 // A `__managed__` variable: the same memory cuLibraryGetGlobal gives it. NOT_FOUND for others.
 LG_SIM_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
   LG_SIM_ENTRY(cuLibraryGetManaged);
-  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t address = 0;
-  size_t size = 0;
-  const CUresult status = leaseguard::sim::library_variable(reinterpret_cast<leaseguard::sim::SimLibrary *>(library),
-                                                            name, &address, &size, true);
-  if (status != CUDA_SUCCESS) return status;
-  if (dptr != nullptr) *dptr = address;
-  if (bytes != nullptr) *bytes = size;
-  return CUDA_SUCCESS;
+  return variable_of(reinterpret_cast<leaseguard::sim::SimLibrary *>(library), name, true, dptr, bytes);
 }
 
 // A function is its kernel: a launch accepts either handle, as on the driver.

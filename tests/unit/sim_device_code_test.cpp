@@ -10,6 +10,7 @@
 #define LG_CUDA_DEFINES_ENTRY_POINTS 1
 #include "device_code_images.h"
 #include "lg_cuda.h"
+#include "sim_context_fixture.h"
 #include "sim_device_code.h"
 
 using leaseguard::sim::DeviceCode;
@@ -165,15 +166,8 @@ TEST(DeviceCode, CorruptCodeIsRefusedAndNothingOutsideItIsRead) {
 
 namespace {
 
-class Libraries : public ::testing::Test {
+class Libraries : public leaseguard::testing::PrimaryContextTest {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
-    ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
-    ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
-  }
-  void TearDown() override { EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS); }
-  CUcontext primary_ = nullptr;
   // vector_add(const float *, const float *, float *, unsigned) as nvcc names it, which the
   // simulator has a stand-in for, and scale(float *, int), which it has not.
   const std::vector<unsigned char> fatbin_ =

@@ -9,20 +9,12 @@
 
 #define LG_CUDA_DEFINES_ENTRY_POINTS 1
 #include "lg_cuda.h"
+#include "sim_context_fixture.h"
 #include "sim_integrity.h"
 
 namespace {
 
-class RuntimeSupport : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
-    ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
-    ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
-  }
-  void TearDown() override { EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS); }
-  CUcontext primary_ = nullptr;
-};
+class RuntimeSupport : public leaseguard::testing::PrimaryContextTest {};
 
 CUuuid id_of(std::initializer_list<unsigned> bytes) {
   CUuuid id{};

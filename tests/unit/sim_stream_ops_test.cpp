@@ -7,19 +7,11 @@
 
 #define LG_CUDA_DEFINES_ENTRY_POINTS 1
 #include "lg_cuda.h"
+#include "sim_context_fixture.h"
 
 namespace {
 
-class StreamOps : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
-    ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
-    ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
-  }
-  void TearDown() override { EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS); }
-  CUcontext primary_ = nullptr;
-};
+class StreamOps : public leaseguard::testing::PrimaryContextTest {};
 
 CUstreamBatchMemOpParams write_op(CUdeviceptr address, uint64_t value, bool wide) {
   CUstreamBatchMemOpParams op{};
