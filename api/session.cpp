@@ -169,6 +169,13 @@ GpuMemHandle GpuSession::mem_alloc(std::size_t bytes) {
   event.context = session.backend->context_of(session.device);
   event.lease = session.lease;
   api::record_alloc(event, caller);
+  // The lease may have ended while the driver allocated (its TTL, on another thread). Then
+  // the allocation was either reclaimed with it or, recorded after its end, left to the
+  // process: neither is the session's to hand out. It goes back (`allocation`'s release
+  // frees it unless it was reclaimed), and the caller is told as for any allocation in an
+  // ended lease; a handle whose freed() said true while its memory was live never escapes.
+  if (session.lease_over())
+    detail::fail(ErrorKind::LeaseExpired, "session \"" + session.name + "\": its lease ended while allocating");
   return GpuMemHandle(std::move(allocation));
 }
 
