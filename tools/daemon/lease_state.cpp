@@ -72,6 +72,14 @@ bool LeaseState::apply(std::string_view line) {
     return true;
   }
   if (id == 0) return false;  // every other line follows a grant
+  if (key == "holder") {
+    pid_t pid = 0;
+    uint64_t start = 0;
+    if (!number(word(rest), pid) || pid <= 0 || !number(rest, start)) return false;
+    holder_pid = pid;
+    holder_start_time = start;
+    return true;
+  }
   if (key == "deadline") {
     uint64_t deadline = 0;
     if (!number(rest, deadline)) return false;
@@ -81,13 +89,13 @@ bool LeaseState::apply(std::string_view line) {
   if (key == "process") {
     LeaseProcess process;
     const std::string_view pid = word(rest), start = word(rest);
-    if (!number(pid, process.pid) || process.pid <= 0 || !number(start, process.start_time) || rest.empty() ||
-        rest[0] != '/')
+    if (!number(pid, process.pid) || process.pid <= 0 || !number(start, process.start_time) ||
+        (rest != "-" && (rest.empty() || rest[0] != '/')))
       return false;
     process.journal = rest;
     for (LeaseProcess &known : processes)
       if (known.pid == process.pid && known.start_time == process.start_time) {
-        known.journal = process.journal;  // registered again (an exec): its newest journal
+        if (process.journal != "-") known.journal = process.journal;  // registered again (an exec)
         return true;
       }
     processes.push_back(std::move(process));
@@ -130,6 +138,9 @@ bool LeaseState::apply(std::string_view line) {
 std::string granted_line(uint64_t id, std::string_view name, uid_t owner, uint64_t grace_ms, Teardown teardown) {
   return "granted=" + std::to_string(id) + " " + std::string(name) + " " + std::to_string(owner) + " " +
          std::to_string(grace_ms) + " " + std::string(teardown_name(teardown));
+}
+std::string holder_line(pid_t pid, uint64_t start_time) {
+  return "holder=" + std::to_string(pid) + " " + std::to_string(start_time);
 }
 std::string deadline_line(uint64_t deadline_ms) { return "deadline=" + std::to_string(deadline_ms); }
 std::string process_line(pid_t pid, uint64_t start_time, std::string_view journal) {

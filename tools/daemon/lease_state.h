@@ -6,9 +6,12 @@
 // "key=value..." text, one event each:
 //
 //   granted=ID NAME OWNER_UID GRACE_MS TEARDOWN   the first line of every lease file
+//   holder=PID START_TIME                         the client that asked for it (`lease start`):
+//                                                 its descendants are the lease's, itself not
 //   deadline=BOOTTIME_MS                          the lease ends then (0: no TTL); repeated
 //                                                 by `extend`, the last one holds
-//   process=PID START_TIME JOURNAL                a process joined (JOURNAL may have spaces)
+//   process=PID START_TIME JOURNAL                a process joined (JOURNAL may have spaces;
+//                                                 "-": found, not registered: no journal)
 //   ending=ENDED_BY BOOTTIME_MS                   the teardown chain began
 //   stage=STAGE BOOTTIME_MS                       a stage of the chain began
 //   freed=PID BYTES                               what a process freed when asked (reclaim)
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "authority_protocol.h"
+#include "process_table.h"
 
 namespace leaseguard::authority {
 
@@ -55,6 +59,8 @@ struct LeaseState {
   uint64_t id = 0;
   std::string name;
   uid_t owner = 0;
+  pid_t holder_pid = 0;
+  uint64_t holder_start_time = 0;
   uint64_t grace_ms = kDefaultGraceMs;
   Teardown teardown = Teardown::Report;
   uint64_t deadline_ms = 0;  // CLOCK_BOOTTIME; 0: no TTL
@@ -64,6 +70,8 @@ struct LeaseState {
   Stage stage = Stage::Live;
   uint64_t ended_ms = 0;
   std::vector<LeaseProcess> processes;
+  // Not kept in the file: the processes sent SIGTERM by this daemon since it started.
+  std::vector<ProcessName> sent_sigterm;
 
   bool ended() const { return stage == Stage::Done; }
   // Applies one line; false (the state unchanged) if it is not a well-formed event.
@@ -72,6 +80,7 @@ struct LeaseState {
 
 // The lines that make each event (without the newline).
 std::string granted_line(uint64_t id, std::string_view name, uid_t owner, uint64_t grace_ms, Teardown teardown);
+std::string holder_line(pid_t pid, uint64_t start_time);
 std::string deadline_line(uint64_t deadline_ms);
 std::string process_line(pid_t pid, uint64_t start_time, std::string_view journal);
 std::string ending_line(EndReason reason, uint64_t now_ms);

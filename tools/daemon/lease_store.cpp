@@ -9,6 +9,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "files.h"
+
 namespace leaseguard::authority {
 namespace {
 
@@ -81,20 +83,18 @@ LeaseStore::~LeaseStore() {
 }
 
 bool LeaseStore::open(const std::string &directory, std::string &error) {
-  if (mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
-    error = system_error("cannot make the state directory " + directory);
+  // The directory's own path follows the rules for leaseguard's output (files.h): a link on
+  // the way only if this user or root owns it, the directory this user's, writable by no one
+  // else. Inside it nothing is followed.
+  const int path_fd = open_output_directory(directory, error);
+  if (path_fd < 0) {
+    error = "state directory: " + error;
     return false;
   }
-  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  close(path_fd);
   if (fd < 0) {
-    error = errno == ELOOP || errno == ENOTDIR ? "the state directory " + directory + " is not a directory (a symlink?)"
-                                               : system_error("cannot open the state directory " + directory);
-    return false;
-  }
-  struct stat status {};
-  if (fstat(fd, &status) != 0 || status.st_uid != geteuid() || (status.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    error = "the state directory " + directory + " must belong to this user and be writable by no one else";
-    close(fd);
+    error = system_error("cannot open the state directory " + directory);
     return false;
   }
   if (directory_fd_ >= 0) close(directory_fd_);

@@ -8,9 +8,10 @@
 // written whole under a temporary name and renamed into place, so a lease exists with its
 // grant or not at all.
 //
-// Hostile contents: the directory is opened without following a symlink and must belong to
-// the daemon's user and be writable by no one else; every file in it is opened relative to
-// it with O_NOFOLLOW, so a symlink planted there is refused, never followed. A file that is
+// Hostile contents: the directory is opened as leaseguard's output directories are (files.h:
+// no link someone else owns is followed on the way; it must belong to the daemon's user and
+// be writable by no one else); every file in it is opened relative to it with O_NOFOLLOW, so
+// a symlink planted there is refused, never followed. A file that is
 // not a lease file, or a lease file whose first line is not a grant, is skipped with a
 // warning and left alone.
 #pragma once
@@ -30,8 +31,8 @@ class LeaseStore {
   LeaseStore(const LeaseStore &) = delete;
   LeaseStore &operator=(const LeaseStore &) = delete;
 
-  // Opens (making it, mode 0700, if absent) `directory`; false with `error` if it cannot, or
-  // if it is a symlink or another user's, or others may write in it.
+  // Opens (making it, mode 0700, and its parents if absent) `directory`; false with `error`
+  // if it cannot, or if it is another user's, or others may write in it.
   bool open(const std::string &directory, std::string &error);
 
   // Every lease kept there, and the next id to grant. One warning per file it skipped.

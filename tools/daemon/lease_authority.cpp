@@ -1,0 +1,275 @@
+#include "lease_authority.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace leaseguard::authority {
+namespace {
+
+// While a lease's processes are being ended, how often the authority looks again.
+constexpr uint64_t kTeardownPollMs = 50;
+
+Answer ok(std::vector<std::pair<std::string, std::string>> fields = {}) { return Answer{true, std::move(fields)}; }
+
+bool may_manage(const LeaseState &lease, const Peer &peer) { return peer.uid == 0 || peer.uid == lease.owner; }
+
+}  // namespace
+
+bool LeaseAuthority::recover(uint64_t now_ms, std::vector<std::string> &warnings, std::string &error) {
+  std::vector<LeaseState> kept;
+  if (!store_.load(kept, next_id_, warnings, error)) return false;
+  const std::string boot = current_boot_id(), stored_boot = store_.stored_boot_id();
+  const bool rebooted = !stored_boot.empty() && stored_boot != boot;
+  if (!store_.record_boot_id(boot, error)) return false;
+  for (LeaseState &lease : kept) {
+    const uint64_t id = lease.id;
+    leases_[id] = std::move(lease);
+    if (rebooted) {
+      // Its processes ended with the boot, and its times were of that boot's clock.
+      LeaseState &restored = leases_[id];
+      restored.deadline_ms = 0;
+      restored.stages.clear();
+      if (restored.ended_by == EndReason::None) begin_ending(restored, EndReason::Exit, now_ms);
+    }
+  }
+  return true;
+}
+
+LeaseState *LeaseAuthority::find(std::string_view name_or_id) {
+  for (auto &[id, lease] : leases_)
+    if (!lease.ended() && lease.name == name_or_id) return &lease;
+  uint64_t id = 0;
+  auto [end, problem] = std::from_chars(name_or_id.data(), name_or_id.data() + name_or_id.size(), id);
+  if (problem != std::errc() || end != name_or_id.data() + name_or_id.size()) return nullptr;
+  auto found = leases_.find(id);
+  return found != leases_.end() ? &found->second : nullptr;
+}
+
+bool LeaseAuthority::record(LeaseState &lease, const std::string &line, std::string &error) {
+  if (!store_.append(lease.id, line, error)) return false;
+  lease.apply(line);
+  return true;
+}
+
+std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uint64_t now_ms) {
+  switch (request.verb) {
+    case Verb::Start: return grant(request, peer, now_ms);
+    case Verb::Register: return join(request, peer);
+    case Verb::List: return list(peer, now_ms);
+    case Verb::End:
+    case Verb::Extend:
+    case Verb::Exited: break;
+  }
+  LeaseState *lease = find(request.lease);
+  if (lease == nullptr || !may_manage(*lease, peer))
+    return error_answer("no lease '" + request.lease + "' of yours");  // another's is not told apart
+  std::string error;
+  if (request.verb == Verb::Extend) {
+    if (lease->ended_by != EndReason::None) return error_answer("lease " + request.lease + " has ended");
+    if (lease->deadline_ms == 0) return error_answer("lease " + request.lease + " has no time-to-live to extend");
+    if (!record(*lease, deadline_line(lease->deadline_ms + request.ttl_ms), error)) return error_answer(error);
+    return format_answer(
+        ok({{"id", std::to_string(lease->id)},
+            {"ttl_remaining_ms", std::to_string(lease->deadline_ms - std::min(lease->deadline_ms, now_ms))}}));
+  }
+  if (lease->ended_by == EndReason::None)
+    begin_ending(*lease, request.verb == Verb::End ? EndReason::End : EndReason::Exit, now_ms);
+  return format_answer(
+      ok({{"id", std::to_string(lease->id)}, {"ended_by", std::string(end_reason_name(lease->ended_by))}}));
+}
+
+std::string LeaseAuthority::grant(const Request &request, const Peer &peer, uint64_t now_ms) {
+  if (!request.name.empty() && find(request.name) != nullptr && !find(request.name)->ended())
+    return error_answer("a lease named '" + request.name + "' is live already");
+  const std::optional<ProcessName> holder = live_process(peer.pid);
+  if (!holder) return error_answer("the asking process has ended");
+  const uint64_t id = next_id_++;
+  const std::string name = request.name.empty() ? std::to_string(id) : request.name;
+  const std::vector<std::string> lines = {granted_line(id, name, peer.uid, request.grace_ms, request.teardown),
+                                          holder_line(holder->pid, holder->start_time),
+                                          deadline_line(request.ttl_ms == 0 ? 0 : now_ms + request.ttl_ms)};
+  std::string error;
+  if (!store_.create(id, lines, error)) return error_answer(error);
+  LeaseState &lease = leases_[id];
+  for (const std::string &line : lines) lease.apply(line);
+  return format_answer(ok({{"id", std::to_string(id)}, {"name", name}}));
+}
+
+std::string LeaseAuthority::join(const Request &request, const Peer &peer) {
+  LeaseState *lease = find(request.lease);
+  // A process joins only a lease of its own user (root's may join any): another user's
+  // process could otherwise have itself torn down with a job, or hide in it.
+  if (lease == nullptr || !may_manage(*lease, peer)) return error_answer("no lease '" + request.lease + "' of yours");
+  if (lease->ended_by != EndReason::None) return error_answer("lease " + request.lease + " has ended");
+  const std::optional<ProcessName> process = live_process(peer.pid);
+  if (!process || process->start_time != request.start_time)
+    return error_answer("the registering process is not the one that sent the request");
+  std::string error;
+  if (!record(*lease, process_line(process->pid, process->start_time, request.journal), error))
+    return error_answer(error);
+  return format_answer(ok({{"id", std::to_string(lease->id)}}));
+}
+
+std::string LeaseAuthority::list(const Peer &peer, uint64_t now_ms) const {
+  Answer answer = ok();
+  for (const auto &[id, lease] : leases_) {
+    if (!may_manage(lease, peer)) continue;
+    const uint64_t remaining = lease.deadline_ms == 0 ? 0 : lease.deadline_ms - std::min(lease.deadline_ms, now_ms);
+    answer.fields.emplace_back("lease", std::to_string(id) + " " + lease.name + " " + std::to_string(lease.owner) +
+                                            " " + std::string(teardown_name(lease.teardown)) + " " +
+                                            (lease.deadline_ms == 0 ? "-" : std::to_string(remaining)) + " " +
+                                            std::string(stage_name(lease.stage)) + " " +
+                                            std::to_string(lease.processes.size()));
+  }
+  return format_answer(answer);
+}
+
+void LeaseAuthority::begin_ending(LeaseState &lease, EndReason reason, uint64_t now_ms) {
+  std::string error;
+  // The state directory refusing a line (a full disk) must not keep a lease alive past its
+  // end: the teardown goes on in memory, and a restart would begin it again.
+  if (!record(lease, ending_line(reason, now_ms), error)) lease.apply(ending_line(reason, now_ms));
+}
+
+void LeaseAuthority::enter_stage(LeaseState &lease, Stage stage, uint64_t now_ms) {
+  std::string error;
+  const std::string line = stage == Stage::Done ? ended_line(now_ms) : stage_line(stage, now_ms);
+  if (!record(lease, line, error)) lease.apply(line);
+  if (stage != Stage::Done) ++stage_counts_[std::string(stage_name(stage))];
+}
+
+std::vector<ProcessName> LeaseAuthority::running_members(LeaseState &lease) {
+  std::vector<ProcessName> roots, members;
+  if (lease.holder_pid > 0) roots.push_back({lease.holder_pid, lease.holder_start_time});
+  for (const LeaseProcess &process : lease.processes) roots.push_back({process.pid, process.start_time});
+  const ProcessName holder{lease.holder_pid, lease.holder_start_time};
+  for (const ProcessName &root : roots)
+    for (const ProcessName &process : process_tree(root))
+      if (!(process == holder) && std::find(members.begin(), members.end(), process) == members.end())
+        members.push_back(process);
+  std::string error;
+  for (const ProcessName &member : members) {
+    const bool known = std::any_of(lease.processes.begin(), lease.processes.end(), [&](const LeaseProcess &process) {
+      return process.pid == member.pid && process.start_time == member.start_time;
+    });
+    if (!known && !record(lease, process_line(member.pid, member.start_time, "-"), error))
+      lease.apply(process_line(member.pid, member.start_time, "-"));
+  }
+  return members;
+}
+
+uint64_t LeaseAuthority::advance(LeaseState &lease, uint64_t now_ms) {
+  if (lease.ended()) return 0;
+  if (lease.ended_by == EndReason::None) {
+    if (lease.deadline_ms == 0) return 0;
+    if (now_ms < lease.deadline_ms) return lease.deadline_ms;
+    begin_ending(lease, EndReason::Expiry, now_ms);
+  }
+  const uint64_t stage_began = lease.stages.empty() ? lease.ending_ms : lease.stages.back().began_ms;
+  switch (lease.stage) {
+    case Stage::Live:
+      enter_stage(lease, lease.teardown == Teardown::Report ? Stage::Done : Stage::Reclaim, now_ms);
+      return advance(lease, now_ms);
+    case Stage::Reclaim:
+      // In-process reclaim is asked of each process through its control page (the
+      // preload's side); a process that cannot answer is ended by the stages after.
+      enter_stage(lease, lease.teardown == Teardown::Terminate ? Stage::Sigterm : Stage::Done, now_ms);
+      return advance(lease, now_ms);
+    case Stage::Sigterm: {
+      const std::vector<ProcessName> running = running_members(lease);
+      if (running.empty()) {
+        enter_stage(lease, Stage::Verify, now_ms);
+        return advance(lease, now_ms);
+      }
+      if (now_ms < stage_began + lease.grace_ms) {
+        // Each process gets it once, new ones (forked since) too: many programs take a
+        // second SIGTERM for "stop cleaning up". (A restarted daemon sends it once more.)
+        for (const ProcessName &process : running)
+          if (std::find(lease.sent_sigterm.begin(), lease.sent_sigterm.end(), process) == lease.sent_sigterm.end()) {
+            signal_process(process, SIGTERM);
+            lease.sent_sigterm.push_back(process);
+          }
+        return std::min(stage_began + lease.grace_ms, now_ms + kTeardownPollMs);
+      }
+      enter_stage(lease, Stage::Sigkill, now_ms);
+      return advance(lease, now_ms);
+    }
+    case Stage::Sigkill: {
+      const std::vector<ProcessName> running = running_members(lease);
+      if (running.empty()) {
+        enter_stage(lease, Stage::Verify, now_ms);
+        return advance(lease, now_ms);
+      }
+      for (const ProcessName &process : running) signal_process(process, SIGKILL);
+      return now_ms + kTeardownPollMs;
+    }
+    case Stage::Verify:
+      // The processes are gone (the stages before end only when none runs); what the device
+      // says they hold is checked where the device can be asked (NVML), and the report says
+      // whether it was.
+      enter_stage(lease, Stage::Done, now_ms);
+      return 0;
+    case Stage::Done: return 0;
+  }
+  return 0;
+}
+
+uint64_t LeaseAuthority::tick(uint64_t now_ms) {
+  uint64_t next = 0;
+  for (auto &[id, lease] : leases_) {
+    const uint64_t wake = advance(lease, now_ms);
+    if (wake != 0) next = next == 0 ? wake : std::min(next, wake);
+  }
+  return next;
+}
+
+bool LeaseAuthority::finished(uint64_t id) const {
+  auto found = leases_.find(id);
+  return found == leases_.end() || found->second.ended();
+}
+
+std::vector<std::pair<std::string, std::string>> LeaseAuthority::summary(uint64_t id) const {
+  std::vector<std::pair<std::string, std::string>> fields;
+  auto found = leases_.find(id);
+  if (found == leases_.end()) return fields;
+  const LeaseState &lease = found->second;
+  fields.emplace_back("id", std::to_string(lease.id));
+  fields.emplace_back("name", lease.name);
+  fields.emplace_back("ended_by", std::string(end_reason_name(lease.ended_by)));
+  fields.emplace_back("teardown", std::string(teardown_name(lease.teardown)));
+  for (const StageTime &stage : lease.stages)
+    fields.emplace_back("stage", std::string(stage_name(stage.stage)) + " " +
+                                     std::to_string(stage.began_ms - std::min(stage.began_ms, lease.ending_ms)));
+  for (const LeaseProcess &process : lease.processes)
+    fields.emplace_back(
+        "process", std::to_string(process.pid) + " " + std::to_string(process.freed_bytes) + " " + process.journal);
+  return fields;
+}
+
+void LeaseAuthority::forget(uint64_t id) {
+  std::string error;
+  store_.remove(id, error);
+  leases_.erase(id);
+}
+
+MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) const {
+  MetricsSnapshot snapshot;
+  for (const auto &[id, lease] : leases_) {
+    if (lease.ended_by != EndReason::None) continue;
+    LeaseMetrics entry;
+    entry.name = lease.name;
+    entry.id = id;
+    if (lease.deadline_ms != 0)
+      entry.ttl_remaining_seconds =
+          static_cast<double>(lease.deadline_ms - std::min(lease.deadline_ms, now_ms)) / 1000.0;
+    snapshot.processes_registered += lease.processes.size();
+    snapshot.leases.push_back(std::move(entry));
+  }
+  snapshot.teardown_stages = stage_counts_;
+  snapshot.leaked_bytes_total = leaked_bytes_total_;
+  return snapshot;
+}
+
+}  // namespace leaseguard::authority

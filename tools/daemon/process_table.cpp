@@ -1,0 +1,137 @@
+#include "process_table.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace leaseguard::authority {
+namespace {
+
+bool read_small_file(const std::string &path, std::string &contents) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  contents.clear();
+  char buffer[4096];
+  while (true) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    contents.append(buffer, static_cast<size_t>(got));
+    if (contents.size() > (1u << 20)) break;
+  }
+  close(fd);
+  return true;
+}
+
+template <typename Number>
+bool parse_number(std::string_view text, Number &value) {
+  auto [end, problem] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return problem == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+// State and start time from /proc/PID/stat. The command name (field 2) is in parentheses
+// and may hold spaces and parentheses itself: fields are counted after its last ')'.
+bool read_stat(pid_t pid, char &state, uint64_t &start_time) {
+  std::string stat;
+  if (!read_small_file("/proc/" + std::to_string(pid) + "/stat", stat)) return false;
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
+  std::string_view rest = std::string_view(stat).substr(close_paren + 2);
+  // Fields from 3 on: state is field 3, starttime field 22.
+  for (int field = 3; field <= 22; ++field) {
+    const size_t space = rest.find(' ');
+    const std::string_view value = rest.substr(0, space);
+    if (field == 3) {
+      if (value.size() != 1) return false;
+      state = value[0];
+    }
+    if (field == 22) return parse_number(value, start_time);
+    if (space == std::string_view::npos) return false;
+    rest.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<ProcessName> live_process(pid_t pid) {
+  char state = 0;
+  uint64_t start_time = 0;
+  if (pid <= 0 || !read_stat(pid, state, start_time) || state == 'Z' || state == 'X') return std::nullopt;
+  return ProcessName{pid, start_time};
+}
+
+bool still_runs(const ProcessName &process) {
+  const std::optional<ProcessName> now = live_process(process.pid);
+  return now && *now == process;
+}
+
+std::vector<ProcessName> children_of(const ProcessName &process) {
+  std::vector<ProcessName> children;
+  if (!still_runs(process)) return children;
+  const std::string tasks = "/proc/" + std::to_string(process.pid) + "/task";
+  DIR *listing = opendir(tasks.c_str());
+  if (listing == nullptr) return children;
+  while (const dirent *task = readdir(listing)) {
+    if (task->d_name[0] == '.') continue;
+    std::string list;
+    if (!read_small_file(tasks + "/" + task->d_name + "/children", list)) continue;
+    std::string_view rest = list;
+    while (!rest.empty()) {
+      const size_t space = rest.find(' ');
+      pid_t child = 0;
+      if (parse_number(rest.substr(0, space), child))
+        if (std::optional<ProcessName> found = live_process(child)) children.push_back(*found);
+      if (space == std::string_view::npos) break;
+      rest.remove_prefix(space + 1);
+    }
+  }
+  closedir(listing);
+  return children;
+}
+
+std::vector<ProcessName> process_tree(const ProcessName &process) {
+  std::vector<ProcessName> tree;
+  if (!still_runs(process)) return tree;
+  tree.push_back(process);
+  for (size_t next = 0; next < tree.size() && tree.size() < 100'000; ++next)
+    for (const ProcessName &child : children_of(tree[next])) tree.push_back(child);
+  return tree;
+}
+
+bool signal_process(const ProcessName &process, int signal) {
+#ifdef SYS_pidfd_open
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, process.pid, 0));
+  if (pidfd >= 0) {
+    // The pidfd names the process that had the pid when it was opened; checking the start
+    // time after opening it makes sure that is ours, and the signal cannot reach another.
+    const bool ours = still_runs(process);
+    const bool sent = ours && syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0) == 0;
+    close(pidfd);
+    return sent;
+  }
+  if (errno == ESRCH) return false;
+#endif
+  return still_runs(process) && kill(process.pid, signal) == 0;
+}
+
+std::optional<uid_t> process_owner(pid_t pid) {
+  std::string status;
+  if (!read_small_file("/proc/" + std::to_string(pid) + "/status", status)) return std::nullopt;
+  const size_t line = status.find("\nUid:\t");
+  if (line == std::string::npos) return std::nullopt;
+  std::string_view rest = std::string_view(status).substr(line + 6);
+  uid_t uid = 0;
+  if (!parse_number(rest.substr(0, rest.find('\t')), uid)) return std::nullopt;
+  return uid;
+}
+
+}  // namespace leaseguard::authority
