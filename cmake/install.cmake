@@ -5,7 +5,7 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS leaseguard RUNTIME DESTINATION bin)
 install(TARGETS leaseguard_preload LIBRARY DESTINATION lib)
-install(TARGETS leaseguard_sim_cuda leaseguard_sim_hip LIBRARY DESTINATION lib/leaseguard/sim NAMELINK_SKIP)
+install(TARGETS leaseguard_sim_cuda leaseguard_sim_hip leaseguard_sim_nvml LIBRARY DESTINATION lib/leaseguard/sim NAMELINK_SKIP)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leaseguard DESTINATION include)
 
 # leaseguard::annotate needs nothing at link time (weak symbols); leaseguard::api is the C++
@@ -27,3 +27,11 @@ install(FILES ${CMAKE_BINARY_DIR}/leaseguardConfig.cmake ${CMAKE_BINARY_DIR}/lea
   ${PROJECT_SOURCE_DIR}/cmake/leaseguardTesting.cmake DESTINATION lib/cmake/leaseguard)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/leaseguard.pc.in ${CMAKE_BINARY_DIR}/leaseguard.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/leaseguard.pc DESTINATION lib/pkgconfig)
+
+# The lease authority's systemd units: the node's (a system unit) and a user's.
+configure_file(${PROJECT_SOURCE_DIR}/tools/daemon/systemd/leaseguard.service.in
+  ${CMAKE_BINARY_DIR}/systemd/system/leaseguard.service @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/tools/daemon/systemd/leaseguard-user.service.in
+  ${CMAKE_BINARY_DIR}/systemd/user/leaseguard.service @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/systemd/system/leaseguard.service DESTINATION lib/systemd/system)
+install(FILES ${CMAKE_BINARY_DIR}/systemd/user/leaseguard.service DESTINATION lib/systemd/user)

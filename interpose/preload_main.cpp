@@ -1,5 +1,6 @@
 // Start-up and shutdown of the preload library: the process's core (core/process_start.h),
 // the termination signals, and the end of recording at exit.
+#include "authority_registration.h"
 #include "driver_queries.h"
 #include "heap_tracker.h"
 #include "preload_state.h"
@@ -25,6 +26,7 @@ __attribute__((constructor(101))) void preload_start() {
   Tracker *tracker = start_process_core(FrontEnd{reinterpret_cast<uintptr_t>(&preload_start), backend});
   g_pass_through = tracker == nullptr;
   if (tracker != nullptr) install_termination_handlers();
+  if (tracker != nullptr) register_with_lease_authority(tracker->options());
 }
 
 __attribute__((destructor(101))) void preload_finish() {

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "sim_usage.h"
+
 namespace leaseguard::sim {
 namespace {
 
@@ -213,6 +215,16 @@ bool takes_capacity(MemoryKind kind) {
 }
 }  // namespace
 
+void SimDriver::charge_locked(int device, size_t bytes) {
+  used_ += bytes;
+  publish_usage(device, static_cast<int64_t>(bytes));
+}
+
+void SimDriver::refund_locked(int device, size_t bytes) {
+  used_ -= bytes;
+  publish_usage(device, -static_cast<int64_t>(bytes));
+}
+
 void SimDriver::unmap_locked(uint64_t address, const SimAllocation &allocation) {
   void *base = reinterpret_cast<void *>(address);
   if (allocation.mapped) {
@@ -220,7 +232,8 @@ void SimDriver::unmap_locked(uint64_t address, const SimAllocation &allocation) 
   } else {
     std::free(allocation.heap_block);
   }
-  if (takes_capacity(allocation.kind)) used_ -= allocation.reserved;
+  if (takes_capacity(allocation.kind))
+    refund_locked(allocation.context != nullptr ? allocation.context->device : 0, allocation.reserved);
   if (allocation.pool != nullptr) allocation.pool->used -= allocation.reserved;
 }
 
@@ -229,7 +242,7 @@ void SimDriver::free_context_memory_locked(SimContext *ctx) {
   // memory objects do not.
   for (auto it = arrays_.begin(); it != arrays_.end();) {
     if (it->second->context == ctx) {
-      used_ -= it->second->bytes;
+      refund_locked(ctx->device, it->second->bytes);
       std::free(it->second->storage);
       delete it->second;
       it = arrays_.erase(it);
@@ -493,7 +506,7 @@ CUresult SimDriver::allocate_in(size_t bytes, MemoryKind kind, uint64_t *address
     base = reinterpret_cast<void *>(round_up(reinterpret_cast<uintptr_t>(allocation.heap_block), kAlignment));
   }
   allocation.reserved = reserved;
-  if (takes_capacity(kind)) used_ += reserved;
+  if (takes_capacity(kind)) charge_locked(allocation.context != nullptr ? allocation.context->device : 0, reserved);
   if (kind == MemoryKind::Async) {
     allocation.pool = pool;
     pool->used += reserved;

@@ -251,6 +251,10 @@ class SimDriver {
   int destroy_linger_ms_ = 0;    // LEASEGUARD_SIM_DESTROY_LINGER_MS: see linger_after_destroy
   uint64_t last_context_id_ = 0;
   size_t capacity_ = 0;
+  // What device memory is in use (used_), also published for the simulator's NVML
+  // (sim_usage.h): every change of used_ goes through these.
+  void charge_locked(int device, size_t bytes);
+  void refund_locked(int device, size_t bytes);
   size_t used_ = 0;
   std::vector<SimContext *> contexts_;    // never deleted: handles stay comparable (or are reused on request)
   std::vector<SimContext *> primaries_;   // one per device

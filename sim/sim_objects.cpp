@@ -43,7 +43,7 @@ CUresult SimDriver::create_array(size_t bytes, bool mipmapped, void **out) {
   void *storage = std::calloc(1, bytes);
   if (storage == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   auto *array = new SimArray{bytes, context, mipmapped, storage};
-  used_ += bytes;
+  charge_locked(context->device, bytes);
   arrays_[array] = array;
   *out = array;
   return CUDA_SUCCESS;
@@ -54,7 +54,7 @@ CUresult SimDriver::destroy_array(void *handle, bool mipmapped) {
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = arrays_.find(handle);
   if (it == arrays_.end() || it->second->mipmapped != mipmapped) return CUDA_ERROR_INVALID_HANDLE;
-  used_ -= it->second->bytes;
+  refund_locked(it->second->context->device, it->second->bytes);
   std::free(it->second->storage);
   delete it->second;
   arrays_.erase(it);

@@ -32,7 +32,7 @@ int protection(CUmemAccess_flags flags) {
 void SimDriver::release_physical_if_unused_locked(SimPhysical *physical) {
   if (physical->handles > 0 || physical->mappings > 0) return;
   close(physical->fd);
-  if (physical->counted) used_ -= physical->size;
+  if (physical->counted) refund_locked(physical->device, physical->size);
   delete physical;
 }
 
@@ -66,7 +66,7 @@ CUresult SimDriver::vmm_create(CUmemGenericAllocationHandle *handle, size_t size
   physical->exportable = (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0;
   physical->counted = counted;
   physical->handles = 1;
-  if (counted) used_ += size;
+  if (counted) charge_locked(device, size);
   *handle = reinterpret_cast<CUmemGenericAllocationHandle>(physical);
   physicals_[*handle] = physical;
   return CUDA_SUCCESS;

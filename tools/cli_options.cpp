@@ -306,6 +306,173 @@ bool parse_report(const std::vector<std::string> &arguments, size_t index, Repor
   return true;
 }
 
+// `daemon [--socket PATH] [--state DIR] [--metrics HOST:PORT] [--textfile PATH]`.
+bool parse_daemon(const std::vector<std::string> &arguments, size_t index, authority::DaemonOptions &daemon,
+                  std::string &error) {
+  for (; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    const size_t equals = argument.find('=');
+    const std::string name = argument.substr(0, equals);
+    std::optional<std::string> inline_value;
+    if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+    std::string *target = name == "--socket"     ? &daemon.socket
+                          : name == "--state"    ? &daemon.state_directory
+                          : name == "--metrics"  ? &daemon.metrics_address
+                          : name == "--textfile" ? &daemon.textfile
+                                                 : nullptr;
+    if (target == nullptr) {
+      error = "unknown option " + argument + " for 'daemon'";
+      return false;
+    }
+    if (!take_value(arguments, index, name, inline_value, *target, error)) return false;
+  }
+  return true;
+}
+
+// A duration that must be given and well-formed; `what` names it in the error.
+bool duration_value(const std::string &value, const std::string &what, uint64_t max_ms, uint64_t &ms,
+                    std::string &error) {
+  const std::optional<uint64_t> parsed = parse_duration_ms(value);
+  if (!parsed || *parsed > max_ms) {
+    error = what + " " + value + ": not a duration (examples: 250ms, 30s, 5m, 2h)";
+    return false;
+  }
+  ms = *parsed;
+  return true;
+}
+
+// Whether run's option `name` takes its value as the next argument (when not given with =).
+bool run_option_takes_value(const std::string &name) {
+  for (const auto &[option, apply] : kValueOptions)
+    if (name == option) return true;
+  for (const char *option : {"--stack-depth", "--journal", "--reachability", "--device-scan", "--keep"})
+    if (name == option) return true;
+  return false;
+}
+
+// `lease start`: its own options (--socket, --name, --ttl, --on-expiry, --grace) anywhere
+// before the command, where they mean the lease's; the rest are run's.
+bool parse_lease_start(const std::vector<std::string> &arguments, size_t index, LeaseOptions &lease,
+                       std::string &error) {
+  std::vector<std::string> run_arguments;
+  for (; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    if (argument == "--" || argument.rfind("--", 0) != 0) break;
+    const size_t equals = argument.find('=');
+    const std::string name = argument.substr(0, equals);
+    std::optional<std::string> inline_value;
+    if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+    if (name != "--socket" && name != "--name" && name != "--ttl" && name != "--on-expiry" && name != "--grace") {
+      run_arguments.push_back(argument);
+      if (!inline_value && run_option_takes_value(name) && index + 1 < arguments.size())
+        run_arguments.push_back(arguments[++index]);
+      continue;
+    }
+    std::string value;
+    if (!take_value(arguments, index, name, inline_value, value, error)) return false;
+    if (name == "--socket") {
+      lease.socket = value;
+    } else if (name == "--name") {
+      if (!authority::valid_lease_name(value)) {
+        error = "--name " + value + ": letters, digits and . _ - @ : + only, at most " +
+                std::to_string(authority::kMaxNameBytes) + " bytes";
+        return false;
+      }
+      lease.name = value;
+    } else if (name == "--ttl") {
+      if (!duration_value(value, "--ttl", authority::kMaxTtlMs, lease.ttl_ms, error)) return false;
+    } else if (name == "--grace") {
+      if (!duration_value(value, "--grace", authority::kMaxGraceMs, lease.grace_ms, error)) return false;
+    } else {
+      const std::optional<authority::Teardown> teardown = authority::teardown_from_name(value);
+      if (!teardown) {
+        error = "--on-expiry " + value + ": must be report, reclaim or terminate";
+        return false;
+      }
+      lease.teardown = *teardown;
+    }
+  }
+  run_arguments.insert(run_arguments.end(), arguments.begin() + static_cast<long>(index), arguments.end());
+  if (!parse_run(run_arguments, 0, lease.run, error)) {
+    if (error.rfind("'run' needs a command", 0) == 0)
+      error = "'lease start' needs a command: leaseguard lease start [OPTIONS] -- COMMAND [ARG...]";
+    else if (const size_t at = error.find(" for 'run'"); at != std::string::npos)
+      error.replace(at, 10, " for 'lease start'");
+    return false;
+  }
+  return true;
+}
+
+// `lease list [--json]`, `lease end NAME|ID`, `lease extend NAME|ID DURATION`, each with --socket.
+bool parse_lease(const std::vector<std::string> &arguments, size_t index, LeaseOptions &lease, std::string &error) {
+  if (index >= arguments.size()) {
+    error = "'lease' needs what to do: start, list, end or extend";
+    return false;
+  }
+  const std::string verb = arguments[index++];
+  if (verb == "start") {
+    lease.verb = LeaseVerb::Start;
+    return parse_lease_start(arguments, index, lease, error);
+  }
+  std::vector<std::string> operands;
+  for (; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    const size_t equals = argument.find('=');
+    const std::string name = argument.substr(0, equals);
+    std::optional<std::string> inline_value;
+    if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+    if (name == "--socket") {
+      if (!take_value(arguments, index, name, inline_value, lease.socket, error)) return false;
+    } else if (argument == "--json" && verb == "list") {
+      lease.json = true;
+    } else if (argument.rfind("--", 0) == 0) {
+      error = "unknown option " + argument + " for 'lease " + verb + "'";
+      return false;
+    } else {
+      operands.push_back(argument);
+    }
+  }
+  const size_t wanted = verb == "list" ? 0 : verb == "end" ? 1 : verb == "extend" ? 2 : SIZE_MAX;
+  if (wanted == SIZE_MAX) {
+    error = "unknown lease command '" + verb + "': start, list, end or extend";
+    return false;
+  }
+  if (operands.size() != wanted) {
+    error = verb == "list"  ? "'lease list' takes no operands"
+            : verb == "end" ? "'lease end' needs the lease: leaseguard lease end NAME|ID"
+                            : "'lease extend' needs the lease and a duration: leaseguard lease extend NAME|ID DURATION";
+    return false;
+  }
+  lease.verb = verb == "list" ? LeaseVerb::List : verb == "end" ? LeaseVerb::End : LeaseVerb::Extend;
+  if (wanted >= 1) lease.target = operands[0];
+  if (!lease.target.empty() && !authority::valid_lease_name(lease.target)) {
+    error = "'" + lease.target + "' is not a lease's name or id";
+    return false;
+  }
+  return wanted < 2 || duration_value(operands[1], "'lease extend'", authority::kMaxTtlMs, lease.extend_ms, error);
+}
+
+// `top [--once] [--socket PATH] [--out DIR]`.
+bool parse_top(const std::vector<std::string> &arguments, size_t index, TopOptions &top, std::string &error) {
+  for (; index < arguments.size(); ++index) {
+    const std::string &argument = arguments[index];
+    const size_t equals = argument.find('=');
+    const std::string name = argument.substr(0, equals);
+    std::optional<std::string> inline_value;
+    if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+    if (argument == "--once") {
+      top.once = true;
+    } else if (name == "--socket" || name == "--out") {
+      if (!take_value(arguments, index, name, inline_value, name == "--socket" ? top.socket : top.out_dir, error))
+        return false;
+    } else {
+      error = "unknown option " + argument + " for 'top'";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool is_help(const std::string &argument) { return argument == "--help" || argument == "-h"; }
 
 // `leaseguard run --help` asks for the usage, as with every other tool; the same word after
@@ -342,6 +509,18 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
     command.subcommand = Subcommand::Run;
     return parse_run(arguments, 1, command.run, error);
   }
+  if (first == "daemon") {
+    command.subcommand = Subcommand::Daemon;
+    return parse_daemon(arguments, 1, command.daemon, error);
+  }
+  if (first == "lease") {
+    command.subcommand = Subcommand::Lease;
+    return parse_lease(arguments, 1, command.lease, error);
+  }
+  if (first == "top") {
+    command.subcommand = Subcommand::Top;
+    return parse_top(arguments, 1, command.top, error);
+  }
   if (first == "report") {
     command.subcommand = Subcommand::Report;
     return parse_report(arguments, 1, command.report, error);
@@ -369,6 +548,12 @@ Usage:
   leaseguard report [OPTIONS] PATH...     render journals (a directory is searched) and
                                           JSON reports, merged into one report
   leaseguard diff [OPTIONS] BASELINE CURRENT   the leak groups in CURRENT that BASELINE lacks
+  leaseguard daemon [--socket PATH] [--state DIR] [--metrics HOST:PORT] [--textfile PATH]
+                                          the node lease authority (docs/lease-authority.md)
+  leaseguard lease start [--name NAME] [--ttl DURATION] [--on-expiry report|reclaim|terminate]
+                         [--grace DURATION] [run's options] -- COMMAND [ARG...]
+  leaseguard lease list [--json] | end NAME|ID | extend NAME|ID DURATION   (each: --socket PATH)
+  leaseguard top [--once] [--socket PATH] [--out DIR]   leases, processes and live device memory
   leaseguard --help | --version          (also: leaseguard run|report|diff --help)
 
 Options of run:

@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "api_ids.h"
+#include "authority_protocol.h"
+#include "daemon/daemon_server.h"
 #include "options.h"
+#include "top_command.h"
 
 namespace leaseguard::cli {
 
@@ -59,12 +62,32 @@ struct ReportOptions {
   bool all_runs = false;  // a directory of runs: every run, not only the newest
 };
 
-enum class Subcommand { Help, Version, Run, Report, Diff };
+// `leaseguard lease ...`: asks the node lease authority (docs/lease-authority.md).
+enum class LeaseVerb { Start, List, End, Extend };
+
+struct LeaseOptions {
+  LeaseVerb verb = LeaseVerb::List;
+  std::string socket;  // --socket; empty: the default (authority::socket_path)
+  // start: the lease asked for, and the command run under it with run's options.
+  std::string name;
+  uint64_t ttl_ms = 0;
+  authority::Teardown teardown = authority::Teardown::Report;
+  uint64_t grace_ms = authority::kDefaultGraceMs;
+  RunOptions run;
+  std::string target;      // end, extend: NAME|ID
+  uint64_t extend_ms = 0;  // extend: DURATION
+  bool json = false;       // list --json
+};
+
+enum class Subcommand { Help, Version, Run, Report, Diff, Daemon, Lease, Top };
 
 struct Command {
   Subcommand subcommand = Subcommand::Help;
   RunOptions run;
   ReportOptions report;
+  authority::DaemonOptions daemon;
+  LeaseOptions lease;
+  TopOptions top;
 };
 
 // Parses argv[1..]. On error returns false with `error` set.

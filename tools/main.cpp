@@ -1,14 +1,17 @@
-// leaseguard's command-line entry point: dispatch to run and report.
+// leaseguard's command-line entry point: dispatch to run, report, diff, daemon and lease.
 #include <cstdio>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "cli_options.h"
+#include "daemon/daemon_server.h"
 #include "files.h"
+#include "lease_command.h"
 #include "report_output.h"
 #include "run_command.h"
 #include "run_directories.h"
+#include "top_command.h"
 
 #ifndef LEASEGUARD_VERSION
 #define LEASEGUARD_VERSION "0.0.0"
@@ -74,6 +77,9 @@ int dispatch(int argc, char **argv) {
     case Subcommand::Run: return run_command(command.run);
     case Subcommand::Report: return report_command(command.report, false);
     case Subcommand::Diff: return report_command(command.report, true);
+    case Subcommand::Daemon: return leaseguard::authority::run_daemon(command.daemon);
+    case Subcommand::Lease: return lease_command(command.lease);
+    case Subcommand::Top: return top_command(command.top);
   }
   return kUsageError;
 }

@@ -112,8 +112,10 @@ std::string preload_list(const InstallPaths &paths, const std::string &executabl
 // `recording_disabled`: the command will see LEASEGUARD_DISABLE=1 (its report says so).
 std::vector<std::string> child_environment(const RunOptions &options, const InstallPaths &paths,
                                            const std::string &executable, const std::string &run_dir,
-                                           const std::string &run_id, bool &recording_disabled) {
+                                           const std::string &run_id, const RunExtras *extras,
+                                           bool &recording_disabled) {
   std::map<std::string, std::string> overrides;
+  if (extras != nullptr) overrides = extras->environment;
   overrides["LD_PRELOAD"] = preload_list(paths, executable);
   if (options.sim) {
     const char *library_path = std::getenv("LD_LIBRARY_PATH");
@@ -278,7 +280,7 @@ bool report_the_run(const RunOptions &options, const std::string &out_dir, const
 
 }  // namespace
 
-int run_command(const RunOptions &options) {
+int run_command(const RunOptions &options, const RunExtras *extras) {
   std::string error, executable, out_dir;
   InstallPaths paths;
   int status = kUsageError;
@@ -293,15 +295,16 @@ int run_command(const RunOptions &options) {
   }
   const std::string run_id = make_run_id();
   report::Report report;
-  const pid_t command =
-      start_command(options.command,
-                    child_environment(options, paths, executable, *run_dir, run_id, report.recording_disabled), error);
+  const pid_t command = start_command(
+      options.command,
+      child_environment(options, paths, executable, *run_dir, run_id, extras, report.recording_disabled), error);
   if (command == 0) {
     fail(error);
     return kUsageError;
   }
   int command_status = 0;
   const report::ExitStatuses exits = wait_for_the_tree(command, command_status);
+  if (extras != nullptr && extras->tree_ended) extras->tree_ended(exits, command_status);
   report.simulated = options.sim;
   if (!report_the_run(options, out_dir, *run_dir, run_id, exits, report, error)) {
     fail(error);

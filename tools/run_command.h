@@ -2,10 +2,23 @@
 // reports what leaked.
 #pragma once
 
+#include <functional>
+#include <map>
+#include <string>
+
 #include "cli_options.h"
+#include "report/report_model.h"
 
 namespace leaseguard::cli {
 
-int run_command(const RunOptions &options);
+// What `lease start` adds to a run: variables the command's processes get (the lease they
+// join), and what to do once the whole tree has ended, before the report (tell the lease
+// authority, and wait for the lease's teardown).
+struct RunExtras {
+  std::map<std::string, std::string> environment;
+  std::function<void(const report::ExitStatuses &exits, int command_status)> tree_ended;
+};
+
+int run_command(const RunOptions &options, const RunExtras *extras = nullptr);
 
 }  // namespace leaseguard::cli

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "daemon/authority_protocol.h"
+#include "authority_protocol.h"
 #include "daemon/lease_state.h"
 #include "daemon/lease_store.h"
 #include "daemon/metrics_text.h"

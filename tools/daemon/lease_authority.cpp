@@ -1,6 +1,9 @@
 #include "lease_authority.h"
 
+#include "device_memory_check.h"
+
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <charconv>
@@ -14,6 +17,23 @@ constexpr uint64_t kTeardownPollMs = 50;
 Answer ok(std::vector<std::pair<std::string, std::string>> fields = {}) { return Answer{true, std::move(fields)}; }
 
 bool may_manage(const LeaseState &lease, const Peer &peer) { return peer.uid == 0 || peer.uid == lease.owner; }
+
+// The answer, cut to what one message may carry: the fields that do not fit are counted in a
+// last more=N field.
+std::string bounded(Answer &answer) {
+  size_t bytes = 3, kept = 0;  // "ok\n"
+  const size_t room = kMaxAnswerBytes - 32;
+  while (kept < answer.fields.size()) {
+    const size_t line = answer.fields[kept].first.size() + answer.fields[kept].second.size() + 2;
+    if (bytes + line > room) break;
+    bytes += line;
+    ++kept;
+  }
+  const size_t left_out = answer.fields.size() - kept;
+  answer.fields.resize(kept);
+  if (left_out > 0) answer.fields.emplace_back("more", std::to_string(left_out));
+  return format_answer(answer);
+}
 
 }  // namespace
 
@@ -58,9 +78,11 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
     case Verb::Start: return grant(request, peer, now_ms);
     case Verb::Register: return join(request, peer);
     case Verb::List: return list(peer, now_ms);
+    case Verb::Snapshot: return snapshot(peer, now_ms);
     case Verb::End:
     case Verb::Extend:
-    case Verb::Exited: break;
+    case Verb::Exited:
+    case Verb::Wait: break;
   }
   LeaseState *lease = find(request.lease);
   if (lease == nullptr || !may_manage(*lease, peer))
@@ -74,6 +96,8 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
         ok({{"id", std::to_string(lease->id)},
             {"ttl_remaining_ms", std::to_string(lease->deadline_ms - std::min(lease->deadline_ms, now_ms))}}));
   }
+  if (request.verb == Verb::Wait)  // the server holds the answer until the teardown is done
+    return format_answer(ok({{"id", std::to_string(lease->id)}}));
   if (lease->ended_by == EndReason::None)
     begin_ending(*lease, request.verb == Verb::End ? EndReason::End : EndReason::Exit, now_ms);
   return format_answer(
@@ -123,7 +147,30 @@ std::string LeaseAuthority::list(const Peer &peer, uint64_t now_ms) const {
                                             std::string(stage_name(lease.stage)) + " " +
                                             std::to_string(lease.processes.size()));
   }
-  return format_answer(answer);
+  return bounded(answer);
+}
+
+// For `leaseguard top`: "lease=ID NAME TTL_MS|- STAGE" per live lease of the sender's, then
+// "process=LEASE_ID PID DEVICE BYTES" per process and device holding memory (a process
+// holding none: DEVICE and BYTES are "-").
+std::string LeaseAuthority::snapshot(const Peer &peer, uint64_t now_ms) {
+  Answer answer = ok();
+  for (auto &[id, lease] : leases_) {
+    if (!may_manage(lease, peer) || lease.ended()) continue;
+    const uint64_t remaining = lease.deadline_ms - std::min(lease.deadline_ms, now_ms);
+    answer.fields.emplace_back("lease", std::to_string(id) + " " + lease.name + " " +
+                                            (lease.deadline_ms == 0 ? "-" : std::to_string(remaining)) + " " +
+                                            std::string(stage_name(lease.stage)));
+    for (const LeaseProcess &process : lease.processes) {
+      if (!still_runs({process.pid, process.start_time})) continue;
+      const std::map<int, uint64_t> held = live_bytes(lease, process);
+      const std::string who = std::to_string(id) + " " + std::to_string(process.pid) + " ";
+      if (held.empty()) answer.fields.emplace_back("process", who + "- -");
+      for (const auto &[device, bytes] : held)
+        answer.fields.emplace_back("process", who + std::to_string(device) + " " + std::to_string(bytes));
+    }
+  }
+  return bounded(answer);
 }
 
 void LeaseAuthority::begin_ending(LeaseState &lease, EndReason reason, uint64_t now_ms) {
@@ -133,8 +180,66 @@ void LeaseAuthority::begin_ending(LeaseState &lease, EndReason reason, uint64_t 
   if (!record(lease, ending_line(reason, now_ms), error)) lease.apply(ending_line(reason, now_ms));
 }
 
+namespace {
+
+// Where a process found (not registered) writes its journals: a process forked without an
+// exec does not register, but writes them beside its registered relatives', under its own
+// pid (PREFIX is RUN_DIR/RUN_ID.PID). Empty if no process of the lease registered.
+std::string derived_journal_prefix(const LeaseState &lease, pid_t pid) {
+  for (const LeaseProcess &relative : lease.processes) {
+    if (relative.journal.empty() || relative.journal[0] != '/') continue;
+    const size_t dot = relative.journal.rfind('.');
+    if (dot == std::string::npos || relative.journal.substr(dot + 1) != std::to_string(relative.pid)) continue;
+    return relative.journal.substr(0, dot + 1) + std::to_string(pid);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::map<int, uint64_t> LeaseAuthority::live_bytes(const LeaseState &lease, const LeaseProcess &process) {
+  const std::string prefix = !process.journal.empty() && process.journal[0] == '/'
+                                 ? process.journal
+                                 : derived_journal_prefix(lease, process.pid);
+  if (prefix.empty()) return {};
+  auto journal_name = [&](int image) { return prefix + (image == 0 ? "" : "." + std::to_string(image)) + ".journal"; };
+  auto exists = [](const std::string &path) {
+    struct stat status {};
+    return lstat(path.c_str(), &status) == 0;
+  };
+  ProcessJournal &journal = journals_[{process.pid, process.start_time}];
+  // The newest image's journal: after an exec the process writes PREFIX.N.journal.
+  int newest = journal.image;
+  while (newest < 1000 && exists(journal_name(newest + 1))) ++newest;
+  if (newest < 0 && exists(journal_name(0))) newest = 0;
+  if (newest != journal.image) {
+    auto reader = std::make_unique<LiveBytesReader>();
+    std::string error;
+    if (newest >= 0 && reader->open(journal_name(newest), lease.owner, error)) journal.reader = std::move(reader);
+    journal.image = newest;
+  }
+  if (!journal.reader) return {};
+  journal.reader->update();
+  return journal.reader->live_bytes_per_device();
+}
+
+void LeaseAuthority::record_held(LeaseState &lease) {
+  std::string error;
+  std::vector<std::string> lines;
+  for (const LeaseProcess &process : lease.processes)
+    for (const auto &[device, bytes] : live_bytes(lease, process)) {
+      if (bytes == 0) continue;
+      lines.push_back(held_line(process.pid, device, bytes));
+      leaked_bytes_total_ += bytes;
+    }
+  for (const std::string &line : lines)
+    if (!record(lease, line, error)) lease.apply(line);
+  for (const LeaseProcess &process : lease.processes) journals_.erase({process.pid, process.start_time});
+}
+
 void LeaseAuthority::enter_stage(LeaseState &lease, Stage stage, uint64_t now_ms) {
   std::string error;
+  if (stage == Stage::Done) record_held(lease);
   const std::string line = stage == Stage::Done ? ended_line(now_ms) : stage_line(stage, now_ms);
   if (!record(lease, line, error)) lease.apply(line);
   if (stage != Stage::Done) ++stage_counts_[std::string(stage_name(stage))];
@@ -205,12 +310,21 @@ uint64_t LeaseAuthority::advance(LeaseState &lease, uint64_t now_ms) {
       for (const ProcessName &process : running) signal_process(process, SIGKILL);
       return now_ms + kTeardownPollMs;
     }
-    case Stage::Verify:
-      // The processes are gone (the stages before end only when none runs); what the device
-      // says they hold is checked where the device can be asked (NVML), and the report says
-      // whether it was.
+    case Stage::Verify: {
+      // The processes are gone (the stages before end only when none runs); the device is
+      // asked whether any of them still holds memory, where it can be asked (NVML).
+      std::vector<pid_t> pids;
+      for (const LeaseProcess &process : lease.processes) pids.push_back(process.pid);
+      const DeviceMemoryCheck check = check_device_memory(pids);
+      std::string result = !check.checked ? "skipped " + check.skipped : check.held.empty() ? "clean" : "held";
+      for (const HeldMemory &held : check.held)
+        result += " " + std::to_string(held.pid) + ":" + std::to_string(held.device) + ":" +
+                  (held.bytes == UINT64_MAX ? "?" : std::to_string(held.bytes));
+      std::string error;
+      if (!record(lease, verified_line(result), error)) lease.apply(verified_line(result));
       enter_stage(lease, Stage::Done, now_ms);
       return 0;
+    }
     case Stage::Done: return 0;
   }
   return 0;
@@ -239,12 +353,19 @@ std::vector<std::pair<std::string, std::string>> LeaseAuthority::summary(uint64_
   fields.emplace_back("name", lease.name);
   fields.emplace_back("ended_by", std::string(end_reason_name(lease.ended_by)));
   fields.emplace_back("teardown", std::string(teardown_name(lease.teardown)));
+  if (!lease.verification.empty()) fields.emplace_back("verify", lease.verification);
   for (const StageTime &stage : lease.stages)
     fields.emplace_back("stage", std::string(stage_name(stage.stage)) + " " +
                                      std::to_string(stage.began_ms - std::min(stage.began_ms, lease.ending_ms)));
-  for (const LeaseProcess &process : lease.processes)
-    fields.emplace_back(
-        "process", std::to_string(process.pid) + " " + std::to_string(process.freed_bytes) + " " + process.journal);
+  // "PID HELD FREED JOURNAL": HELD is DEVICE:BYTES,... (what its journal said it held at the
+  // end) or "-" for nothing.
+  for (const LeaseProcess &process : lease.processes) {
+    std::string held;
+    for (const auto &[device, bytes] : process.held)
+      held += (held.empty() ? "" : ",") + std::to_string(device) + ":" + std::to_string(bytes);
+    fields.emplace_back("process", std::to_string(process.pid) + " " + (held.empty() ? "-" : held) + " " +
+                                       std::to_string(process.freed_bytes) + " " + process.journal);
+  }
   return fields;
 }
 
@@ -254,11 +375,13 @@ void LeaseAuthority::forget(uint64_t id) {
   leases_.erase(id);
 }
 
-MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) const {
+MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
   MetricsSnapshot snapshot;
-  for (const auto &[id, lease] : leases_) {
+  for (auto &[id, lease] : leases_) {
     if (lease.ended_by != EndReason::None) continue;
     LeaseMetrics entry;
+    for (const LeaseProcess &process : lease.processes)
+      for (const auto &[device, bytes] : live_bytes(lease, process)) entry.live.push_back({process.pid, device, bytes});
     entry.name = lease.name;
     entry.id = id;
     if (lease.deadline_ms != 0)

@@ -21,12 +21,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "authority_protocol.h"
 #include "lease_state.h"
 #include "lease_store.h"
+#include "live_bytes.h"
 #include "metrics_text.h"
 #include "process_table.h"
 
@@ -61,7 +63,8 @@ class LeaseAuthority {
   // Forgets lease `id` (done and reported): its file goes.
   void forget(uint64_t id);
 
-  MetricsSnapshot metrics(uint64_t now_ms) const;
+  // Reads the live leases' journals for what their processes hold now.
+  MetricsSnapshot metrics(uint64_t now_ms);
   const std::map<uint64_t, LeaseState> &leases() const { return leases_; }
 
  private:
@@ -74,13 +77,25 @@ class LeaseAuthority {
   std::vector<ProcessName> running_members(LeaseState &lease);
   uint64_t advance(LeaseState &lease, uint64_t now_ms);
 
+  // What `process` holds now per device, from its newest journal (an exec'd image writes a
+  // new one); empty if it has none yet.
+  std::map<int, uint64_t> live_bytes(const LeaseState &lease, const LeaseProcess &process);
+  // Records what each process held as the lease's teardown ends.
+  void record_held(LeaseState &lease);
+
   std::string grant(const Request &request, const Peer &peer, uint64_t now_ms);
   std::string join(const Request &request, const Peer &peer);
   std::string list(const Peer &peer, uint64_t now_ms) const;
+  std::string snapshot(const Peer &peer, uint64_t now_ms);
 
   LeaseStore &store_;
   std::map<uint64_t, LeaseState> leases_;
   uint64_t next_id_ = 1;
+  struct ProcessJournal {
+    int image = -1;  // which journal: 0 PREFIX.journal, N PREFIX.N.journal
+    std::unique_ptr<LiveBytesReader> reader;
+  };
+  std::map<std::pair<pid_t, uint64_t>, ProcessJournal> journals_;  // by pid and start time
   std::map<std::string, uint64_t> stage_counts_;
   uint64_t leaked_bytes_total_ = 0;
 };

@@ -125,6 +125,20 @@ bool LeaseState::apply(std::string_view line) {
       if (process.pid == pid) process.freed_bytes += bytes;
     return true;
   }
+  if (key == "held") {
+    pid_t pid = 0;
+    int device = 0;
+    uint64_t bytes = 0;
+    if (!number(word(rest), pid) || !number(word(rest), device) || !number(rest, bytes)) return false;
+    for (LeaseProcess &process : processes)
+      if (process.pid == pid) process.held[device] = bytes;
+    return true;
+  }
+  if (key == "verified") {
+    if (rest.empty()) return false;
+    verification = rest;
+    return true;
+  }
   if (key == "ended") {
     uint64_t when = 0;
     if (!number(rest, when) || ended_by == EndReason::None) return false;
@@ -155,6 +169,10 @@ std::string stage_line(Stage stage, uint64_t now_ms) {
 std::string freed_line(pid_t pid, uint64_t bytes) {
   return "freed=" + std::to_string(pid) + " " + std::to_string(bytes);
 }
+std::string held_line(pid_t pid, int device, uint64_t bytes) {
+  return "held=" + std::to_string(pid) + " " + std::to_string(device) + " " + std::to_string(bytes);
+}
+std::string verified_line(std::string_view result) { return "verified=" + std::string(result); }
 std::string ended_line(uint64_t now_ms) { return "ended=" + std::to_string(now_ms); }
 
 uint64_t boottime_ms() noexcept {

@@ -15,6 +15,11 @@
 //   ending=ENDED_BY BOOTTIME_MS                   the teardown chain began
 //   stage=STAGE BOOTTIME_MS                       a stage of the chain began
 //   freed=PID BYTES                               what a process freed when asked (reclaim)
+//   held=PID DEVICE BYTES                         what a process's journal said it held on a
+//                                                 device when the lease's teardown was done
+//   verified=RESULT                               what the device said in the verify stage:
+//                                                 "clean", "held PID:DEVICE:BYTES ...", or
+//                                                 "skipped WHY"
 //   ended=BOOTTIME_MS                             the chain is done; the file may go
 //
 // Times are CLOCK_BOOTTIME milliseconds: they keep counting while the machine sleeps, as a
@@ -25,6 +30,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,7 +53,8 @@ struct LeaseProcess {
   pid_t pid = 0;
   uint64_t start_time = 0;  // clock ticks after boot (/proc/PID/stat field 22)
   std::string journal;
-  uint64_t freed_bytes = 0;  // what it freed when asked to reclaim
+  uint64_t freed_bytes = 0;      // what it freed when asked to reclaim
+  std::map<int, uint64_t> held;  // device -> bytes its journal said it held at the end
 };
 
 struct StageTime {
@@ -69,6 +76,7 @@ struct LeaseState {
   std::vector<StageTime> stages;
   Stage stage = Stage::Live;
   uint64_t ended_ms = 0;
+  std::string verification;  // the verified= line's value; empty: not verified
   std::vector<LeaseProcess> processes;
   // Not kept in the file: the processes sent SIGTERM by this daemon since it started.
   std::vector<ProcessName> sent_sigterm;
@@ -86,6 +94,8 @@ std::string process_line(pid_t pid, uint64_t start_time, std::string_view journa
 std::string ending_line(EndReason reason, uint64_t now_ms);
 std::string stage_line(Stage stage, uint64_t now_ms);
 std::string freed_line(pid_t pid, uint64_t bytes);
+std::string held_line(pid_t pid, int device, uint64_t bytes);
+std::string verified_line(std::string_view result);
 std::string ended_line(uint64_t now_ms);
 
 // CLOCK_BOOTTIME now, in milliseconds.

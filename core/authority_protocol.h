@@ -5,7 +5,7 @@
 // boundaries are kept, so a message is never read half). The sender's identity is the
 // socket's peer credentials, never anything a message claims.
 //
-// A message is text, at most kMaxMessageBytes: a first line naming the protocol and its
+// A message is text (a request at most kMaxMessageBytes, an answer kMaxAnswerBytes): a first line naming the protocol and its
 // version and what is asked ("leaseguard-authority/1 start"), then one "key=value" line per
 // field. Keys are lower-case words; values have no control characters. Each key of a request
 // comes at most once, and a key the verb does not take is refused: a daemon never guesses at
@@ -29,7 +29,10 @@ namespace leaseguard::authority {
 
 inline constexpr int kProtocolVersion = 1;
 inline constexpr std::string_view kProtocolName = "leaseguard-authority";
-inline constexpr size_t kMaxMessageBytes = 4096;
+inline constexpr size_t kMaxMessageBytes = 4096;  // a request
+// An answer (a list of many leases is long): what fits a Unix socket's default send buffer.
+// A list that would be longer ends with a more=N field saying how many it left out.
+inline constexpr size_t kMaxAnswerBytes = 160 * 1024;
 inline constexpr size_t kMaxNameBytes = 128;
 inline constexpr size_t kMaxPathBytes = 1024;
 // A lease lasts at most a year, a grace period at most an hour: larger values are mistakes
@@ -52,6 +55,8 @@ enum class Verb : uint8_t {
   End,       // lease
   Extend,    // lease, ttl_ms (added to what remains)
   Exited,    // the client's command ended: lease, status (the lease ends with `exit`)
+  Wait,      // lease; answered when its teardown is done, with what `lease start` reports
+  Snapshot,  // the sender's live leases and what each process holds, for `leaseguard top`
 };
 std::string_view verb_name(Verb verb) noexcept;
 
@@ -62,7 +67,8 @@ struct Request {
   uint64_t ttl_ms = 0;  // Start: 0 is no TTL; Extend: how much longer
   Teardown teardown = Teardown::Report;
   uint64_t grace_ms = kDefaultGraceMs;
-  std::string journal;      // Register: the process's journal file (absolute path)
+  std::string journal;      // Register: where the process's journals go, an absolute path prefix:
+                            // PREFIX.journal, then PREFIX.N.journal for each exec'd image
   uint64_t start_time = 0;  // Register: the process's start time (/proc/PID/stat field 22), which with
                             // its pid names it even after the pid is reused
   int status = 0;           // Exited: the command's exit status as `run` reports it

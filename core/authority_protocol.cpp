@@ -7,7 +7,8 @@ namespace leaseguard::authority {
 namespace {
 
 constexpr std::array<std::string_view, 3> kTeardownNames = {"report", "reclaim", "terminate"};
-constexpr std::array<std::string_view, 6> kVerbNames = {"start", "register", "list", "end", "extend", "exited"};
+constexpr std::array<std::string_view, 8> kVerbNames = {"start",  "register", "list", "end",
+                                                        "extend", "exited",   "wait", "snapshot"};
 
 // The fields a verb takes; any other is refused.
 enum Field : unsigned {
@@ -20,17 +21,19 @@ enum Field : unsigned {
   kStartTime = 64,
   kStatus = 128
 };
-constexpr std::array<unsigned, 6> kFieldsOf = {
+constexpr std::array<unsigned, 8> kFieldsOf = {
     kName | kTtl | kTeardownField | kGrace,  // start
     kLease | kJournal | kStartTime,          // register
     0,                                       // list
     kLease,                                  // end
     kLease | kTtl,                           // extend
     kLease | kStatus,                        // exited
+    kLease,                                  // wait
+    0,                                       // snapshot
 };
 // The fields a verb cannot go without.
-constexpr std::array<unsigned, 6> kRequiredOf = {
-    0, kLease | kJournal | kStartTime, 0, kLease, kLease | kTtl, kLease | kStatus};
+constexpr std::array<unsigned, 8> kRequiredOf = {
+    0, kLease | kJournal | kStartTime, 0, kLease, kLease | kTtl, kLease | kStatus, kLease, 0};
 
 struct FieldName {
   std::string_view key;
@@ -61,10 +64,10 @@ std::optional<uint64_t> number(std::string_view text, uint64_t max) {
 
 // Splits `message` into its first line and the key=value lines after it; false with `error`
 // if a line is not one.
-bool split(std::string_view message, std::string_view &head,
+bool split(std::string_view message, size_t limit, std::string_view &head,
            std::vector<std::pair<std::string_view, std::string_view>> &fields, std::string &error) {
-  if (message.size() > kMaxMessageBytes) {
-    error = "message longer than " + std::to_string(kMaxMessageBytes) + " bytes";
+  if (message.size() > limit) {
+    error = "message longer than " + std::to_string(limit) + " bytes";
     return false;
   }
   if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
@@ -182,7 +185,7 @@ bool valid_lease_name(std::string_view name) noexcept {
 bool parse_request(std::string_view message, Request &request, std::string &error) {
   std::string_view head;
   std::vector<std::pair<std::string_view, std::string_view>> fields;
-  if (!split(message, head, fields, error)) return false;
+  if (!split(message, kMaxMessageBytes, head, fields, error)) return false;
   const size_t space = head.find(' ');
   const std::string_view protocol = head.substr(0, space);
   const std::string expected = std::string(kProtocolName) + "/" + std::to_string(kProtocolVersion);
@@ -254,7 +257,7 @@ std::optional<std::string_view> Answer::field(std::string_view key) const {
 bool parse_answer(std::string_view message, Answer &answer, std::string &error) {
   std::string_view head;
   std::vector<std::pair<std::string_view, std::string_view>> fields;
-  if (!split(message, head, fields, error)) return false;
+  if (!split(message, kMaxAnswerBytes, head, fields, error)) return false;
   if (head != "ok" && head != "error") {
     error = "not a leaseguard lease authority answer";
     return false;

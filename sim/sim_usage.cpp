@@ -1,0 +1,82 @@
+#include "sim_usage.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace leaseguard::sim {
+namespace {
+
+UsagePage *g_page = nullptr;  // this process's, once it allocated
+bool g_unavailable = false;   // the directory or file could not be made: not published
+
+// After fork the child is another process: it publishes in a file of its own.
+void forget_parents_page() {
+  g_page = nullptr;
+  g_unavailable = false;
+}
+
+UsagePage *own_page() {
+  if (g_page != nullptr || g_unavailable) return g_page;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, forget_parents_page); });
+  g_unavailable = true;
+  const std::string directory = usage_directory();
+  mkdir(directory.c_str(), 0755);
+  struct stat status {};
+  if (lstat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode) || status.st_uid != geteuid()) return nullptr;
+  const pid_t pid = getpid();
+  const std::string path = directory + "/" + std::to_string(pid) + ".usage";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return nullptr;
+  void *mapped = ftruncate(fd, sizeof(UsagePage)) == 0
+                     ? mmap(nullptr, sizeof(UsagePage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                     : MAP_FAILED;
+  close(fd);
+  if (mapped == MAP_FAILED) return nullptr;
+  auto *page = static_cast<UsagePage *>(mapped);
+  page->pid = pid;
+  page->start_time = running_start_time(pid);
+  std::memcpy(page->magic, kUsageMagic, sizeof page->magic);
+  g_page = page;
+  g_unavailable = false;
+  return g_page;
+}
+
+}  // namespace
+
+std::string usage_directory() {
+  if (const char *directory = std::getenv("LEASEGUARD_SIM_USAGE_DIR"); directory != nullptr && *directory == '/')
+    return directory;
+  return "/tmp/leaseguard-sim-usage-" + std::to_string(geteuid());
+}
+
+void publish_usage(int device, int64_t delta) noexcept {
+  if (device < 0 || device >= kUsageDevices || delta == 0) return;
+  if (UsagePage *page = own_page()) __atomic_add_fetch(&page->bytes[device], delta, __ATOMIC_RELAXED);
+}
+
+uint64_t running_start_time(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buffer[1024];
+  const ssize_t got = read(fd, buffer, sizeof buffer - 1);
+  close(fd);
+  if (got <= 0) return 0;
+  buffer[got] = '\0';
+  const char *field = std::strrchr(buffer, ')');
+  if (field == nullptr || field[1] != ' ' || field[2] == 'Z' || field[2] == 'X') return 0;
+  // From the state (field 3) to the start time (field 22).
+  for (int index = 2; field != nullptr && index < 22; ++index) field = std::strchr(field + 1, ' ');
+  return field != nullptr ? std::strtoull(field + 1, nullptr, 10) : 0;
+}
+
+}  // namespace leaseguard::sim

@@ -1,0 +1,355 @@
+// The node lease authority end to end: a real `leaseguard daemon`, jobs started with
+// `leaseguard lease start` on the simulator, torn down at their lease's end. Every wait is on
+// an event (a line from the daemon, a process's end, a stage the daemon reports), never on
+// a wall-clock margin; the one bound on time checked is the daemon's own record of when each
+// stage began.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <regex>
+#include <thread>
+
+#include "process_runner.h"
+
+namespace leaseguard::testing {
+namespace {
+
+// A `leaseguard daemon` of the test's own, on a socket and state directory in `dir`.
+// With `with_nvml` it finds the simulator's libnvidia-ml.so.1, which reports what the job's
+// simulated processes hold (they publish it in dir/usage); without, it has no NVML to ask.
+class Daemon {
+ public:
+  explicit Daemon(const std::string &dir, bool with_nvml = true, std::vector<std::string> extra = {})
+      : dir_(dir), with_nvml_(with_nvml), extra_(std::move(extra)) {
+    start();
+  }
+  ~Daemon() { stop(SIGTERM); }
+
+  void start() {
+    int lines[2];
+    ASSERT_EQ(pipe(lines), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(lines[1], 2);
+      close(lines[0]);
+      setenv("LEASEGUARD_SIM_USAGE_DIR", (dir_ + "/usage").c_str(), 1);
+      if (with_nvml_) setenv("LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR, 1);
+      else unsetenv("LD_LIBRARY_PATH");
+      std::vector<std::string> argv = {LEASEGUARD_BIN, "daemon", "--socket", socket(), "--state", dir_ + "/state"};
+      argv.insert(argv.end(), extra_.begin(), extra_.end());
+      std::vector<char *> args;
+      for (std::string &argument : argv) args.push_back(argument.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(lines[1]);
+    // Ready once it says where it listens.
+    std::string said;
+    char byte;
+    while (said.find('\n') == std::string::npos && read(lines[0], &byte, 1) == 1) said += byte;
+    close(lines[0]);
+    ASSERT_NE(said.find("listening at"), std::string::npos) << said;
+    said_ = said;
+  }
+  // Its first line ("listening at ..., metrics at http://HOST:PORT/metrics, ...").
+  const std::string &said() const { return said_; }
+  // Ends it with `signal`; its exit status as a shell gives it.
+  int stop(int signal) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  }
+  std::string socket() const { return dir_ + "/leaseguard.sock"; }
+
+ private:
+  std::string dir_;
+  bool with_nvml_;
+  std::vector<std::string> extra_;
+  std::string said_;
+  pid_t pid_ = 0;
+};
+
+// `leaseguard lease start ... -- lease_job` running in the background: its stdout is read
+// as it comes (the job says when it holds its memory), its stderr kept for the end.
+class Job {
+ public:
+  Job(const std::vector<std::string> &argv, const std::string &usage_dir) {
+    int out[2];
+    EXPECT_EQ(pipe(out), 0);
+    char err_path[] = "/tmp/leaseguard-job-err-XXXXXX";
+    const int err = mkstemp(err_path);
+    err_path_ = err_path;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      dup2(err, 2);
+      close(out[0]);
+      setenv("LEASEGUARD_SIM_USAGE_DIR", usage_dir.c_str(), 1);
+      std::vector<char *> args;
+      for (const std::string &argument : argv) args.push_back(const_cast<char *>(argument.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err);
+    out_ = out[0];
+  }
+  ~Job() {
+    if (pid_ > 0) finish();
+    close(out_);
+    unlink(err_path_.c_str());
+  }
+  // Reads the job's output until it says it is ready; false if it ended first.
+  bool wait_ready() {
+    std::string said;
+    char byte;
+    while (said.find("ready\n") == std::string::npos)
+      if (read(out_, &byte, 1) != 1) return false;
+      else said += byte;
+    return true;
+  }
+  RunResult finish() {
+    RunResult result;
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    result.exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    result.err = read_text(err_path_);
+    return result;
+  }
+
+ private:
+  pid_t pid_ = 0;
+  int out_ = -1;
+  std::string err_path_;
+};
+
+class LeaseAuthorityEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/leaseguard-authority-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  RunResult lease(const std::string &socket, const std::vector<std::string> &arguments) {
+    std::vector<std::string> argv = {LEASEGUARD_BIN, "lease"};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    argv.insert(argv.begin() + 3, {"--socket", socket});
+    return run_process(argv);
+  }
+  std::vector<std::string> job_command(const std::string &socket, const std::string &ttl, const std::string &grace) {
+    return {LEASEGUARD_BIN, "lease", "start", "--socket",    socket,      "--name",
+            "job",          "--ttl", ttl,     "--on-expiry", "terminate", "--grace",
+            grace,          "--sim", "--out", dir_ + "/out", "--",        victim("lease_job")};
+  }
+  RunResult start_job(const std::string &socket, const std::string &ttl, const std::string &grace) {
+    return run_process(job_command(socket, ttl, grace), {{"LEASEGUARD_SIM_USAGE_DIR", dir_ + "/usage"}});
+  }
+  std::string usage_dir() const { return dir_ + "/usage"; }
+
+  std::string dir_;
+};
+
+// The milliseconds after the lease's end at which `stage` began, from `lease start`'s report.
+long stage_at(const std::string &report, const std::string &stage) {
+  std::smatch found;
+  if (!std::regex_search(report, found, std::regex("stage " + stage + " at \\+([0-9]+) ms"))) return -1;
+  return std::stol(found[1]);
+}
+
+TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItHeld) {
+  Daemon daemon(dir_);
+  // Ended by `lease end` once the job holds its memory, so that a slow start on a loaded
+  // machine cannot end it before its processes allocated (the TTL's own end is below).
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  const RunResult ended = lease(daemon.socket(), {"end", "job"});
+  EXPECT_EQ(ended.exit_code, 0) << ended.err;
+  const RunResult result = job.finish();
+  // The job's root ends at SIGTERM: its status is lease start's, as with run.
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_NE(result.err.find("lease job (id 1) ended by end; teardown terminate"), std::string::npos) << result.err;
+  EXPECT_EQ(stage_at(result.err, "sigterm"), 0) << result.err;
+  // The one that ignores SIGTERM is killed when the grace period is over, and the teardown
+  // is done (verified) within a second of that.
+  EXPECT_GE(stage_at(result.err, "sigkill"), 1000) << result.err;
+  EXPECT_LE(stage_at(result.err, "verify"), 1000 + 1000) << result.err;
+  // What each of the three held, from its journal: the root, the child, the double-forked daemon.
+  for (const char *held : {"held device:bytes 0:1048576", "held device:bytes 0:2097152", "held device:bytes 0:3145728"})
+    EXPECT_NE(result.err.find(held), std::string::npos) << held << " in\n" << result.err;
+  // And the device (the simulator's NVML) says none of them holds anything now.
+  EXPECT_NE(result.err.find("verify: no process of the lease holds device memory (NVML)"), std::string::npos)
+      << result.err;
+  // The lease is gone from the daemon once reported.
+  const RunResult list = lease(daemon.socket(), {"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out.find("job"), std::string::npos) << list.out;
+  EXPECT_EQ(daemon.stop(SIGTERM), 0);
+}
+
+TEST_F(LeaseAuthorityEndToEnd, ALeaseEndsAtItsTimeToLive) {
+  Daemon daemon(dir_, false);
+  const RunResult job = start_job(daemon.socket(), "2s", "1s");
+  EXPECT_EQ(job.exit_code, 128 + SIGTERM) << job.err;
+  EXPECT_NE(job.err.find("lease job (id 1) ended by expiry; teardown terminate"), std::string::npos) << job.err;
+  EXPECT_LE(stage_at(job.err, "verify"), 1000 + 1000) << job.err;
+  EXPECT_NE(job.err.find("device memory not checked: NVML (libnvidia-ml.so.1) not found"), std::string::npos)
+      << job.err;
+}
+
+TEST_F(LeaseAuthorityEndToEnd, ADaemonKilledDuringATeardownFinishesItWhenStartedAgain) {
+  auto daemon = std::make_unique<Daemon>(dir_);
+  const std::string socket = daemon->socket();
+  Job job(job_command(socket, "1h", "4s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  ASSERT_EQ(lease(socket, {"end", "job"}).exit_code, 0);
+  // In the grace period now: the stubborn child holds out. The daemon dies there.
+  ASSERT_NE(lease(socket, {"list"}).out.find("sigterm"), std::string::npos);
+  EXPECT_EQ(daemon->stop(SIGKILL), 128 + SIGKILL);
+  daemon = std::make_unique<Daemon>(dir_);  // takes the lease up from its state directory
+  const RunResult result = job.finish();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_GE(stage_at(result.err, "sigkill"), 4000) << "the grace period counts from before the kill\n" << result.err;
+  EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
+}
+
+TEST_F(LeaseAuthorityEndToEnd, WithoutADaemonNothingRuns) {
+  const RunResult job = start_job(dir_ + "/nobody.sock", "1s", "1s");
+  EXPECT_EQ(job.exit_code, 2);
+  EXPECT_NE(job.err.find("no lease authority answers"), std::string::npos) << job.err;
+  EXPECT_EQ(job.out.find("ready"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing
+
+namespace leaseguard::testing {
+namespace {
+
+// A free TCP port on 127.0.0.1 (the kernel's pick; free again once this returns).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&address), &size);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// The body of GET `path` from 127.0.0.1:`port`; empty if nothing answers.
+std::string http_get(int port, const std::string &path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    (void)!write(fd, request.data(), request.size());
+    char buffer[4096];
+    ssize_t got;
+    while ((got = read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<size_t>(got));
+  }
+  close(fd);
+  const size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// A real Prometheus (Debian's), scraping `target` every second, its data in `dir`.
+class Prometheus {
+ public:
+  Prometheus(const std::string &dir, const std::string &target) : port_(free_port()) {
+    std::filesystem::create_directories(dir);
+    const std::string config = dir + "/prometheus.yml";
+    {
+      std::ofstream file(config);
+      file << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+           << "scrape_configs:\n  - job_name: leaseguard\n    static_configs:\n      - targets: ['" << target << "']\n";
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int quiet = open("/dev/null", O_WRONLY);
+      dup2(quiet, 1);
+      dup2(quiet, 2);
+      const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
+      const std::string storage = "--storage.tsdb.path=" + dir + "/data";
+      const std::string config_flag = "--config.file=" + config;
+      execlp("prometheus", "prometheus", config_flag.c_str(), storage.c_str(), listen.c_str(),
+             static_cast<char *>(nullptr));
+      _exit(127);
+    }
+  }
+  ~Prometheus() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  // The result of an instant query (JSON), waiting until Prometheus answers at all.
+  std::string query(const std::string &expression) {
+    std::string escaped;
+    for (char c : expression) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') escaped += c;
+      else {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+        escaped += hex;
+      }
+    }
+    return http_get(port_, "/api/v1/query?query=" + escaped);
+  }
+  bool running() { return waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  int port_;
+  pid_t pid_ = 0;
+};
+
+TEST_F(LeaseAuthorityEndToEnd, PrometheusSeesALeasesLiveBytesWhileItRunsAndNotAfterItsTeardown) {
+  Daemon daemon(dir_, true, {"--metrics", "127.0.0.1:0"});
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(daemon.said(), found, std::regex("metrics at http://(127\\.0\\.0\\.1:[0-9]+)/metrics")))
+      << daemon.said();
+  Prometheus prometheus(dir_ + "/prometheus", found[1]);
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  // Scraped every second: the job's 6 MiB appear (1 + 2 + 3 MiB in three processes).
+  const std::string live = "sum(leaseguard_lease_live_bytes{lease=\"job\"})";
+  std::string answer;
+  while ((answer = prometheus.query(live)).find("\"6291456\"") == std::string::npos) {
+    ASSERT_TRUE(prometheus.running()) << "prometheus ended";
+    usleep(100'000);  // polling Prometheus's state; nothing is asserted about how long it takes
+  }
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  const RunResult result = job.finish();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  // After the teardown the lease's series end (its per-lease series leave the exposition,
+  // and Prometheus marks them stale at the next scrape).
+  while ((answer = prometheus.query(live)).find("\"result\":[]") == std::string::npos) {
+    ASSERT_TRUE(prometheus.running()) << "prometheus ended";
+    usleep(100'000);
+  }
+  EXPECT_NE(prometheus.query("leaseguard_teardown_stage_total{stage=\"sigkill\"}").find("\"1\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leaseguard::testing

@@ -1,0 +1,54 @@
+/* A job as a lease authority meets them: three processes that hold device memory until they
+ * are ended. The root holds 1 MiB and ends at SIGTERM; a child ignores SIGTERM and holds
+ * 2 MiB; a daemon double-forked from another child (its parent exits at once, setsid) holds
+ * 3 MiB. The root prints "ready" once all three hold their memory, then waits to be ended.
+ * Usage: lease_job */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "victim.h"
+
+static VICTIM_NOINLINE void hold(size_t bytes) {
+  victim_primary_context();
+  CUdeviceptr held;
+  CHECK(cuMemAlloc_v2(&held, bytes));
+}
+
+static void wait_forever(int ready_fd) {
+  (void)!write(ready_fd, "x", 1);
+  close(ready_fd);
+  for (;;) pause();
+}
+
+int main(void) {
+  int ready[2];
+  if (pipe(ready) != 0) return 40;
+  if (fork() == 0) { /* the child that ignores SIGTERM */
+    signal(SIGTERM, SIG_IGN);
+    close(ready[0]);
+    hold(2u << 20);
+    wait_forever(ready[1]);
+  }
+  const pid_t parent_of_daemon = fork();
+  if (parent_of_daemon == 0) {
+    if (fork() == 0) { /* the daemon: its parent exits, it goes on */
+      setsid();
+      close(ready[0]);
+      hold(3u << 20);
+      wait_forever(ready[1]);
+    }
+    _exit(0);
+  }
+  waitpid(parent_of_daemon, NULL, 0);
+  close(ready[1]);
+  hold(1u << 20);
+  char byte;
+  for (int joined = 0; joined < 2; ++joined)
+    if (read(ready[0], &byte, 1) != 1) return 41;
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) pause();
+}

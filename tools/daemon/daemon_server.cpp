@@ -1,0 +1,318 @@
+#include "daemon_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "authority_socket.h"
+#include "lease_authority.h"
+#include "lease_store.h"
+#include "metrics_text.h"
+
+namespace leaseguard::authority {
+namespace {
+
+// Bounds that keep a flood of clients from wedging the daemon: each costs a descriptor and a
+// slot; beyond them new connections are closed at once.
+constexpr size_t kMaxClients = 4096;
+constexpr size_t kMaxMetricsConnections = 64;
+constexpr size_t kMaxHttpRequestBytes = 8192;
+// A metrics connection that has not sent its request by then is closed.
+constexpr uint64_t kHttpDeadlineMs = 5000;
+// How often the textfile is rewritten.
+constexpr uint64_t kTextfileEveryMs = 5000;
+// An ended lease whose holder never asked for its report is forgotten after this.
+constexpr uint64_t kEndedRetentionMs = 10 * 60 * 1000;
+
+struct Client {
+  int fd = -1;
+  Peer peer;
+  uint64_t waiting_for = 0;  // a lease id whose teardown it waits for; 0: none
+};
+
+struct MetricsConnection {
+  int fd = -1;
+  std::string request;
+  uint64_t deadline_ms = 0;
+};
+
+// "HOST:PORT" (IPv4) into a listening TCP socket; -1 with `error`.
+int listen_tcp(const std::string &address, std::string &error) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  const std::string port_text = colon == std::string::npos ? "" : address.substr(colon + 1);
+  auto [end, problem] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  sockaddr_in socket_address{};
+  socket_address.sin_family = AF_INET;
+  socket_address.sin_port = htons(static_cast<uint16_t>(port));
+  // Port 0: one the kernel picks (the daemon says which).
+  if (problem != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535 ||
+      inet_pton(AF_INET, host.empty() ? "0.0.0.0" : host.c_str(), &socket_address.sin_addr) != 1) {
+    error = "--metrics wants HOST:PORT (an IPv4 address and a port), not '" + address + "'";
+    return -1;
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int yes = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr *>(&socket_address), sizeof socket_address) != 0 ||
+      listen(fd, 64) != 0) {
+    error = "cannot listen for metrics at " + address + ": " + std::strerror(errno);
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The answer to one HTTP request (only GET /metrics is served).
+std::string http_answer(const std::string &request, const std::string &metrics) {
+  const bool metrics_asked = request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0;
+  if (!metrics_asked)
+    return "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 10\r\nConnection: "
+           "close\r\n\r\nnot found\n";
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: " +
+         std::to_string(metrics.size()) + "\r\nConnection: close\r\n\r\n" + metrics;
+}
+
+void write_all_blocking(int fd, const std::string &text) {
+  // The connection is non-blocking; a metrics page is small and the kernel's buffer takes it.
+  // A client that reads nothing loses its answer, never the daemon's time.
+  size_t done = 0;
+  for (int attempts = 0; done < text.size() && attempts < 100; ++attempts) {
+    const ssize_t sent = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (sent > 0) done += static_cast<size_t>(sent);
+    else if (sent < 0 && errno != EINTR && errno != EAGAIN) break;
+    else if (sent < 0 && errno == EAGAIN) {
+      pollfd writable{fd, POLLOUT, 0};
+      if (poll(&writable, 1, 10) <= 0) break;
+    }
+  }
+}
+
+class Server {
+ public:
+  explicit Server(const DaemonOptions &options) : options_(options), authority_(store_) {}
+
+  int run() {
+    std::string error;
+    const std::string state = options_.state_directory.empty() ? default_state_directory() : options_.state_directory;
+    std::vector<std::string> warnings;
+    if (!store_.open(state, error) || !authority_.recover(boottime_ms(), warnings, error)) return fail(error);
+    for (const std::string &warning : warnings)
+      std::fprintf(stderr, "leaseguard daemon: warning: %s\n", warning.c_str());
+    const std::string path = socket_path(options_.socket);
+    listener_ = listen_on(path, options_.group, error);
+    if (listener_ < 0) return fail(error);
+    if (!options_.metrics_address.empty() && (metrics_listener_ = listen_tcp(options_.metrics_address, error)) < 0)
+      return fail(error);
+    std::string metrics_at;
+    if (metrics_listener_ >= 0) {
+      sockaddr_in bound{};
+      socklen_t size = sizeof bound;
+      char host[INET_ADDRSTRLEN] = "?";
+      if (getsockname(metrics_listener_, reinterpret_cast<sockaddr *>(&bound), &size) == 0)
+        inet_ntop(AF_INET, &bound.sin_addr, host, sizeof host);
+      metrics_at =
+          ", metrics at http://" + std::string(host) + ":" + std::to_string(ntohs(bound.sin_port)) + "/metrics";
+    }
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigprocmask(SIG_BLOCK, &signals, nullptr);
+    signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+    signal(SIGPIPE, SIG_IGN);
+    std::fprintf(stderr, "leaseguard daemon: listening at %s%s, state in %s, %zu lease(s) taken up\n", path.c_str(),
+                 metrics_at.c_str(), state.c_str(), authority_.leases().size());
+    std::fflush(stderr);
+    loop();
+    unlink(path.c_str());
+    return 0;
+  }
+
+ private:
+  int fail(const std::string &error) {
+    std::fprintf(stderr, "leaseguard daemon: error: %s\n", error.c_str());
+    return 2;
+  }
+
+  void loop() {
+    uint64_t next_textfile = 0;
+    while (!stopping_) {
+      const uint64_t now = boottime_ms();
+      uint64_t wake = authority_.tick(now);
+      answer_waiters();
+      forget_old_leases(now);
+      if (!options_.textfile.empty()) {
+        if (now >= next_textfile) {
+          std::string error;
+          if (!write_textfile(options_.textfile, render_metrics(authority_.metrics(now)), error))
+            std::fprintf(stderr, "leaseguard daemon: warning: %s\n", error.c_str());
+          next_textfile = now + kTextfileEveryMs;
+        }
+        wake = wake == 0 ? next_textfile : std::min(wake, next_textfile);
+      }
+      for (const MetricsConnection &connection : metrics_connections_)
+        wake = wake == 0 ? connection.deadline_ms : std::min(wake, connection.deadline_ms);
+      std::vector<pollfd> watched = {{listener_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+      if (metrics_listener_ >= 0) watched.push_back({metrics_listener_, POLLIN, 0});
+      const size_t first_client = watched.size();
+      for (const Client &client : clients_) watched.push_back({client.fd, POLLIN, 0});
+      const size_t first_metrics = watched.size();
+      for (const MetricsConnection &connection : metrics_connections_) watched.push_back({connection.fd, POLLIN, 0});
+      const int timeout = wake == 0 ? -1 : static_cast<int>(std::min<uint64_t>(wake - std::min(wake, now), 60'000));
+      if (poll(watched.data(), watched.size(), timeout) < 0 && errno != EINTR) break;
+      if (watched[1].revents != 0) stopping_ = true;
+      if (watched[0].revents & POLLIN) accept_clients();
+      if (metrics_listener_ >= 0 && (watched[2].revents & POLLIN)) accept_metrics();
+      serve_clients(watched, first_client, first_metrics - first_client);
+      serve_metrics(watched, first_metrics, boottime_ms());
+    }
+  }
+
+  void accept_clients() {
+    while (true) {
+      const int fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      Client client;
+      client.fd = fd;
+      // Room for the longest answer (a list of many leases) in one message.
+      const int room = static_cast<int>(kMaxAnswerBytes + 4096);
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
+      if (clients_.size() >= kMaxClients || !peer_of(fd, client.peer)) {
+        close(fd);
+        continue;
+      }
+      clients_.push_back(client);
+    }
+  }
+
+  // The first `polled` clients were polled (from `watched[first]` on); later ones were
+  // accepted since.
+  void serve_clients(const std::vector<pollfd> &watched, size_t first, size_t polled) {
+    std::vector<Client> kept;
+    for (size_t i = 0; i < polled; ++i) {
+      Client &client = clients_[i];
+      const short events = watched[first + i].revents;
+      bool keep = true;
+      if (events & POLLIN) keep = serve(client);
+      else if (events & (POLLHUP | POLLERR | POLLNVAL)) keep = false;
+      if (keep) kept.push_back(client);
+      else close(client.fd);
+    }
+    for (size_t i = polled; i < clients_.size(); ++i) kept.push_back(clients_[i]);
+    clients_ = std::move(kept);
+  }
+
+  // One request from `client`; false when the connection is done with.
+  bool serve(Client &client) {
+    std::string message;
+    bool closed = false;
+    if (!receive_message(client.fd, message, closed)) return !closed;
+    Request request;
+    std::string error;
+    if (!parse_request(message, request, error)) {
+      send_message(client.fd, error_answer(error));
+      return true;
+    }
+    const std::string answer = authority_.handle(request, client.peer, boottime_ms());
+    Answer parsed;
+    if (request.verb == Verb::Wait && parse_answer(answer, parsed, error) && parsed.ok) {
+      client.waiting_for = std::stoull(std::string(parsed.field("id").value_or("0")));
+      return true;  // answered when the teardown is done
+    }
+    send_message(client.fd, answer);
+    return true;
+  }
+
+  void answer_waiters() {
+    for (Client &client : clients_) {
+      if (client.waiting_for == 0 || !authority_.finished(client.waiting_for)) continue;
+      send_message(client.fd, format_answer(Answer{true, authority_.summary(client.waiting_for)}));
+      authority_.forget(client.waiting_for);
+      client.waiting_for = 0;
+    }
+  }
+
+  void forget_old_leases(uint64_t now) {
+    std::vector<uint64_t> old;
+    for (const auto &[id, lease] : authority_.leases())
+      if (lease.ended() && lease.ended_ms + kEndedRetentionMs < now) old.push_back(id);
+    for (uint64_t id : old) {
+      const bool awaited =
+          std::any_of(clients_.begin(), clients_.end(), [&](const Client &client) { return client.waiting_for == id; });
+      if (!awaited) authority_.forget(id);
+    }
+  }
+
+  void accept_metrics() {
+    while (true) {
+      const int fd = accept4(metrics_listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      if (metrics_connections_.size() >= kMaxMetricsConnections) {
+        close(fd);
+        continue;
+      }
+      metrics_connections_.push_back({fd, "", boottime_ms() + kHttpDeadlineMs});
+    }
+  }
+
+  void serve_metrics(const std::vector<pollfd> &watched, size_t first, uint64_t now) {
+    std::vector<MetricsConnection> kept;
+    const size_t polled = watched.size() - first;
+    for (size_t i = 0; i < metrics_connections_.size(); ++i) {
+      MetricsConnection &connection = metrics_connections_[i];
+      bool done = now >= connection.deadline_ms;
+      if (!done && i < polled && (watched[first + i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        char buffer[2048];
+        const ssize_t got = recv(connection.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (got <= 0) done = !(got < 0 && (errno == EAGAIN || errno == EINTR));
+        else connection.request.append(buffer, static_cast<size_t>(got));
+        if (connection.request.find("\r\n\r\n") != std::string::npos) {
+          write_all_blocking(connection.fd, http_answer(connection.request, render_metrics(authority_.metrics(now))));
+          done = true;
+        } else if (connection.request.size() > kMaxHttpRequestBytes) {
+          done = true;
+        }
+      }
+      if (done) close(connection.fd);
+      else kept.push_back(connection);
+    }
+    metrics_connections_ = std::move(kept);
+  }
+
+  DaemonOptions options_;
+  LeaseStore store_;
+  LeaseAuthority authority_;
+  int listener_ = -1, metrics_listener_ = -1, signal_fd_ = -1;
+  bool stopping_ = false;
+  std::vector<Client> clients_;
+  std::vector<MetricsConnection> metrics_connections_;
+};
+
+}  // namespace
+
+std::string default_state_directory() {
+  if (geteuid() == 0) return "/var/lib/leaseguard";
+  if (const char *state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/')
+    return std::string(state) + "/leaseguard";
+  const char *home = std::getenv("HOME");
+  return std::string(home != nullptr && *home == '/' ? home : "/tmp") + "/.local/state/leaseguard";
+}
+
+int run_daemon(const DaemonOptions &options) { return Server(options).run(); }
+
+}  // namespace leaseguard::authority

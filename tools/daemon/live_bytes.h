@@ -1,0 +1,75 @@
+// What a running process holds on each device, read from its journal while the process
+// writes it: the daemon's view of live bytes, with no message from the process per
+// allocation (docs/lease-authority.md, "Metrics").
+//
+// The journal is mapped read-only and shared, so each look sees what the writer committed,
+// and only what is new since the last look is read: the records after the last one read,
+// the places of the allocations still live (a free in place is stored into the allocation's
+// own record), the last record (a compact journal writes an allocation over it), and slots
+// that were still being written last time. The cost of a look is proportional to what
+// changed and to the allocations live, never to the journal's length.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "journal_format.h"
+
+namespace leaseguard::authority {
+
+class LiveBytesReader {
+ public:
+  LiveBytesReader() = default;
+  ~LiveBytesReader();
+  LiveBytesReader(const LiveBytesReader &) = delete;
+  LiveBytesReader &operator=(const LiveBytesReader &) = delete;
+
+  // Opens the journal at `path`: a regular file (no symlink followed, no FIFO waited on)
+  // that `owner` owns, so that a lease's process cannot have the daemon read another user's
+  // files for it. False with `error`.
+  bool open(const std::string &path, uid_t owner, std::string &error);
+  // Reads what was committed since the last call.
+  void update();
+  // Live device-memory bytes per device (-1: unknown device), as of the last update.
+  std::map<int, uint64_t> live_bytes_per_device() const;
+  size_t live_allocations() const { return live_.size(); }
+  // The process wrote its end (ProcessEnd): nothing it holds will change.
+  bool process_ended() const { return process_ended_; }
+
+ private:
+  struct Live {
+    uint64_t slot = 0;
+    uint64_t bytes = 0;
+    uint64_t context = 0;
+    int device = -1;
+    bool device_memory = false;
+  };
+  // The slot's first tag, 0 if out of the mapping.
+  uint32_t tag_at(uint64_t slot) const;
+  const unsigned char *payload_at(uint64_t slot) const;
+  bool remap();
+  bool read_allocation(uint64_t slot, journal::AllocPayload &alloc) const;
+  // Applies the record whose first slot is `slot`; returns its slot count (1 if unreadable).
+  size_t apply(uint64_t slot, uint32_t tag);
+  void add_allocation(uint64_t slot);
+
+  int fd_ = -1;
+  const unsigned char *map_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  uint64_t frontier_ = 1;     // the first slot not yet read (slot 0 is the header)
+  uint64_t last_record_ = 0;  // the first slot of the last record read (0: none)
+  uint64_t last_record_id_ = 0;
+  std::set<uint64_t> pending_;               // slots before the frontier that were not yet committed
+  std::set<uint64_t> freed_unseen_;          // ids freed while an earlier slot was pending
+  std::unordered_map<uint64_t, Live> live_;  // by allocation id
+  bool process_ended_ = false;
+};
+
+}  // namespace leaseguard::authority

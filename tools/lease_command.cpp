@@ -1,0 +1,185 @@
+#include "lease_command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "daemon/authority_socket.h"
+#include "run_command.h"
+
+namespace leaseguard::cli {
+namespace {
+
+using authority::Answer;
+using authority::Request;
+using authority::Verb;
+
+// How long a question other than `wait` may take: the daemon answers at once, so not
+// answering within this means it is wedged or gone.
+constexpr int kAnswerTimeoutMs = 30'000;
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "leaseguard: error: %s\n", message.c_str());
+  return kUsageError;
+}
+
+// Asks one question on `fd`; false with `error` (the daemon's own message for a refusal).
+bool exchange(int fd, const Request &request, Answer &answer, int timeout_ms, std::string &error) {
+  std::string text;
+  if (!authority::ask(fd, authority::format_request(request), text, timeout_ms, error)) return false;
+  if (!authority::parse_answer(text, answer, error)) return false;
+  if (!answer.ok) {
+    error = std::string(answer.field("message").value_or("the lease authority refused"));
+    return false;
+  }
+  return true;
+}
+
+// Prints what the authority reported of the lease's end, after the run's report.
+void print_lease_summary(const Answer &summary, bool quiet) {
+  if (quiet) return;
+  std::fprintf(stderr, "leaseguard: lease %s (id %s) ended by %s; teardown %s\n",
+               std::string(summary.field("name").value_or("?")).c_str(),
+               std::string(summary.field("id").value_or("?")).c_str(),
+               std::string(summary.field("ended_by").value_or("?")).c_str(),
+               std::string(summary.field("teardown").value_or("?")).c_str());
+  for (const auto &[key, value] : summary.fields) {
+    if (key == "verify") {
+      const std::string said = value == "clean"                  ? "no process of the lease holds device memory (NVML)"
+                               : value.rfind("skipped ", 0) == 0 ? "device memory not checked: " + value.substr(8)
+                                                                 : "device memory still held (pid:device:bytes): " +
+                                                                       value.substr(std::min<size_t>(5, value.size()));
+      std::fprintf(stderr, "leaseguard:   verify: %s\n", said.c_str());
+    } else if (key == "stage") {
+      const size_t space = value.find(' ');
+      std::fprintf(stderr, "leaseguard:   stage %s at +%s ms\n", value.substr(0, space).c_str(),
+                   space == std::string::npos ? "?" : value.substr(space + 1).c_str());
+    } else if (key == "process") {
+      char held[512] = {};
+      int pid = 0;
+      unsigned long long freed = 0;
+      if (std::sscanf(value.c_str(), "%d %511s %llu", &pid, held, &freed) != 3) continue;
+      std::fprintf(stderr, "leaseguard:   process %d held %s at the end%s\n", pid,
+                   std::string(held) == "-" ? "no device memory" : ("device:bytes " + std::string(held)).c_str(),
+                   freed == 0 ? "" : (", freed " + std::to_string(freed) + " bytes when asked").c_str());
+    }
+  }
+}
+
+int start(const LeaseOptions &options) {
+  const std::string socket = authority::socket_path(options.socket);
+  std::string error;
+  const int fd = authority::connect_to(socket, error);
+  if (fd < 0) return fail(error);
+  Request request;
+  request.verb = Verb::Start;
+  request.name = options.name;
+  request.ttl_ms = options.ttl_ms;
+  request.teardown = options.teardown;
+  request.grace_ms = options.grace_ms;
+  Answer granted;
+  if (!exchange(fd, request, granted, kAnswerTimeoutMs, error)) {
+    close(fd);
+    return fail("no lease granted: " + error);
+  }
+  const std::string id(granted.field("id").value_or(""));
+  RunExtras extras;
+  // Each process of the command registers with the authority once, at start (the preload).
+  extras.environment["LEASEGUARD_SOCKET"] = socket;
+  extras.environment["LEASEGUARD_AUTHORITY_LEASE"] = id;
+  int connection = fd;
+  extras.tree_ended = [&](const report::ExitStatuses &, int status) {
+    Request exited;
+    exited.verb = Verb::Exited;
+    exited.lease = id;
+    exited.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    Answer answer;
+    std::string problem;
+    Request wait;
+    wait.verb = Verb::Wait;
+    wait.lease = id;
+    // The teardown's length is the lease's business (its grace period), so the wait has no
+    // timeout. A daemon restarted meanwhile (it keeps the lease) is asked again, once.
+    auto tell = [&](int on) {
+      return exchange(on, exited, answer, kAnswerTimeoutMs, problem) && exchange(on, wait, answer, -1, problem);
+    };
+    bool told = tell(connection);
+    if (!told) {
+      close(connection);
+      connection = authority::connect_to(socket, problem);
+      told = connection >= 0 && tell(connection);
+    }
+    if (!told) {
+      std::fprintf(stderr, "leaseguard: warning: the lease authority did not report lease %s's end: %s\n", id.c_str(),
+                   problem.c_str());
+      return;
+    }
+    print_lease_summary(answer, options.run.common.quiet);
+  };
+  const int status = run_command(options.run, &extras);
+  if (connection >= 0) close(connection);
+  return status;
+}
+
+int list(const LeaseOptions &options, int fd) {
+  Request request;
+  request.verb = Verb::List;
+  Answer answer;
+  std::string error;
+  if (!exchange(fd, request, answer, kAnswerTimeoutMs, error)) return fail(error);
+  if (options.json) std::printf("[");
+  else
+    std::printf("%-6s %-24s %-6s %-10s %-12s %-8s %s\n", "ID", "NAME", "OWNER", "TEARDOWN", "TTL LEFT", "STAGE",
+                "PROCESSES");
+  bool first = true;
+  for (const auto &[key, value] : answer.fields) {
+    if (key != "lease") continue;
+    char name[authority::kMaxNameBytes + 1] = {}, teardown[16] = {}, left[24] = {}, stage[16] = {};
+    unsigned long long id = 0, owner = 0, processes = 0;
+    if (std::sscanf(value.c_str(), "%llu %128s %llu %15s %23s %15s %llu", &id, name, &owner, teardown, left, stage,
+                    &processes) != 7)
+      continue;
+    if (options.json) {
+      std::printf(
+          "%s{\"id\":%llu,\"name\":\"%s\",\"owner\":%llu,\"teardown\":\"%s\",\"ttl_remaining_ms\":%s,"
+          "\"stage\":\"%s\",\"processes\":%llu}",
+          first ? "" : ",", id, name, owner, teardown, std::string(left) == "-" ? "null" : left, stage, processes);
+    } else {
+      const std::string ttl = std::string(left) == "-" ? "-" : std::to_string(std::stoull(left) / 1000) + "s";
+      std::printf("%-6llu %-24s %-6llu %-10s %-12s %-8s %llu\n", id, name, owner, teardown, ttl.c_str(), stage,
+                  processes);
+    }
+    first = false;
+  }
+  if (options.json) std::printf("]\n");
+  return 0;
+}
+
+}  // namespace
+
+int lease_command(const LeaseOptions &options) {
+  if (options.verb == LeaseVerb::Start) return start(options);
+  std::string error;
+  const int fd = authority::connect_to(authority::socket_path(options.socket), error);
+  if (fd < 0) return fail(error);
+  int status = 0;
+  if (options.verb == LeaseVerb::List) {
+    status = list(options, fd);
+  } else {
+    Request request;
+    request.verb = options.verb == LeaseVerb::End ? Verb::End : Verb::Extend;
+    request.lease = options.target;
+    request.ttl_ms = options.extend_ms;
+    Answer answer;
+    if (!exchange(fd, request, answer, kAnswerTimeoutMs, error)) status = fail(error);
+    else if (options.verb == LeaseVerb::Extend)
+      std::printf("lease %s: %s ms left\n", options.target.c_str(),
+                  std::string(answer.field("ttl_remaining_ms").value_or("?")).c_str());
+  }
+  close(fd);
+  return status;
+}
+
+}  // namespace leaseguard::cli
