@@ -161,6 +161,7 @@ std::string LeaseAuthority::snapshot(const Peer &peer, uint64_t now_ms) {
     answer.fields.emplace_back("lease", std::to_string(id) + " " + lease.name + " " +
                                             (lease.deadline_ms == 0 ? "-" : std::to_string(remaining)) + " " +
                                             std::string(stage_name(lease.stage)));
+    if (lease.ended_by == EndReason::None) running_members(lease);
     for (const LeaseProcess &process : lease.processes) {
       if (!still_runs({process.pid, process.start_time})) continue;
       const std::map<int, uint64_t> held = live_bytes(lease, process);
@@ -380,6 +381,8 @@ MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
   for (auto &[id, lease] : leases_) {
     if (lease.ended_by != EndReason::None) continue;
     LeaseMetrics entry;
+    // Processes forked without an exec do not register: found below their relatives.
+    running_members(lease);
     for (const LeaseProcess &process : lease.processes)
       for (const auto &[device, bytes] : live_bytes(lease, process)) entry.live.push_back({process.pid, device, bytes});
     entry.name = lease.name;
