@@ -409,7 +409,7 @@ bool parse_lease(const std::vector<std::string> &arguments, size_t index, LeaseO
     error = "'lease' needs what to do: start, list, end or extend";
     return false;
   }
-  const std::string verb = arguments[index++];
+  const std::string &verb = arguments[index++];
   if (verb == "start") {
     lease.verb = LeaseVerb::Start;
     return parse_lease_start(arguments, index, lease, error);
