@@ -141,5 +141,73 @@ TEST(CommandLine, ReportPathsAndOptions) {
   EXPECT_EQ(command.report.common.formats[0].path, "x.json");
 }
 
+TEST(CommandLine, LeaseStartTakesItsOwnOptionsAndRunsTheRestAsRun) {
+  Command command;
+  std::string error;
+  // The lease's --ttl and --on-expiry are the lease's wherever they come before the command;
+  // run's options, with their values, are run's.
+  ASSERT_TRUE(parse(
+      {"lease",     "start",      "--sim",    "--out", "o",        "--name", "12345", "--ttl", "2s",    "--on-expiry",
+       "terminate", "--grace=1s", "--socket", "/s",    "--format", "json",   "--",    "prog",  "--ttl", "9"},
+      command, error))
+      << error;
+  EXPECT_EQ(command.subcommand, Subcommand::Lease);
+  const LeaseOptions &lease = command.lease;
+  EXPECT_EQ(lease.verb, LeaseVerb::Start);
+  EXPECT_EQ(lease.name, "12345");
+  EXPECT_EQ(lease.ttl_ms, 2000u);
+  EXPECT_EQ(lease.teardown, authority::Teardown::Terminate);
+  EXPECT_EQ(lease.grace_ms, 1000u);
+  EXPECT_EQ(lease.socket, "/s");
+  EXPECT_TRUE(lease.run.sim);
+  EXPECT_EQ(lease.run.common.out_dir, "o");
+  EXPECT_FALSE(lease.run.ttl_ms) << "the lease's TTL is not the process lease's";
+  EXPECT_EQ(lease.run.command, (std::vector<std::string>{"prog", "--ttl", "9"}));
+}
+
+TEST(CommandLine, LeaseAndDaemonAndTopMistakesAreOneLineEach) {
+  const std::vector<std::vector<std::string>> wrong = {
+      {"lease"},
+      {"lease", "fly"},
+      {
+          "lease",
+          "start",
+          "--",
+      },
+      {"lease", "start", "--name", "a/b", "--", "prog"},
+      {"lease", "start", "--ttl", "soon", "--", "prog"},
+      {"lease", "start", "--on-expiry", "abort", "--", "prog"},
+      {"lease", "start", "--grace", "2h", "--", "prog"},
+      {"lease", "start", "--bogus", "--", "prog"},
+      {"lease", "end"},
+      {"lease", "end", "a", "b"},
+      {"lease", "extend", "a"},
+      {"lease", "extend", "a", "later"},
+      {"lease", "list", "x"},
+      {"lease", "list", "--all"},
+      {"daemon", "--port", "1"},
+      {"daemon", "--socket"},
+      {"top", "--every", "1"},
+  };
+  for (const auto &arguments : wrong) {
+    Command command;
+    std::string error;
+    EXPECT_FALSE(parse(arguments, command, error)) << arguments[0] << " " << (arguments.size() > 1 ? arguments[1] : "");
+    EXPECT_FALSE(error.empty());
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  Command command;
+  std::string error;
+  ASSERT_TRUE(parse({"lease", "extend", "job", "30m", "--socket=/s"}, command, error)) << error;
+  EXPECT_EQ(command.lease.verb, LeaseVerb::Extend);
+  EXPECT_EQ(command.lease.extend_ms, 30u * 60 * 1000);
+  ASSERT_TRUE(parse({"daemon", "--metrics", "127.0.0.1:0", "--textfile=/t.prom", "--state", "/st"}, command, error));
+  EXPECT_EQ(command.daemon.metrics_address, "127.0.0.1:0");
+  EXPECT_EQ(command.daemon.textfile, "/t.prom");
+  ASSERT_TRUE(parse({"top", "--once", "--out", "o"}, command, error)) << error;
+  EXPECT_TRUE(command.top.once);
+  EXPECT_EQ(command.top.out_dir, "o");
+}
+
 }  // namespace
 }  // namespace leaseguard::cli
