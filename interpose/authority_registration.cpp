@@ -13,27 +13,13 @@
 #include "authority_protocol.h"
 #include "files.h"
 #include "log.h"
+#include "proc_stat.h"
 
 namespace leaseguard::interpose {
 namespace {
 
 // The daemon answers at once; a process never waits on a wedged one longer than this.
 constexpr int kAnswerTimeoutMs = 2000;
-
-// This process's start time, field 22 of /proc/self/stat: with the pid, its name.
-uint64_t own_start_time() {
-  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buffer[1024];
-  const ssize_t got = read(fd, buffer, sizeof buffer - 1);
-  close(fd);
-  if (got <= 0) return 0;
-  buffer[got] = '\0';
-  const char *field = std::strrchr(buffer, ')');
-  // After the command's closing parenthesis: field 3 onwards, space-separated.
-  for (int index = 2; field != nullptr && index < 22; ++index) field = std::strchr(field + 1, ' ');
-  return field != nullptr ? std::strtoull(field + 1, nullptr, 10) : 0;
-}
 
 // Sends `message` and reads the answer; the answer's text, or why there is none.
 bool ask_once(const std::string &path, const std::string &message, std::string &answer) {
@@ -80,7 +66,8 @@ void register_with_lease_authority(const Options &options) noexcept {
     request.lease = lease;
     request.journal = absolute_path(options.out_dir) + "/" + (options.run_id.empty() ? "leaseguard" : options.run_id) +
                       "." + std::to_string(getpid());
-    request.start_time = own_start_time();
+    ProcStat self;
+    request.start_time = read_proc_stat(getpid(), self) ? self.start_time : 0;
     std::string text, error;
     authority::Answer answer;
     if (socket.empty() || !ask_once(socket, authority::format_request(request), text)) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "proc_stat.h"
+
 namespace leaseguard::authority {
 namespace {
 
@@ -37,36 +39,12 @@ bool parse_number(std::string_view text, Number &value) {
   return problem == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
-// State and start time from /proc/PID/stat. The command name (field 2) is in parentheses
-// and may hold spaces and parentheses itself: fields are counted after its last ')'.
-bool read_stat(pid_t pid, char &state, uint64_t &start_time) {
-  std::string stat;
-  if (!read_small_file("/proc/" + std::to_string(pid) + "/stat", stat)) return false;
-  const size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
-  std::string_view rest = std::string_view(stat).substr(close_paren + 2);
-  // Fields from 3 on: state is field 3, starttime field 22.
-  for (int field = 3; field <= 22; ++field) {
-    const size_t space = rest.find(' ');
-    const std::string_view value = rest.substr(0, space);
-    if (field == 3) {
-      if (value.size() != 1) return false;
-      state = value[0];
-    }
-    if (field == 22) return parse_number(value, start_time);
-    if (space == std::string_view::npos) return false;
-    rest.remove_prefix(space + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<ProcessName> live_process(pid_t pid) {
-  char state = 0;
-  uint64_t start_time = 0;
-  if (pid <= 0 || !read_stat(pid, state, start_time) || state == 'Z' || state == 'X') return std::nullopt;
-  return ProcessName{pid, start_time};
+  ProcStat stat;
+  if (pid <= 0 || !read_proc_stat(pid, stat) || stat.state == 'Z' || stat.state == 'X') return std::nullopt;
+  return ProcessName{pid, stat.start_time};
 }
 
 bool still_runs(const ProcessName &process) {
