@@ -150,24 +150,25 @@ std::string render(const Snapshot &snapshot) {
   out += line;
   for (const TopLease &lease : snapshot.leases) {
     bool first = true;
+    // The lease's columns on its first row only.
     auto lease_columns = [&] {
-      std::snprintf(line, sizeof line, "%-6s %-24.24s %-9s %-8s ", first ? lease.id.c_str() : "",
+      char columns[256];
+      std::snprintf(columns, sizeof columns, "%-6s %-24.24s %-9s %-8s ", first ? lease.id.c_str() : "",
                     first ? lease.name.c_str() : "", first ? human_ms(lease.ttl_left).c_str() : "",
                     first ? lease.stage.c_str() : "");
       first = false;
-      return std::string(line);
+      return std::string(columns);
+    };
+    auto process_columns = [](pid_t pid, const std::string &device, const std::string &live) {
+      char columns[128];
+      std::snprintf(columns, sizeof columns, "%8d %6s %12s\n", static_cast<int>(pid), device.c_str(), live.c_str());
+      return std::string(columns);
     };
     if (lease.processes.empty()) out += lease_columns() + "       -\n";
     for (const TopProcess &process : lease.processes) {
-      if (process.live.empty()) {
-        std::snprintf(line, sizeof line, "%8d %6s %12s\n", static_cast<int>(process.pid), "-", "0 B");
-        out += lease_columns() + line;
-      }
-      for (const auto &[device, bytes] : process.live) {
-        std::snprintf(line, sizeof line, "%8d %6d %12s\n", static_cast<int>(process.pid), device,
-                      human_bytes(bytes).c_str());
-        out += lease_columns() + line;
-      }
+      if (process.live.empty()) out += lease_columns() + process_columns(process.pid, "-", "0 B");
+      for (const auto &[device, bytes] : process.live)
+        out += lease_columns() + process_columns(process.pid, std::to_string(device), human_bytes(bytes));
     }
   }
   return out;

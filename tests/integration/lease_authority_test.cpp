@@ -207,6 +207,21 @@ TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItH
   EXPECT_EQ(daemon.stop(SIGTERM), 0);
 }
 
+TEST_F(LeaseAuthorityEndToEnd, TopShowsEachProcessOfALiveLeaseWithWhatItHolds) {
+  Daemon daemon(dir_);
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  const RunResult top = run_process({LEASEGUARD_BIN, "top", "--once", "--socket", daemon.socket()});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("1 lease(s), 3 process(es), 6.0 MiB of device memory live"), std::string::npos) << top.out;
+  // One row per process, the lease's columns on the first only.
+  for (const char *held : {" 1.0 MiB\n", " 2.0 MiB\n", " 3.0 MiB\n"})
+    EXPECT_NE(top.out.find(held), std::string::npos) << held << " in\n" << top.out;
+  EXPECT_NE(top.out.find("\n1      job "), std::string::npos) << top.out;
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  job.finish();
+}
+
 TEST_F(LeaseAuthorityEndToEnd, ALeaseEndsAtItsTimeToLive) {
   Daemon daemon(dir_, false);
   const RunResult job = start_job(daemon.socket(), "2s", "1s");
