@@ -22,6 +22,13 @@ void forget_parents_page() {
   g_unavailable = false;
 }
 
+// At exit: this process's file, if this process made it (not a parent's, after a fork).
+void remove_own_page() {
+  if (g_page == nullptr || g_page->pid != getpid()) return;
+  const std::string path = usage_directory() + "/" + std::to_string(getpid()) + ".usage";
+  unlink(path.c_str());
+}
+
 UsagePage *own_page() {
   if (g_page != nullptr || g_unavailable) return g_page;
   static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -46,6 +53,10 @@ UsagePage *own_page() {
   std::memcpy(page->magic, kUsageMagic, sizeof page->magic);
   g_page = page;
   g_unavailable = false;
+  // A process that ends normally takes its file with it (one that is killed leaves it: the
+  // NVML stand-in passes over the files of processes that no longer run).
+  static pthread_once_t remove_at_exit = PTHREAD_ONCE_INIT;
+  pthread_once(&remove_at_exit, [] { std::atexit(remove_own_page); });
   return g_page;
 }
 

@@ -118,7 +118,24 @@ int start(const LeaseOptions &options) {
     }
     print_lease_summary(answer, options.run.common.quiet);
   };
+  bool reported = false;
+  auto tree_ended = extras.tree_ended;
+  extras.tree_ended = [&](const report::ExitStatuses &exits, int status) {
+    reported = true;
+    tree_ended(exits, status);
+  };
   const int status = run_command(options.run, &extras);
+  if (!reported && connection >= 0) {
+    // The command never ran (not found, not executable, a usage error): its lease ends now,
+    // not at its TTL.
+    Request end;
+    end.verb = Verb::End;
+    end.lease = id;
+    Answer answer;
+    std::string problem;
+    if (!exchange(connection, end, answer, kAnswerTimeoutMs, problem))
+      std::fprintf(stderr, "leaseguard: warning: lease %s was not ended: %s\n", id.c_str(), problem.c_str());
+  }
   if (connection >= 0) close(connection);
   return status;
 }

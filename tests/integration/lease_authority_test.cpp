@@ -248,6 +248,15 @@ TEST_F(LeaseAuthorityEndToEnd, ADaemonKilledDuringATeardownFinishesItWhenStarted
   EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
 }
 
+TEST_F(LeaseAuthorityEndToEnd, ACommandThatCannotRunEndsItsLeaseAtOnce) {
+  Daemon daemon(dir_);
+  const RunResult job = lease(daemon.socket(), {"start", "--ttl", "1h", "--", dir_ + "/no-such-program"});
+  EXPECT_EQ(job.exit_code, 127) << job.err;
+  const RunResult list = lease(daemon.socket(), {"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out.find(" live "), std::string::npos) << "its lease lives on:\n" << list.out;
+}
+
 TEST_F(LeaseAuthorityEndToEnd, WithoutADaemonNothingRuns) {
   const RunResult job = start_job(dir_ + "/nobody.sock", "1s", "1s");
   EXPECT_EQ(job.exit_code, 2);
