@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "authority_protocol.h"
@@ -21,23 +23,41 @@ namespace {
 // The daemon answers at once; a process never waits on a wedged one longer than this.
 constexpr int kAnswerTimeoutMs = 2000;
 
-// Sends `message` and reads the answer; the answer's text, or why there is none.
-bool ask_once(const std::string &path, const std::string &message, std::string &answer) {
+// What a forked child needs to register itself: set once, at start, never changed after.
+struct Registration {
+  std::string socket, lease, journal_prefix;  // the journal is JOURNAL_PREFIX.PID
+};
+Registration *g_registration = nullptr;
+
+// A connected socket to the daemon at `path`, with `message` sent; -1 (errno set) if not.
+int connect_and_send(const std::string &path, const std::string &message) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof address.sun_path) {
-    answer = "socket path too long";
-    return false;
+    errno = ENAMETOOLONG;
+    return -1;
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) != 0 ||
+      send(fd, message.data(), message.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(message.size())) {
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `message` and reads the answer; the answer's text, or why there is none.
+bool ask_once(const std::string &path, const std::string &message, std::string &answer) {
+  const int fd = connect_and_send(path, message);
+  bool ok = fd >= 0;
+  if (!ok) {
     answer = std::strerror(errno);
     return false;
   }
-  bool ok = connect(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) == 0 &&
-            send(fd, message.data(), message.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(message.size());
-  if (!ok) answer = std::strerror(errno);
   pollfd readable{fd, POLLIN, 0};
   if (ok && poll(&readable, 1, kAnswerTimeoutMs) != 1) {
     ok = false;
@@ -53,6 +73,34 @@ bool ask_once(const std::string &path, const std::string &message, std::string &
   return ok;
 }
 
+authority::Request registration_of_this_process(const Registration &registration) {
+  authority::Request request;
+  request.verb = authority::Verb::Register;
+  request.lease = registration.lease;
+  request.journal = registration.journal_prefix + "." + std::to_string(getpid());
+  ProcStat self;
+  request.start_time = read_proc_stat(getpid(), self) ? self.start_time : 0;
+  return request;
+}
+
+// A child forked without an exec registers too: a daemon double-forked from the job is
+// reparented away from it, and found through its relatives only while they run. It does
+// not wait for the answer (fork stays fast); the daemon takes the registration from the
+// queued message and its peer credentials even after the child closed its end. A child
+// that cannot send is found through its parent, as before; no warning per child.
+void register_forked_child() noexcept {
+  const int saved_errno = errno;
+  try {
+    if (const Registration *registration = g_registration) {
+      const int fd = connect_and_send(registration->socket,
+                                      authority::format_request(registration_of_this_process(*registration)));
+      if (fd >= 0) close(fd);
+    }
+  } catch (...) {
+  }
+  errno = saved_errno;
+}
+
 }  // namespace
 
 void register_with_lease_authority(const Options &options) noexcept {
@@ -61,13 +109,10 @@ void register_with_lease_authority(const Options &options) noexcept {
   try {
     const char *socket_variable = std::getenv("LEASEGUARD_SOCKET");
     const std::string socket = socket_variable != nullptr ? socket_variable : "";
-    authority::Request request;
-    request.verb = authority::Verb::Register;
-    request.lease = lease;
-    request.journal = absolute_path(options.out_dir) + "/" + (options.run_id.empty() ? "leaseguard" : options.run_id) +
-                      "." + std::to_string(getpid());
-    ProcStat self;
-    request.start_time = read_proc_stat(getpid(), self) ? self.start_time : 0;
+    auto registration = std::make_unique<Registration>(
+        Registration{socket, lease,
+                     absolute_path(options.out_dir) + "/" + (options.run_id.empty() ? "leaseguard" : options.run_id)});
+    const authority::Request request = registration_of_this_process(*registration);
     std::string text, error;
     authority::Answer answer;
     if (socket.empty() || !ask_once(socket, authority::format_request(request), text)) {
@@ -77,9 +122,13 @@ void register_with_lease_authority(const Options &options) noexcept {
           socket.c_str(), text.c_str(), lease);
       return;
     }
-    if (!authority::parse_answer(text, answer, error) || !answer.ok)
+    if (!authority::parse_answer(text, answer, error) || !answer.ok) {
       log_warning("the lease authority refused this process in lease %s: %s", lease,
                   std::string(answer.field("message").value_or(error)).c_str());
+      return;
+    }
+    g_registration = registration.release();  // never freed: a child forked at any time reads it
+    pthread_atfork(nullptr, nullptr, register_forked_child);
   } catch (...) {
     log_warning("cannot register with the lease authority: out of memory");
   }

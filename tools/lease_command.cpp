@@ -85,29 +85,51 @@ int start(const LeaseOptions &options) {
     return fail("no lease granted: " + error);
   }
   const std::string id(granted.field("id").value_or(""));
+  // No connection is held while the command runs (the daemon closes idle ones): the lease is
+  // the daemon's, and the end is told on a new one.
+  close(fd);
   RunExtras extras;
   // Each process of the command registers with the authority once, at start (the preload).
   extras.environment["LEASEGUARD_SOCKET"] = socket;
   extras.environment["LEASEGUARD_AUTHORITY_LEASE"] = id;
-  int connection = fd;
+  int connection = -1;
+  auto exit_status = [](int status) {
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  };
+  // The command's end is the lease's: what it left running (an orphaned child, a daemon it
+  // started) is the teardown's to end, now, not whenever the lease's time runs out.
+  extras.command_ended = [&](int status) {
+    Request exited;
+    exited.verb = Verb::Exited;
+    exited.lease = id;
+    exited.status = exit_status(status);
+    Answer answer;
+    std::string problem;
+    const int told = authority::connect_to(socket, problem);
+    if (told < 0 || !exchange(told, exited, answer, kAnswerTimeoutMs, problem))
+      std::fprintf(stderr, "leaseguard: warning: the lease authority was not told that the command ended: %s\n",
+                   problem.c_str());
+    if (told >= 0) close(told);
+  };
   extras.tree_ended = [&](const report::ExitStatuses &, int status) {
     Request exited;
     exited.verb = Verb::Exited;
     exited.lease = id;
-    exited.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    exited.status = exit_status(status);
     Answer answer;
     std::string problem;
     Request wait;
     wait.verb = Verb::Wait;
     wait.lease = id;
     // The teardown's length is the lease's business (its grace period), so the wait has no
-    // timeout. A daemon restarted meanwhile (it keeps the lease) is asked again, once.
+    // timeout.
     auto tell = [&](int on) {
       return exchange(on, exited, answer, kAnswerTimeoutMs, problem) && exchange(on, wait, answer, -1, problem);
     };
-    bool told = tell(connection);
-    if (!told) {
-      close(connection);
+    // A daemon restarted meanwhile (it keeps the lease) is asked again, once.
+    bool told = false;
+    for (int attempt = 0; attempt < 2 && !told; ++attempt) {
+      if (connection >= 0) close(connection);
       connection = authority::connect_to(socket, problem);
       told = connection >= 0 && tell(connection);
     }
@@ -125,7 +147,7 @@ int start(const LeaseOptions &options) {
     tree_ended(exits, status);
   };
   const int status = run_command(options.run, &extras);
-  if (!reported && connection >= 0) {
+  if (!reported) {
     // The command never ran (not found, not executable, a usage error): its lease ends now,
     // not at its TTL.
     Request end;
@@ -133,7 +155,8 @@ int start(const LeaseOptions &options) {
     end.lease = id;
     Answer answer;
     std::string problem;
-    if (!exchange(connection, end, answer, kAnswerTimeoutMs, problem))
+    connection = authority::connect_to(socket, problem);
+    if (connection < 0 || !exchange(connection, end, answer, kAnswerTimeoutMs, problem))
       std::fprintf(stderr, "leaseguard: warning: lease %s was not ended: %s\n", id.c_str(), problem.c_str());
   }
   if (connection >= 0) close(connection);

@@ -235,8 +235,10 @@ pid_t start_command(const std::vector<std::string> &command, const std::vector<s
   return child;
 }
 
-// Waits for every process of the tree; each one's exit status, and the command's own.
-report::ExitStatuses wait_for_the_tree(pid_t command, int &command_status) {
+// Waits for every process of the tree; each one's exit status, and the command's own
+// (`command_ended` is told it as soon as it comes).
+report::ExitStatuses wait_for_the_tree(pid_t command, int &command_status,
+                                       const std::function<void(int)> &command_ended) {
   report::ExitStatuses exits;
   while (true) {
     int status = 0;
@@ -245,7 +247,10 @@ report::ExitStatuses wait_for_the_tree(pid_t command, int &command_status) {
       if (errno == EINTR) continue;
       break;  // ECHILD: the whole tree has ended
     }
-    if (pid == command) command_status = status;
+    if (pid == command) {
+      command_status = status;
+      if (command_ended) command_ended(status);
+    }
     report::ExitStatus &exit = exits[pid];
     if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
     else if (WIFEXITED(status)) exit.code = WEXITSTATUS(status);
@@ -303,7 +308,8 @@ int run_command(const RunOptions &options, const RunExtras *extras) {
     return kUsageError;
   }
   int command_status = 0;
-  const report::ExitStatuses exits = wait_for_the_tree(command, command_status);
+  const report::ExitStatuses exits =
+      wait_for_the_tree(command, command_status, extras != nullptr ? extras->command_ended : nullptr);
   if (extras != nullptr && extras->tree_ended) extras->tree_ended(exits, command_status);
   report.simulated = options.sim;
   if (!report_the_run(options, out_dir, *run_dir, run_id, exits, report, error)) {

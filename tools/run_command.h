@@ -16,6 +16,9 @@ namespace leaseguard::cli {
 // authority, and wait for the lease's teardown).
 struct RunExtras {
   std::map<std::string, std::string> environment;
+  // The command itself ended (its processes left behind may run on); its wait status.
+  std::function<void(int command_status)> command_ended;
+  // Every process of the command's tree ended.
   std::function<void(const report::ExitStatuses &exits, int command_status)> tree_ended;
 };
 

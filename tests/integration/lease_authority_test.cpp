@@ -5,6 +5,7 @@
 // stage began.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,8 +14,10 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <regex>
 #include <thread>
@@ -110,9 +113,28 @@ class Job {
     out_ = out[0];
   }
   ~Job() {
-    if (pid_ > 0) finish();
+    // A test that stopped early: SIGTERM to `lease start` (as a scheduler's cancel sends)
+    // ends the command, and with it the lease, whose teardown ends the rest.
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      finish();
+    }
     close(out_);
     unlink(err_path_.c_str());
+  }
+  // The `lease start` process.
+  pid_t client() const { return pid_; }
+  // Reads the job's output until every process of the job (each holds it) has ended; false
+  // if that has not happened within `bound_ms` (a job that escaped its teardown).
+  bool wait_all_ended(int bound_ms) {
+    char buffer[256];
+    while (true) {
+      pollfd readable{out_, POLLIN, 0};
+      if (poll(&readable, 1, bound_ms) != 1) return false;
+      const ssize_t got = read(out_, buffer, sizeof buffer);
+      if (got == 0) return true;
+      if (got < 0 && errno != EINTR) return false;
+    }
   }
   // Reads the job's output until it says it is ready; false if it ended first.
   bool wait_ready() {
@@ -222,6 +244,57 @@ TEST_F(LeaseAuthorityEndToEnd, TopShowsEachProcessOfALiveLeaseWithWhatItHolds) {
   job.finish();
 }
 
+// `leaseguard top` as a person sees it: in a terminal (tmux's), redrawn as the lease changes,
+// and gone with q, leaving the terminal as it found it.
+TEST_F(LeaseAuthorityEndToEnd, TopInATerminalFollowsTheLeaseAndQuitsWithQ) {
+  std::string tmux_path = run_process({"/bin/sh", "-c", "command -v tmux"}).out;
+  if (tmux_path.empty()) GTEST_SKIP() << "tmux not installed";
+  tmux_path.pop_back();  // its newline
+  Daemon daemon(dir_);
+  const std::string tmux_socket = dir_ + "/tmux.sock";
+  auto tmux = [&](std::vector<std::string> arguments) {
+    arguments.insert(arguments.begin(), {tmux_path, "-S", tmux_socket});
+    return run_process(arguments);
+  };
+  // The terminal goes with the test, however it ends.
+  struct KillServer {
+    std::function<void()> kill;
+    ~KillServer() { kill(); }
+  } kill_server{[&] { tmux({"kill-server"}); }};
+  // What the terminal shows, once it shows `wanted` (read as often as tmux answers; the bound
+  // only keeps a broken top from hanging the suite).
+  auto screen_once_it_shows = [&](const std::string &wanted) {
+    std::string screen;
+    for (int looks = 0; looks < 2000; ++looks) {
+      screen = tmux({"capture-pane", "-p", "-t", "top"}).out;
+      if (screen.find(wanted) != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return screen;
+  };
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  // Under a shell that says how it ended, as a person's terminal would.
+  ASSERT_EQ(tmux({"-f", "/dev/null", "new-session", "-d", "-s", "top", "-x", "100", "-y", "30", "/bin/sh", "-c",
+                  std::string(LEASEGUARD_BIN) + " top --socket '" + daemon.socket() +
+                      "'; echo \"top ended with $?\"; exec sleep 3600"})
+                .exit_code,
+            0);
+  std::string screen = screen_once_it_shows("1 lease(s), 3 process(es), 6.0 MiB of device memory live");
+  EXPECT_NE(screen.find("1 lease(s), 3 process(es), 6.0 MiB of device memory live"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("(q quits)"), std::string::npos) << screen;
+  for (const char *held : {" 1.0 MiB", " 2.0 MiB", " 3.0 MiB"})
+    EXPECT_NE(screen.find(held), std::string::npos) << screen;
+  // The lease ends: the next frames follow it to nothing.
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  job.finish();
+  screen = screen_once_it_shows("0 lease(s), 0 process(es)");
+  EXPECT_NE(screen.find("0 lease(s), 0 process(es), 0 B of device memory live"), std::string::npos) << screen;
+  tmux({"send-keys", "-t", "top", "q"});
+  screen = screen_once_it_shows("top ended with");
+  EXPECT_NE(screen.find("top ended with 0"), std::string::npos) << "top did not quit at q:\n" << screen;
+}
+
 TEST_F(LeaseAuthorityEndToEnd, ALeaseEndsAtItsTimeToLive) {
   Daemon daemon(dir_, false);
   const RunResult job = start_job(daemon.socket(), "2s", "1s");
@@ -245,6 +318,115 @@ TEST_F(LeaseAuthorityEndToEnd, ADaemonKilledDuringATeardownFinishesItWhenStarted
   const RunResult result = job.finish();
   EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
   EXPECT_GE(stage_at(result.err, "sigkill"), 4000) << "the grace period counts from before the kill\n" << result.err;
+  EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
+}
+
+// The number of processes `lease list` gives lease `name`; -1 if it is not listed.
+long listed_processes(const RunResult &list, const std::string &name, std::string *stage = nullptr) {
+  std::smatch found;
+  if (!std::regex_search(list.out, found,
+                         std::regex("\\n[0-9]+ +" + name + " +[0-9]+ +[a-z]+ +[-0-9s]+ +([a-z]+) +([0-9]+)\\n")))
+    return -1;
+  if (stage != nullptr) *stage = found[1];
+  return std::stol(found[2]);
+}
+
+TEST_F(LeaseAuthorityEndToEnd, TheClientsDeathNeitherEndsNorLeaksTheLease) {
+  Daemon daemon(dir_);
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  // Each of the three registered (the double-forked daemon at its fork): a later request is
+  // answered after the registrations sent before it.
+  std::string stage;
+  EXPECT_GE(listed_processes(lease(daemon.socket(), {"list"}), "job"), 3);
+  // `lease start` is killed (a scheduler's SIGKILL, an OOM kill): the job runs on, orphaned,
+  // the double-forked daemon reparented away from every process of the lease.
+  ASSERT_EQ(kill(job.client(), SIGKILL), 0);
+  EXPECT_EQ(job.finish().exit_code, 128 + SIGKILL);
+  const RunResult listed = lease(daemon.socket(), {"list"});
+  EXPECT_GE(listed_processes(listed, "job", &stage), 3) << listed.out;
+  EXPECT_EQ(stage, "live") << "the lease is the daemon's: its client's end is not its end\n" << listed.out;
+  // Ended from another shell, every process of the job goes, the escaped daemon too.
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  EXPECT_TRUE(job.wait_all_ended(120'000)) << "a process of the job outlived its lease's teardown";
+  // Nobody asks for its report: the daemon keeps it, done, for a while (lease list shows it).
+  std::string after;
+  listed_processes(lease(daemon.socket(), {"list"}), "job", &after);
+  EXPECT_TRUE(after == "done" || after == "verify" || after == "sigkill") << after;
+}
+
+// The daemon's metrics for node_exporter's textfile collector: written whole (a reader never
+// sees half a file), with a live lease's bytes while it runs and without them after.
+TEST_F(LeaseAuthorityEndToEnd, TheTextfileShowsALeasesLiveBytesWhileItRunsAndNotAfter) {
+  const std::string textfile = dir_ + "/leaseguard.prom";
+  Daemon daemon(dir_, true, {"--textfile", textfile});
+  // Waits (on the daemon's rewrites, every few seconds) until the file satisfies `wanted`;
+  // every version read must be a whole exposition.
+  auto wait_for = [&](const std::function<bool(const std::string &)> &wanted) {
+    const std::regex sample("[a-z_]+(\\{[^}]*\\})? [-+0-9.eE]+");
+    for (int reads = 0; reads < 3000; ++reads) {
+      const std::string text = read_text(textfile);
+      if (!text.empty()) {
+        EXPECT_EQ(text.back(), '\n') << "a torn file:\n" << text;
+        size_t start = 0;
+        for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+          const std::string line = text.substr(start, end - start);
+          if (!line.empty() && line[0] != '#') {
+            EXPECT_TRUE(std::regex_match(line, sample)) << line;
+          }
+        }
+        if (wanted(text)) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  EXPECT_TRUE(wait_for([](const std::string &text) {
+    return text.find("leaseguard_leases_active 1\n") != std::string::npos &&
+           text.find("leaseguard_node_live_bytes{device=\"0\"} 6291456\n") != std::string::npos;
+  }));
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  job.finish();
+  EXPECT_TRUE(wait_for([](const std::string &text) {
+    return text.find("leaseguard_leases_active 0\n") != std::string::npos &&
+           text.find("leaseguard_lease_live_bytes{") == std::string::npos &&
+           text.find("leaseguard_teardown_stage_total{stage=\"verify\"} 1\n") != std::string::npos;
+  })) << read_text(textfile);
+}
+
+// A client that connects and says nothing is closed in time, and meanwhile the daemon
+// answers others: an idle connection holds no slot for good.
+TEST_F(LeaseAuthorityEndToEnd, AClientThatSaysNothingIsClosedAndOthersAreAnsweredMeanwhile) {
+  Daemon daemon(dir_);
+  const int silent = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", daemon.socket().c_str());
+  ASSERT_EQ(connect(silent, reinterpret_cast<const sockaddr *>(&address), sizeof address), 0);
+  EXPECT_EQ(lease(daemon.socket(), {"list"}).exit_code, 0);
+  char byte;
+  // The daemon closes it (its idle limit is 30 s); the bound here only keeps a broken daemon
+  // from hanging the suite.
+  pollfd closed{silent, POLLIN, 0};
+  ASSERT_EQ(poll(&closed, 1, 600'000), 1);
+  EXPECT_EQ(recv(silent, &byte, 1, 0), 0);
+  close(silent);
+}
+
+// A scheduler's cancel (SIGTERM to `lease start`, forwarded to the command): the command's
+// end ends the lease, and its teardown ends what the command left running.
+TEST_F(LeaseAuthorityEndToEnd, TheCommandsEndEndsTheLeaseAndTheTeardownEndsWhatItLeftRunning) {
+  Daemon daemon(dir_);
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  ASSERT_EQ(kill(job.client(), SIGTERM), 0);
+  const RunResult result = job.finish();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_NE(result.err.find("lease job (id 1) ended by exit; teardown terminate"), std::string::npos) << result.err;
+  // The child that ignores SIGTERM was killed at the grace period's end.
+  EXPECT_GE(stage_at(result.err, "sigkill"), 0) << result.err;
   EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
 }
 

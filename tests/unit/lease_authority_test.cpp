@@ -35,10 +35,10 @@ class LeaseAuthorityTest : public ::testing::Test {
   }
 
   uint64_t start_lease(LeaseAuthority &authority, uint64_t ttl_ms, Teardown teardown, uint64_t grace_ms,
-                       uint64_t now_ms) {
+                       uint64_t now_ms, const std::string &name = "job") {
     Request request;
     request.verb = Verb::Start;
-    request.name = "job";
+    request.name = name;
     request.ttl_ms = ttl_ms;
     request.teardown = teardown;
     request.grace_ms = grace_ms;
@@ -189,7 +189,7 @@ TEST_F(LeaseAuthorityTest, OnlyTheOwnerOrRootManagesALease) {
   EXPECT_FALSE(answer.field("lease")) << "another user's leases are not listed";
   Request join;
   join.verb = Verb::Register;
-  join.lease = "job";
+  join.lease = std::to_string(id);
   join.journal = "/tmp/x.lgj";
   join.start_time = live_process(getpid())->start_time;
   ASSERT_TRUE(parse_answer(authority.handle(join, stranger, t0), answer, error));
@@ -222,6 +222,51 @@ TEST_F(LeaseAuthorityTest, ExtendMovesTheDeadline) {
   EXPECT_FALSE(authority.finished(id));
   authority.tick(t0 + 1500);
   EXPECT_TRUE(authority.finished(id));
+}
+
+TEST_F(LeaseAuthorityTest, AnIdIsNeverGrantedTwiceAlsoAfterEveryLeaseWasForgottenAndTheDaemonRestarted) {
+  uint64_t first = 0;
+  {
+    LeaseAuthority before(store_);
+    first = start_lease(before, 0, Teardown::Report, 0, 1000);
+    Request end;
+    end.verb = Verb::End;
+    end.lease = "job";
+    before.handle(end, me_, 1000);
+    before.tick(1000);
+    ASSERT_TRUE(before.finished(first));
+    before.forget(first);  // reported: its file goes, nothing of it is kept
+  }
+  LeaseAuthority after(store_);
+  std::vector<std::string> warnings;
+  std::string error;
+  ASSERT_TRUE(after.recover(2000, warnings, error)) << error;
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  EXPECT_TRUE(after.leases().empty());
+  EXPECT_GT(start_lease(after, 0, Teardown::Report, 0, 2000), first);
+}
+
+TEST_F(LeaseAuthorityTest, ALeaseMayBeNamedByANumberThatIsAnotherLeasesId) {
+  LeaseAuthority authority(store_);
+  const uint64_t first = start_lease(authority, 0, Teardown::Report, 0, 1000, "job");
+  // A Slurm job id as the name: lease 1 lives, and "1" is a name no live lease has.
+  const uint64_t second = start_lease(authority, 0, Teardown::Report, 0, 1000, std::to_string(first));
+  EXPECT_NE(second, first);
+  // Its name, not the other's id, is what "1" finds from then on.
+  Request end;
+  end.verb = Verb::End;
+  end.lease = std::to_string(first);
+  Answer answer;
+  std::string error;
+  ASSERT_TRUE(parse_answer(authority.handle(end, me_, 1000), answer, error));
+  EXPECT_EQ(answer.field("id"), std::to_string(second));
+  // And a live name is not granted twice.
+  Request again;
+  again.verb = Verb::Start;
+  again.name = "job";
+  ASSERT_TRUE(parse_answer(authority.handle(again, me_, 1000), answer, error));
+  EXPECT_FALSE(answer.ok);
+  EXPECT_EQ(answer.field("message"), "a lease named 'job' is live already");
 }
 
 }  // namespace

@@ -34,13 +34,18 @@ constexpr size_t kMaxHttpRequestBytes = 8192;
 constexpr uint64_t kHttpDeadlineMs = 5000;
 // How often the textfile is rewritten.
 constexpr uint64_t kTextfileEveryMs = 5000;
+// A client that neither asks nor waits for a teardown is closed after this: each costs a
+// slot, and the daemon's clients (lease start, the preload's registration, lease and top)
+// ask at once and go.
+constexpr uint64_t kIdleClientMs = 30'000;
 // An ended lease whose holder never asked for its report is forgotten after this.
 constexpr uint64_t kEndedRetentionMs = 10 * 60 * 1000;
 
 struct Client {
   int fd = -1;
   Peer peer;
-  uint64_t waiting_for = 0;  // a lease id whose teardown it waits for; 0: none
+  uint64_t waiting_for = 0;       // a lease id whose teardown it waits for; 0: none
+  uint64_t idle_deadline_ms = 0;  // closed then unless it waits
 };
 
 struct MetricsConnection {
@@ -167,6 +172,9 @@ class Server {
       }
       for (const MetricsConnection &connection : metrics_connections_)
         wake = wake == 0 ? connection.deadline_ms : std::min(wake, connection.deadline_ms);
+      for (const Client &client : clients_)
+        if (client.waiting_for == 0)
+          wake = wake == 0 ? client.idle_deadline_ms : std::min(wake, client.idle_deadline_ms);
       std::vector<pollfd> watched = {{listener_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
       if (metrics_listener_ >= 0) watched.push_back({metrics_listener_, POLLIN, 0});
       const size_t first_client = watched.size();
@@ -178,7 +186,7 @@ class Server {
       if (watched[1].revents != 0) stopping_ = true;
       if (watched[0].revents & POLLIN) accept_clients();
       if (metrics_listener_ >= 0 && (watched[2].revents & POLLIN)) accept_metrics();
-      serve_clients(watched, first_client, first_metrics - first_client);
+      serve_clients(watched, first_client, first_metrics - first_client, boottime_ms());
       serve_metrics(watched, first_metrics, boottime_ms());
     }
   }
@@ -189,6 +197,7 @@ class Server {
       if (fd < 0) return;
       Client client;
       client.fd = fd;
+      client.idle_deadline_ms = boottime_ms() + kIdleClientMs;
       // Room for the longest answer (a list of many leases) in one message.
       const int room = static_cast<int>(kMaxAnswerBytes + 4096);
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
@@ -202,14 +211,20 @@ class Server {
 
   // The first `polled` clients were polled (from `watched[first]` on); later ones were
   // accepted since.
-  void serve_clients(const std::vector<pollfd> &watched, size_t first, size_t polled) {
+  void serve_clients(const std::vector<pollfd> &watched, size_t first, size_t polled, uint64_t now) {
     std::vector<Client> kept;
     for (size_t i = 0; i < polled; ++i) {
       Client &client = clients_[i];
       const short events = watched[first + i].revents;
       bool keep = true;
-      if (events & POLLIN) keep = serve(client);
-      else if (events & (POLLHUP | POLLERR | POLLNVAL)) keep = false;
+      if (events & POLLIN) {
+        keep = serve(client);
+        client.idle_deadline_ms = now + kIdleClientMs;
+      } else if (events & (POLLHUP | POLLERR | POLLNVAL)) {
+        keep = false;
+      } else if (client.waiting_for == 0 && now >= client.idle_deadline_ms) {
+        keep = false;
+      }
       if (keep) kept.push_back(client);
       else close(client.fd);
     }

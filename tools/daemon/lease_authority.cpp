@@ -60,9 +60,13 @@ bool LeaseAuthority::recover(uint64_t now_ms, std::vector<std::string> &warnings
 LeaseState *LeaseAuthority::find(std::string_view name_or_id) {
   for (auto &[id, lease] : leases_)
     if (!lease.ended() && lease.name == name_or_id) return &lease;
+  return find_id(name_or_id);
+}
+
+LeaseState *LeaseAuthority::find_id(std::string_view text) {
   uint64_t id = 0;
-  auto [end, problem] = std::from_chars(name_or_id.data(), name_or_id.data() + name_or_id.size(), id);
-  if (problem != std::errc() || end != name_or_id.data() + name_or_id.size()) return nullptr;
+  auto [end, problem] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (problem != std::errc() || end != text.data() + text.size()) return nullptr;
   auto found = leases_.find(id);
   return found != leases_.end() ? &found->second : nullptr;
 }
@@ -84,7 +88,9 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
     case Verb::Exited:
     case Verb::Wait: break;
   }
-  LeaseState *lease = find(request.lease);
+  // A person names a lease by name or id; `lease start` (exited, wait) by the id it was granted.
+  LeaseState *lease =
+      request.verb == Verb::End || request.verb == Verb::Extend ? find(request.lease) : find_id(request.lease);
   if (lease == nullptr || !may_manage(*lease, peer))
     return error_answer("no lease '" + request.lease + "' of yours");  // another's is not told apart
   std::string error;
@@ -105,8 +111,12 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
 }
 
 std::string LeaseAuthority::grant(const Request &request, const Peer &peer, uint64_t now_ms) {
-  if (!request.name.empty() && find(request.name) != nullptr && !find(request.name)->ended())
-    return error_answer("a lease named '" + request.name + "' is live already");
+  // Names are checked against names only: a job may be named by a number (Slurm's job id)
+  // that is also another lease's id.
+  const bool name_taken = std::any_of(leases_.begin(), leases_.end(), [&](const auto &entry) {
+    return !entry.second.ended() && entry.second.name == request.name;
+  });
+  if (!request.name.empty() && name_taken) return error_answer("a lease named '" + request.name + "' is live already");
   const std::optional<ProcessName> holder = live_process(peer.pid);
   if (!holder) return error_answer("the asking process has ended");
   const uint64_t id = next_id_++;
@@ -122,7 +132,7 @@ std::string LeaseAuthority::grant(const Request &request, const Peer &peer, uint
 }
 
 std::string LeaseAuthority::join(const Request &request, const Peer &peer) {
-  LeaseState *lease = find(request.lease);
+  LeaseState *lease = find_id(request.lease);  // the preload has the id `lease start` was granted
   // A process joins only a lease of its own user (root's may join any): another user's
   // process could otherwise have itself torn down with a job, or hide in it.
   if (lease == nullptr || !may_manage(*lease, peer)) return error_answer("no lease '" + request.lease + "' of yours");

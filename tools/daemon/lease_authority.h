@@ -68,7 +68,10 @@ class LeaseAuthority {
   const std::map<uint64_t, LeaseState> &leases() const { return leases_; }
 
  private:
+  // A live lease by name, else any lease by id.
   LeaseState *find(std::string_view name_or_id);
+  // A lease by id only.
+  LeaseState *find_id(std::string_view id);
   bool record(LeaseState &lease, const std::string &line, std::string &error);
   void begin_ending(LeaseState &lease, EndReason reason, uint64_t now_ms);
   void enter_stage(LeaseState &lease, Stage stage, uint64_t now_ms);

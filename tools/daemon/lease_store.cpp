@@ -15,6 +15,9 @@ namespace leaseguard::authority {
 namespace {
 
 constexpr const char *kBootIdFile = "boot_id";
+// The newest id granted: ids are never given twice, also after every lease was forgotten and
+// the daemon restarted (a script may still hold an old one for `lease end`).
+constexpr const char *kLastIdFile = "last_id";
 constexpr std::string_view kLeasePrefix = "lease-";
 // A lease file holds a grant, a few stage lines and one line per process: 10,000 processes of
 // 4 KiB paths fit. Larger is not one of ours.
@@ -115,7 +118,7 @@ bool LeaseStore::load(std::vector<LeaseState> &leases, uint64_t &next_id, std::v
   }
   while (const dirent *entry = readdir(listing)) {
     const std::string_view name = entry->d_name;
-    if (name == "." || name == ".." || name == kBootIdFile || name[0] == '.') continue;
+    if (name == "." || name == ".." || name == kBootIdFile || name == kLastIdFile || name[0] == '.') continue;
     uint64_t id = 0;
     const std::string_view digits = name.substr(std::min(name.size(), kLeasePrefix.size()));
     auto [end, problem] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
@@ -149,6 +152,14 @@ bool LeaseStore::load(std::vector<LeaseState> &leases, uint64_t &next_id, std::v
     leases.push_back(std::move(lease));
   }
   closedir(listing);
+  std::string last_id;
+  uint64_t last = 0;
+  if (read_file_at(directory_fd_, kLastIdFile, last_id)) {
+    auto [end, problem] = std::from_chars(last_id.data(), last_id.data() + last_id.size(), last);
+    if (problem == std::errc() && (end == last_id.data() + last_id.size() || *end == '\n'))
+      next_id = std::max(next_id, last + 1);
+    else warnings.push_back("the state directory's last_id is not a number: ids are counted from the leases kept");
+  }
   return true;
 }
 
@@ -166,7 +177,9 @@ bool LeaseStore::record_boot_id(const std::string &boot_id, std::string &error) 
 bool LeaseStore::create(uint64_t id, const std::vector<std::string> &lines, std::string &error) {
   std::string text;
   for (const std::string &line : lines) text += line + "\n";
-  return replace_file_at(directory_fd_, lease_file(id), text, error);
+  // The id first: a crash between the two loses an id, never gives one twice.
+  return replace_file_at(directory_fd_, kLastIdFile, std::to_string(id) + "\n", error) &&
+         replace_file_at(directory_fd_, lease_file(id), text, error);
 }
 
 bool LeaseStore::append(uint64_t id, const std::string &line, std::string &error) {
