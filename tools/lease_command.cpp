@@ -93,16 +93,18 @@ int start(const LeaseOptions &options) {
   extras.environment["LEASEGUARD_SOCKET"] = socket;
   extras.environment["LEASEGUARD_AUTHORITY_LEASE"] = id;
   int connection = -1;
-  auto exit_status = [](int status) {
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  // "The command ended with `status`": ends the lease (ended_by exit) if nothing ended it first.
+  auto exited_request = [&](int status) {
+    Request exited;
+    exited.verb = Verb::Exited;
+    exited.lease = id;
+    exited.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return exited;
   };
   // The command's end is the lease's: what it left running (an orphaned child, a daemon it
   // started) is the teardown's to end, now, not whenever the lease's time runs out.
   extras.command_ended = [&](int status) {
-    Request exited;
-    exited.verb = Verb::Exited;
-    exited.lease = id;
-    exited.status = exit_status(status);
+    const Request exited = exited_request(status);
     Answer answer;
     std::string problem;
     const int told = authority::connect_to(socket, problem);
@@ -112,10 +114,7 @@ int start(const LeaseOptions &options) {
     if (told >= 0) close(told);
   };
   extras.tree_ended = [&](const report::ExitStatuses &, int status) {
-    Request exited;
-    exited.verb = Verb::Exited;
-    exited.lease = id;
-    exited.status = exit_status(status);
+    const Request exited = exited_request(status);
     Answer answer;
     std::string problem;
     Request wait;
