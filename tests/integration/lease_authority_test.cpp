@@ -4,19 +4,22 @@
 // a wall-clock margin; the one bound on time checked is the daemon's own record of when each
 // stage began.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <regex>
@@ -26,6 +29,17 @@
 
 namespace leaseguard::testing {
 namespace {
+
+// A connection to the Unix socket at `path`; -1 if none.
+int socket_to(const std::string &path) {
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
 
 // A `leaseguard daemon` of the test's own, on a socket and state directory in `dir`.
 // With `with_nvml` it finds the simulator's libnvidia-ml.so.1, which reports what the job's
@@ -400,11 +414,8 @@ TEST_F(LeaseAuthorityEndToEnd, TheTextfileShowsALeasesLiveBytesWhileItRunsAndNot
 // answers others: an idle connection holds no slot for good.
 TEST_F(LeaseAuthorityEndToEnd, AClientThatSaysNothingIsClosedAndOthersAreAnsweredMeanwhile) {
   Daemon daemon(dir_);
-  const int silent = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", daemon.socket().c_str());
-  ASSERT_EQ(connect(silent, reinterpret_cast<const sockaddr *>(&address), sizeof address), 0);
+  const int silent = socket_to(daemon.socket());
+  ASSERT_GE(silent, 0);
   EXPECT_EQ(lease(daemon.socket(), {"list"}).exit_code, 0);
   char byte;
   // The daemon closes it (its idle limit is 30 s); the bound here only keeps a broken daemon
@@ -428,6 +439,91 @@ TEST_F(LeaseAuthorityEndToEnd, TheCommandsEndEndsTheLeaseAndTheTeardownEndsWhatI
   // The child that ignores SIGTERM was killed at the grace period's end.
   EXPECT_GE(stage_at(result.err, "sigkill"), 0) << result.err;
   EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
+}
+
+// What `body` (run in a child process as the user `nobody`) wrote to stdout, and its exit
+// status.
+RunResult as_nobody(const std::function<int()> &body) {
+  char out_path[] = "/tmp/leaseguard-nobody-XXXXXX";
+  const int out = mkstemp(out_path);
+  RunResult result;
+  const pid_t child = fork();
+  if (child == 0) {
+    dup2(out, 1);
+    dup2(out, 2);
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+    _exit(body());
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(out);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_text(out_path);
+  unlink(out_path);
+  return result;
+}
+
+// Security across users, for real: another user on the same socket (opened to everyone here,
+// so that only the daemon's own checks keep them out) can neither end, extend nor see a
+// lease, nor have a process of theirs join it.
+TEST_F(LeaseAuthorityEndToEnd, AnotherUserCanNeitherManageNorSeeNorJoinALease) {
+  if (geteuid() != 0) GTEST_SKIP() << "acting as a second user needs root";
+  Daemon daemon(dir_);
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  // Its processes (the double fork's middle process among them if it was alive when it
+  // registered): no other user's is ever added.
+  const long processes = listed_processes(lease(daemon.socket(), {"list"}), "job");
+  ASSERT_GE(processes, 3);
+  ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
+  ASSERT_EQ(chmod(daemon.socket().c_str(), 0666), 0);
+  const std::string socket = daemon.socket();
+  auto leaseguard = [&](std::vector<std::string> arguments) {
+    return as_nobody([&] {
+      arguments.insert(arguments.begin(), {LEASEGUARD_BIN, "lease", arguments[0], "--socket", socket});
+      arguments.erase(arguments.begin() + 5);
+      std::vector<char *> argv;
+      for (std::string &argument : arguments) argv.push_back(argument.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      return 127;
+    });
+  };
+  for (const std::vector<std::string> &refused :
+       {std::vector<std::string>{"end", "job"}, {"end", "1"}, {"extend", "job", "1h"}}) {
+    const RunResult answer = leaseguard(refused);
+    EXPECT_EQ(answer.exit_code, 2) << refused[0] << " " << refused[1] << ": " << answer.out;
+    EXPECT_NE(answer.out.find("no lease '" + refused[1] + "' of yours"), std::string::npos) << answer.out;
+  }
+  const RunResult list = leaseguard({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.out;
+  EXPECT_EQ(list.out.find("job"), std::string::npos) << "another user's lease is listed:\n" << list.out;
+  // A process of theirs asks to join lease 1 as the preload would, naming itself truly.
+  const RunResult join = as_nobody([&] {
+    char stat[1024] = {};
+    const int fd = open("/proc/self/stat", O_RDONLY);
+    if (fd < 0 || read(fd, stat, sizeof stat - 1) <= 0) return 98;
+    const char *field = std::strrchr(stat, ')');
+    for (int index = 2; field != nullptr && index < 22; ++index) field = std::strchr(field + 1, ' ');
+    if (field == nullptr) return 97;
+    const std::string request = "leaseguard-authority/1 register\nlease=1\njournal=/tmp/x\nstart_time=" +
+                                std::to_string(std::strtoull(field + 1, nullptr, 10)) + "\n";
+    const int connection = socket_to(socket);
+    char answer[4096] = {};
+    if (connection < 0 || send(connection, request.data(), request.size(), 0) < 0) return 96;
+    if (recv(connection, answer, sizeof answer - 1, 0) <= 0) return 95;
+    (void)!write(1, answer, std::strlen(answer));
+    return 0;
+  });
+  EXPECT_EQ(join.exit_code, 0) << join.out;
+  EXPECT_EQ(join.out.rfind("error\n", 0), 0u) << join.out;
+  EXPECT_NE(join.out.find("no lease '1' of yours"), std::string::npos) << join.out;
+  // The lease is as it was: live, its processes and no other.
+  std::string stage;
+  EXPECT_EQ(listed_processes(lease(socket, {"list"}), "job", &stage), processes);
+  EXPECT_EQ(stage, "live");
+  ASSERT_EQ(lease(socket, {"end", "job"}).exit_code, 0);
+  job.finish();
 }
 
 TEST_F(LeaseAuthorityEndToEnd, ACommandThatCannotRunEndsItsLeaseAtOnce) {
