@@ -30,6 +30,8 @@ struct Registration {
 Registration *g_registration = nullptr;
 
 // A connected socket to the daemon at `path`, with `message` sent; -1 (errno set) if not.
+// Never blocks: a daemon that stopped accepting leaves its listen queue full, and a blocking
+// connect() would then hold every process start and fork of the job until it accepts again.
 int connect_and_send(const std::string &path, const std::string &message) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -38,10 +40,10 @@ int connect_and_send(const std::string &path, const std::string &message) {
     return -1;
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   if (connect(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) != 0 ||
-      send(fd, message.data(), message.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(message.size())) {
+      send(fd, message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(message.size())) {
     const int error = errno;
     close(fd);
     errno = error;
@@ -65,7 +67,7 @@ bool ask_once(const std::string &path, const std::string &message, std::string &
   }
   if (ok) {
     char buffer[authority::kMaxMessageBytes];
-    const ssize_t got = recv(fd, buffer, sizeof buffer, 0);
+    const ssize_t got = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
     ok = got > 0;
     answer = ok ? std::string(buffer, static_cast<size_t>(got)) : "connection closed";
   }

@@ -526,6 +526,38 @@ TEST_F(LeaseAuthorityEndToEnd, AnotherUserCanNeitherManageNorSeeNorJoinALease) {
   job.finish();
 }
 
+// A daemon that stopped accepting (stopped, or stuck on its disk) with its listen queue full:
+// the job's processes start and fork as they would without it, each with one warning; a
+// blocking connect() would hold every one of them until the daemon accepted again.
+TEST_F(LeaseAuthorityEndToEnd, AWedgedDaemonWithAFullQueueHoldsUpNoProcess) {
+  const std::string path = dir_ + "/wedged.sock";
+  const int wedged = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(wedged, reinterpret_cast<const sockaddr *>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(wedged, 0), 0);
+  std::vector<int> queued;  // connections nobody accepts, until the queue takes no more
+  while (true) {
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (connect(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address) != 0) {
+      EXPECT_EQ(errno, EAGAIN);
+      close(fd);
+      break;
+    }
+    queued.push_back(fd);
+    ASSERT_LT(queued.size(), 1000u);
+  }
+  // The parent, its forked child and that child's exec'd grandchild.
+  const LeaseguardRun run = run_under_leaseguard(dir_ + "/out", {victim("fork_child")}, {},
+                                                 {{"LEASEGUARD_SOCKET", path}, {"LEASEGUARD_AUTHORITY_LEASE", "1"}});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.err.find("cannot register with the lease authority"), std::string::npos) << run.result.err;
+  EXPECT_EQ(all_leaks(run.json).size(), 3u) << run.result.err;
+  for (const int fd : queued) close(fd);
+  close(wedged);
+}
+
 TEST_F(LeaseAuthorityEndToEnd, ACommandThatCannotRunEndsItsLeaseAtOnce) {
   Daemon daemon(dir_);
   const RunResult job = lease(daemon.socket(), {"start", "--ttl", "1h", "--", dir_ + "/no-such-program"});
