@@ -52,6 +52,7 @@ enum class RecordType : uint8_t {
   UnjournaledLeaks = 15,
   Signal = 16,        // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
   Reachability = 17,  // how live allocations were classified (core/reachability.h)
+  AuthorityReclaim = 18,  // the node lease authority's reclaim request was done (after its frees)
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -282,6 +283,19 @@ inline constexpr uint32_t kReachabilityHeapUntracked = 4;  // lost ones are unch
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 
+// The node lease authority asked the process to give back what its leases own (its control
+// page, core/authority_protocol.h): every open lease was ended, its leaks reclaimed whatever
+// its policy, and this record follows their LeaseEnd and reclaimed Free records. The daemon
+// reads the answer here; the freed bytes count device memory and handles the driver took back.
+struct AuthorityReclaimPayload {
+  uint64_t time_ns;
+  uint64_t freed_bytes;
+  uint64_t freed_allocations;
+  uint64_t failed_allocations;  // the driver refused to free them; they stay allocated
+  uint32_t leases;              // how many leases it ended
+  uint32_t request;             // the control page's request word it answers
+};
+
 struct ProcessEndPayload {
   uint64_t time_ns;
   uint64_t dropped_records;
@@ -311,5 +325,6 @@ static_assert(sizeof(StackFrame) == 12);
 static_assert(sizeof(PoolDestroyPayload) == 24);
 static_assert(sizeof(JournalFullPayload) == 16);
 static_assert(sizeof(ReachabilityPayload) == 16);
+static_assert(sizeof(AuthorityReclaimPayload) == 40);
 
 }  // namespace leaseguard::journal

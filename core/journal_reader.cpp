@@ -145,6 +145,8 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
     case RecordType::UnjournaledLeaks:
       return visit_fixed<UnjournaledLeaksPayload>(payload, to(&JournalVisitor::on_unjournaled_leaks));
     case RecordType::Signal: return visit_fixed<SignalPayload>(payload, to(&JournalVisitor::on_signal));
+    case RecordType::AuthorityReclaim:
+      return visit_fixed<AuthorityReclaimPayload>(payload, to(&JournalVisitor::on_authority_reclaim));
     case RecordType::Continuation: return true;
   }
   ++stats.unknown_records;

@@ -48,6 +48,7 @@ class JournalVisitor {
   virtual void on_journal_full(const JournalFullPayload &) {}
   virtual void on_unjournaled_leaks(const UnjournaledLeaksPayload &) {}
   virtual void on_signal(const SignalPayload &) {}
+  virtual void on_authority_reclaim(const AuthorityReclaimPayload &) {}
   // Each entry: an allocation id with its class in the top bits (journal_format.h).
   virtual void on_reachability(const ReachabilityPayload &, const uint64_t * /*entries*/) {}
   // Now and then while reading (every 65536 slots): how far the reader is, for progress.

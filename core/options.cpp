@@ -238,6 +238,10 @@ Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warning
     if (ok) options.run_id = std::string(*value);
     else warn("LEASEGUARD_RUN_ID", *value, "none");
   }
+  if (auto value = get("LEASEGUARD_AUTHORITY_LEASE"); value && !value->empty()) {
+    if (parse_integer(*value, 1, std::numeric_limits<long long>::max())) options.authority_lease = std::string(*value);
+    else warn("LEASEGUARD_AUTHORITY_LEASE", *value, "none (want a lease's id)");
+  }
   return options;
 }
 

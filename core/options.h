@@ -49,6 +49,9 @@ struct Options {
   uint64_t device_scan_total_bytes = kDefaultDeviceScanTotalBytes;  // LEASEGUARD_DEVICE_SCAN: TOTAL[,PER]
   uint64_t device_scan_allocation_bytes = kDefaultDeviceScanAllocationBytes;
   std::string run_id;  // set by `leaseguard run` to tell its journals apart
+  // LEASEGUARD_AUTHORITY_LEASE, set by `leaseguard lease start`: the id of the node lease
+  // authority's lease the process belongs to (docs/lease-authority.md); empty: none.
+  std::string authority_lease;
 };
 
 // Reads LEASEGUARD_* through `lookup` (getenv in production). Each problem found is

@@ -88,6 +88,22 @@ inline bool counts_references(Api alloc_api) noexcept { return family_of(alloc_a
 // the driver reissuing a value whose late free is still to come.
 inline bool program_chooses_value(Api alloc_api) noexcept { return family_of(alloc_api) == Family::Registration; }
 
+// True if an allocation of `kind` takes device memory (what the node lease authority counts as
+// a process's live bytes, and what its reclaim gave back): not host memory, pinned or
+// registered, nor a pool or an IPC mapping (another process's memory).
+constexpr bool holds_device_memory(Kind kind) noexcept {
+  switch (kind) {
+    case Kind::Device:
+    case Kind::Pitched:
+    case Kind::Managed:
+    case Kind::Async:
+    case Kind::Vmm:
+    case Kind::Array:
+    case Kind::External: return true;
+    default: return false;
+  }
+}
+
 // What an allocation is, in words for reports: "device memory", "VMM physical memory
 // handle", "IPC mapping"... (the table's `what`; by kind for an id no row has).
 const char *describe(Api alloc_api, Kind kind) noexcept;

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "authority_protocol.h"
 #include "code_generation.h"
 #include "event_clock.h"
 #include "files.h"
@@ -153,9 +154,13 @@ Tracker *Tracker::instance_in_new_process() noexcept {
 void Tracker::suspend_threads() noexcept {
   journal_.suspend_prefaulting();
   leases_.suspend_watchdog();
+  authority_control_.suspend();
 }
 
-void Tracker::resume_threads() noexcept { leases_.resume_watchdog(); }
+void Tracker::resume_threads() noexcept {
+  leases_.resume_watchdog();
+  authority_control_.resume();
+}
 
 bool Tracker::open_journal(std::string &error) {
   const int directory = open_output_directory(options_.out_dir, error);
@@ -218,6 +223,13 @@ bool Tracker::open_journal_once() noexcept {
   }
   if (!opened) log_warning("%s; continuing without recording", error.c_str());
   journal_state_.store(opened ? 1 : 2, std::memory_order_release);
+  if (opened && !options_.authority_lease.empty()) {
+    std::string control_error;
+    if (!authority_control_.start(
+            journal_.path(), [this](uint32_t request) { answer_authority_reclaim(request); }, control_error))
+      log_warning("%s; lease %s cannot ask this process to give its memory back, only end it", control_error.c_str(),
+                  options_.authority_lease.c_str());
+  }
   if (auto callback = journal_opened_callback_.load(std::memory_order_acquire); opened && callback != nullptr)
     callback();
   return opened;
@@ -535,11 +547,12 @@ void Tracker::write_lease_end(const Lease &lease, EndedBy ended_by, size_t leake
   journal_.append(journal::RecordType::LeaseEnd, &end, sizeof end);
 }
 
-size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
+size_t Tracker::end_lease(Lease &lease, EndedBy ended_by, bool reclaim_anyway, GivenBack *given_back) noexcept {
   LG_ASSERT(lease.ended.load() && !lease.settled.load());  // try_end chose this caller, once
   // At exit the process gives everything back anyway, and the driver may already be going
   // away: reclaim applies to leases that end or expire while the program runs.
-  const bool reclaim = lease.policy == Policy::Reclaim && ended_by != EndedBy::Exit && backend_ != nullptr;
+  const bool reclaim =
+      (lease.policy == Policy::Reclaim || reclaim_anyway) && ended_by != EndedBy::Exit && backend_ != nullptr;
   lease.ending_thread.store(this_thread_id(), std::memory_order_relaxed);
   // Classified first, while what the lease still owns is live (at exit: reachability_scan.h).
   const bool classify = ended_by != EndedBy::Exit && options_.reachability != ReachabilityMode::Off &&
@@ -559,7 +572,12 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by) noexcept {
     Unjournaled unjournaled;
     for (const HandleRecord &record : records) unjournaled.count(record, records_);
     write_lease_end(lease, ended_by, leaked, unjournaled);  // reported first, then given back
-    give_back(records);
+    const GivenBack given = give_back(records);
+    if (given_back != nullptr) {
+      given_back->allocations += given.allocations;
+      given_back->device_bytes += given.device_bytes;
+      given_back->refused += given.refused;
+    }
   }
   lease.settled.store(true, std::memory_order_release);
   if (leaked > 0 && ended_by != EndedBy::Exit)
@@ -605,7 +623,7 @@ std::vector<HandleRecord> Tracker::take_for_reclaim(const Lease &lease) noexcept
   return records;
 }
 
-void Tracker::give_back(std::vector<HandleRecord> &records) noexcept {
+Tracker::GivenBack Tracker::give_back(std::vector<HandleRecord> &records) noexcept {
   // Newest first, as a program unwinding its own allocations would free them: by time,
   // which has the event clock's tick for its grain; within a tick by journal slot, which is
   // in allocation order across threads; records the journal could not take by id, which
@@ -615,13 +633,21 @@ void Tracker::give_back(std::vector<HandleRecord> &records) noexcept {
   };
   std::sort(records.begin(), records.end(),
             [&](const HandleRecord &a, const HandleRecord &b) { return newest_first(a) > newest_first(b); });
+  GivenBack given;
   for (HandleRecord &record : records) {
     const int status = backend_->release(record);
     if (journal_state_.load(std::memory_order_acquire) == 1)
       write_free(record.id, record.address, Api::Unknown, journal::kFreeReclaimed, 0, status);
-    if (status == 0) records_.forget(record);
-    else keep_after_failed_reclaim(record, status);
+    if (status == 0) {
+      ++given.allocations;
+      if (holds_device_memory(record.kind)) given.device_bytes += record.bytes;
+      records_.forget(record);
+    } else {
+      ++given.refused;
+      keep_after_failed_reclaim(record, status);
+    }
   }
+  return given;
 }
 
 void Tracker::keep_after_failed_reclaim(HandleRecord &record, int status) noexcept {
@@ -689,6 +715,33 @@ LeaseState Tracker::lease_state(uint64_t lease_id) noexcept {
   return lease->ended.load(std::memory_order_acquire) ? LeaseState::Ended : LeaseState::Open;
 }
 
+void Tracker::answer_authority_reclaim(uint32_t request) noexcept {
+  // The authority's lease expired, or was ended (`lease end`, or its command's exit): the
+  // process's leases end the same way. An expired one says so to the C++ API (its memory is
+  // already given back: a handle dropped after does nothing).
+  const EndedBy ended_by = (request & authority::kControlReasonMask) == static_cast<uint32_t>(EndedBy::Expiry)
+                               ? EndedBy::Expiry
+                               : EndedBy::End;
+  journal::AuthorityReclaimPayload answer{};
+  answer.request = request;
+  GivenBack given;
+  for (Lease *lease : leases_.open_leases()) {
+    if (!LeaseRegistry::try_end(*lease)) continue;
+    if (ended_by == EndedBy::Expiry) lease->expired.store(true, std::memory_order_release);
+    end_lease(*lease, ended_by, /*reclaim_anyway=*/true, &given);
+    ++answer.leases;
+  }
+  answer.freed_bytes = given.device_bytes;
+  answer.freed_allocations = given.allocations;
+  answer.failed_allocations = given.refused;
+  answer.time_ns = monotonic_ns();
+  // The daemon waits for this record; written even if nothing else was (a lease that owned nothing).
+  if (ensure_journal()) journal_.append(journal::RecordType::AuthorityReclaim, &answer, sizeof answer);
+  log_info("lease %s of the lease authority ended: %u lease(s) of this process ended, %llu byte(s) of device "
+           "memory given back",
+           options_.authority_lease.c_str(), answer.leases, static_cast<unsigned long long>(answer.freed_bytes));
+}
+
 void Tracker::on_expired(Lease &lease) noexcept {
   if (!LeaseRegistry::try_end(lease)) return;
   lease.expired.store(true, std::memory_order_release);
@@ -749,6 +802,7 @@ void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>>
 void Tracker::finish_process(uint32_t drivers) noexcept {
   if (finished_) return;
   finished_ = true;
+  authority_control_.stop();  // a request being served is finished first
   leases_.stop_watchdog();
   journal_.stop_prefaulting();  // joined: no thread of ours outlives recording
   for (Lease *lease : leases_.open_leases())

@@ -16,6 +16,7 @@
 
 #include "api_ids.h"
 #include "allocation_records.h"
+#include "authority_control.h"
 #include "event_clock.h"
 #include "handle_table.h"
 #include "journal_writer.h"
@@ -184,12 +185,27 @@ class Tracker {
   bool open_journal(std::string &error);
   bool open_journal_in(int directory, const std::string &directory_path, std::string &error);
   Lease &current_lease() noexcept;
-  size_t end_lease(Lease &lease, EndedBy ended_by) noexcept;
+  // What a reclaim gave back to the driver: allocations and the bytes of device memory
+  // among them (resource_rules.h), and those the driver refused to free.
+  struct GivenBack {
+    uint64_t allocations = 0;
+    uint64_t device_bytes = 0;
+    uint64_t refused = 0;
+  };
+  // Ends `lease`, which try_end chose this caller for: classifies, reports and, with policy
+  // reclaim or `reclaim_anyway` (the node lease authority's teardown), gives its leaks back
+  // (not at exit). Returns its leaks; adds what was given back to `given_back` if not null.
+  size_t end_lease(Lease &lease, EndedBy ended_by, bool reclaim_anyway = false,
+                   GivenBack *given_back = nullptr) noexcept;
+  // On the control thread, when the node lease authority's teardown asks for it (`request`:
+  // authority::kControlReclaim | the EndedBy of its lease's end): every open lease ends, its
+  // leaks given back whatever its policy, and one AuthorityReclaim record says it is done.
+  void answer_authority_reclaim(uint32_t request) noexcept;
   // Reclaiming a lease's leaks: taken out of the table (registered as reclaimed, so that the
   // program's late free of one is kept from the driver), then given back through the
   // backend, newest first; one the driver refuses stays live, a reported leak.
   std::vector<HandleRecord> take_for_reclaim(const Lease &lease) noexcept;
-  void give_back(std::vector<HandleRecord> &records) noexcept;
+  GivenBack give_back(std::vector<HandleRecord> &records) noexcept;
   void keep_after_failed_reclaim(HandleRecord &record, int status) noexcept;
   using Unjournaled = AllocationRecords::Unjournaled;
   void write_lease_end(const Lease &lease, EndedBy ended_by, size_t leaked, const Unjournaled &unjournaled) noexcept;
@@ -264,7 +280,10 @@ class Tracker {
   std::unordered_multimap<HandleKey, Reclaimed, HandleKeyHash> reclaimed_;  // reference 0 in keys
   std::atomic<size_t> reclaimed_count_{0};
 
-  LeaseRegistry leases_;  // last: its watchdog calls back into the members above
+  LeaseRegistry leases_;  // its watchdog calls back into the members above
+  // A process of a node lease authority's lease: its control page and the thread that waits
+  // on it (authority_control.h), made when the journal opens. Last: it ends leases too.
+  AuthorityControl authority_control_;
 };
 
 }  // namespace leaseguard

@@ -2,7 +2,8 @@
 //
 // The kernel refuses unshare(CLONE_NEWUSER) (and CLONE_VM, CLONE_SIGHAND, CLONE_THREAD) and
 // setns() into a user or mount namespace to a process with more than one thread, and
-// leaseguard may have added one (the journal's page-fault thread, the lease watchdog). So
+// leaseguard may have added one (the journal's page-fault thread, the lease watchdog, the
+// thread on the lease authority's control page). So
 // these calls join leaseguard's threads first and let them start again after: a program
 // that was single-threaded is single-threaded for the call. A namespace change through the
 // raw system call (syscall(SYS_unshare, ...)) is not seen (docs/reliability.md).

@@ -61,9 +61,11 @@ void print_lease_summary(const Answer &summary, bool quiet) {
       int pid = 0;
       unsigned long long freed = 0;
       if (std::sscanf(value.c_str(), "%d %511s %llu", &pid, held, &freed) != 3) continue;
-      std::fprintf(stderr, "leaseguard:   process %d held %s at the end%s\n", pid,
-                   std::string(held) == "-" ? "no device memory" : ("device:bytes " + std::string(held)).c_str(),
-                   freed == 0 ? "" : (", freed " + std::to_string(freed) + " bytes when asked").c_str());
+      const std::string at_end = std::string(held) == "-" ? "no device memory" : "device:bytes " + std::string(held);
+      if (freed == 0) std::fprintf(stderr, "leaseguard:   process %d held %s at the end\n", pid, at_end.c_str());
+      else
+        std::fprintf(stderr, "leaseguard:   process %d gave back %llu byte(s) of device memory when asked; held %s at the end\n",
+                     pid, freed, at_end.c_str());
     }
   }
 }

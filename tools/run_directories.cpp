@@ -114,7 +114,7 @@ bool prune_runs(const std::string &out_dir, size_t keep, std::string &error) {
       auto ends_with = [&](const std::string &suffix) {
         return file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
-      const bool ours = ends_with(".journal") || ends_with(".exits") || file == kRunReportName;
+      const bool ours = ends_with(".journal") || ends_with(".control") || ends_with(".exits") || file == kRunReportName;
       if (ours) unlinkat(dirfd(directory), file.c_str(), 0);
     }
     closedir(directory);

@@ -210,6 +210,25 @@ long stage_at(const std::string &report, const std::string &stage) {
   return std::stol(found[1]);
 }
 
+// Whether `lease start`'s report lists a process of the lease with `bytes` of device memory:
+// given back when the reclaim stage asked, or held at the end (a process that had not
+// answered when its SIGTERM came, on a loaded machine).
+bool lists_holding(const std::string &report, uint64_t bytes) {
+  return report.find("gave back " + std::to_string(bytes) + " byte(s) of device memory when asked") !=
+             std::string::npos ||
+         report.find("held device:bytes 0:" + std::to_string(bytes) + " at the end") != std::string::npos;
+}
+
+// The number of processes `lease list` gives lease `name`; -1 if it is not listed.
+long listed_processes(const RunResult &list, const std::string &name, std::string *stage = nullptr) {
+  std::smatch found;
+  if (!std::regex_search(list.out, found,
+                         std::regex("\\n[0-9]+ +" + name + " +[0-9]+ +[a-z]+ +[-0-9s]+ +([a-z]+) +([0-9]+)\\n")))
+    return -1;
+  if (stage != nullptr) *stage = found[1];
+  return std::stol(found[2]);
+}
+
 TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItHeld) {
   Daemon daemon(dir_);
   // Ended by `lease end` once the job holds its memory, so that a slow start on a loaded
@@ -231,8 +250,8 @@ TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItH
   EXPECT_GE(sigkill - sigterm, 1000) << result.err;
   EXPECT_LE(stage_at(result.err, "verify"), 1000 + 1000) << result.err;
   // What each of the three held, from its journal: the root, the child, the double-forked daemon.
-  for (const char *held : {"held device:bytes 0:1048576", "held device:bytes 0:2097152", "held device:bytes 0:3145728"})
-    EXPECT_NE(result.err.find(held), std::string::npos) << held << " in\n" << result.err;
+  EXPECT_GE(stage_at(result.err, "reclaim"), 0) << result.err;
+  for (uint64_t held : {1048576, 2097152, 3145728}) EXPECT_TRUE(lists_holding(result.err, held)) << held << " in\n" << result.err;
   // And the device (the simulator's NVML) says none of them holds anything now.
   EXPECT_NE(result.err.find("verify: no process of the lease holds device memory (NVML)"), std::string::npos)
       << result.err;
@@ -241,6 +260,33 @@ TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItH
   EXPECT_EQ(list.exit_code, 0) << list.err;
   EXPECT_EQ(list.out.find("job"), std::string::npos) << list.out;
   EXPECT_EQ(daemon.stop(SIGTERM), 0);
+}
+
+// `--on-expiry reclaim`: each process is asked to give back what its leases own, does (each
+// sees its memory free again through the driver, and exits 0 only then), and runs on: the
+// command ends by itself, and nothing is signalled.
+TEST_F(LeaseAuthorityEndToEnd, AReclaimingTeardownHasEachProcessGiveItsMemoryBackAndRunOn) {
+  Daemon daemon(dir_);
+  // A grace period longer than any test: the reclaim stage ends on the processes' answers.
+  Job job({LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "job", "--ttl", "1h",
+           "--on-expiry", "reclaim", "--grace", "1h", "--sim", "--out", dir_ + "/out", "--",
+           victim("authority_reclaim")},
+          usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  const RunResult result = job.finish();
+  EXPECT_EQ(result.exit_code, 0) << result.err;  // the command's: both saw their memory back
+  EXPECT_NE(result.err.find("lease job (id 1) ended by end; teardown reclaim"), std::string::npos) << result.err;
+  EXPECT_GE(stage_at(result.err, "reclaim"), 0) << result.err;
+  EXPECT_EQ(stage_at(result.err, "sigterm"), -1) << result.err;
+  for (const char *given : {"gave back 1048576 byte(s) of device memory when asked; held no device memory at the end",
+                            "gave back 2097152 byte(s) of device memory when asked; held no device memory at the end"})
+    EXPECT_NE(result.err.find(given), std::string::npos) << given << " in\n" << result.err;
+  // The run's report lists each process's allocation as given back (classified at the
+  // lease's end: still referenced by the program, as here, or lost).
+  for (const char *listed : {"1048576 byte(s) in 1 allocation(s) [cuMemAlloc_v2, device memory, device 0, reclaimed]",
+                             "2097152 byte(s) in 1 allocation(s) [cuMemAlloc_v2, device memory, device 0, reclaimed]"})
+    EXPECT_NE(result.err.find(listed), std::string::npos) << listed << " in\n" << result.err;
 }
 
 TEST_F(LeaseAuthorityEndToEnd, TopShowsEachProcessOfALiveLeaseWithWhatItHolds) {
@@ -325,24 +371,19 @@ TEST_F(LeaseAuthorityEndToEnd, ADaemonKilledDuringATeardownFinishesItWhenStarted
   Job job(job_command(socket, "1h", "4s"), usage_dir());
   ASSERT_TRUE(job.wait_ready());
   ASSERT_EQ(lease(socket, {"end", "job"}).exit_code, 0);
-  // In the grace period now: the stubborn child holds out. The daemon dies there.
-  ASSERT_NE(lease(socket, {"list"}).out.find("sigterm"), std::string::npos);
+  // In the grace period once the reclaim stage is over: the stubborn child holds out. The
+  // daemon dies there.
+  std::string stage;
+  while (listed_processes(lease(socket, {"list"}), "job", &stage) >= 0 && stage != "sigterm") std::this_thread::yield();
+  ASSERT_EQ(stage, "sigterm");
   EXPECT_EQ(daemon->stop(SIGKILL), 128 + SIGKILL);
   daemon = std::make_unique<Daemon>(dir_);  // takes the lease up from its state directory
   const RunResult result = job.finish();
   EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
-  EXPECT_GE(stage_at(result.err, "sigkill"), 4000) << "the grace period counts from before the kill\n" << result.err;
-  EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
-}
-
-// The number of processes `lease list` gives lease `name`; -1 if it is not listed.
-long listed_processes(const RunResult &list, const std::string &name, std::string *stage = nullptr) {
-  std::smatch found;
-  if (!std::regex_search(list.out, found,
-                         std::regex("\\n[0-9]+ +" + name + " +[0-9]+ +[a-z]+ +[-0-9s]+ +([a-z]+) +([0-9]+)\\n")))
-    return -1;
-  if (stage != nullptr) *stage = found[1];
-  return std::stol(found[2]);
+  EXPECT_GE(stage_at(result.err, "sigkill") - stage_at(result.err, "sigterm"), 4000)
+      << "the grace period counts from before the kill\n"
+      << result.err;
+  EXPECT_TRUE(lists_holding(result.err, 2097152)) << result.err;
 }
 
 TEST_F(LeaseAuthorityEndToEnd, TheClientsDeathNeitherEndsNorLeaksTheLease) {
@@ -438,7 +479,7 @@ TEST_F(LeaseAuthorityEndToEnd, TheCommandsEndEndsTheLeaseAndTheTeardownEndsWhatI
   EXPECT_NE(result.err.find("lease job (id 1) ended by exit; teardown terminate"), std::string::npos) << result.err;
   // The child that ignores SIGTERM was killed at the grace period's end.
   EXPECT_GE(stage_at(result.err, "sigkill"), 0) << result.err;
-  EXPECT_NE(result.err.find("held device:bytes 0:2097152"), std::string::npos) << result.err;
+  EXPECT_TRUE(lists_holding(result.err, 2097152)) << result.err;
 }
 
 // What `body` (run in a child process as the user `nobody`) wrote to stdout, and its exit

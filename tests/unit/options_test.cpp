@@ -60,6 +60,7 @@ TEST(Environment, ReadsEveryVariable) {
                            {"LEASEGUARD_DISABLE", "1"},
                            {"LEASEGUARD_LOG", "debug"},
                            {"LEASEGUARD_RUN_ID", "lg-1a2b-42"},
+                           {"LEASEGUARD_AUTHORITY_LEASE", "17"},
                            {"LEASEGUARD_JOURNAL", "compact"}},
                           warnings);
   EXPECT_TRUE(warnings.empty());
@@ -71,6 +72,7 @@ TEST(Environment, ReadsEveryVariable) {
   EXPECT_TRUE(options.disabled);
   EXPECT_EQ(options.log_level, LogLevel::Debug);
   EXPECT_EQ(options.run_id, "lg-1a2b-42");
+  EXPECT_EQ(options.authority_lease, "17");
 }
 
 TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
@@ -83,7 +85,8 @@ TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
       {"LEASEGUARD_DISABLE", "maybe"},  {"LEASEGUARD_OUT", ""},
       {"LEASEGUARD_RUN_ID", "../x"},    {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"},
       {"LEASEGUARD_JOURNAL", "small"},  {"LEASEGUARD_JOURNAL", ""},
-      {"LEASEGUARD_JOURNAL", "Compact"}};
+      {"LEASEGUARD_JOURNAL", "Compact"}, {"LEASEGUARD_AUTHORITY_LEASE", "job"},
+      {"LEASEGUARD_AUTHORITY_LEASE", "0"}};
   for (const auto &[name, value] : cases) {
     std::vector<std::string> warnings;
     Options options = parse({{name, value}}, warnings);
@@ -96,6 +99,7 @@ TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
     EXPECT_EQ(options.on_expiry, Policy::Report);
     EXPECT_FALSE(options.disabled);
     EXPECT_EQ(options.out_dir, "leaseguard-out");
+    EXPECT_TRUE(options.authority_lease.empty());
   }
 }
 

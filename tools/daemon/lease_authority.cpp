@@ -1,6 +1,8 @@
 #include "lease_authority.h"
 
+#include "api_ids.h"
 #include "device_memory_check.h"
+#include "reclaim_request.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +15,13 @@ namespace {
 
 // While a lease's processes are being ended, how often the authority looks again.
 constexpr uint64_t kTeardownPollMs = 50;
+// How long the reclaim stage waits for the processes it asked to answer: under `reclaim`, the
+// grace period (they run on after it); under `terminate`, no more than this (nor the grace
+// period), so that the whole teardown stays within the grace period and a second of the
+// lease's end. A process gives back what it holds in milliseconds (a driver free each); one
+// that has not answered by then is ended by the stages after, and what it gave back later is
+// still recorded.
+constexpr uint64_t kReclaimBeforeSigtermMs = 500;
 
 Answer ok(std::vector<std::pair<std::string, std::string>> fields = {}) { return Answer{true, std::move(fields)}; }
 
@@ -208,11 +217,11 @@ std::string derived_journal_prefix(const LeaseState &lease, pid_t pid) {
 
 }  // namespace
 
-std::map<int, uint64_t> LeaseAuthority::live_bytes(const LeaseState &lease, const LeaseProcess &process) {
+LeaseAuthority::ProcessJournal *LeaseAuthority::journal_of(const LeaseState &lease, const LeaseProcess &process) {
   const std::string prefix = !process.journal.empty() && process.journal[0] == '/'
                                  ? process.journal
                                  : derived_journal_prefix(lease, process.pid);
-  if (prefix.empty()) return {};
+  if (prefix.empty()) return nullptr;
   auto journal_name = [&](int image) { return prefix + (image == 0 ? "" : "." + std::to_string(image)) + ".journal"; };
   auto exists = [](const std::string &path) {
     struct stat status {};
@@ -226,12 +235,69 @@ std::map<int, uint64_t> LeaseAuthority::live_bytes(const LeaseState &lease, cons
   if (newest != journal.image) {
     auto reader = std::make_unique<LiveBytesReader>();
     std::string error;
-    if (newest >= 0 && reader->open(journal_name(newest), lease.owner, error)) journal.reader = std::move(reader);
+    if (newest >= 0 && reader->open(journal_name(newest), lease.owner, error)) {
+      journal.reader = std::move(reader);
+      journal.path = journal_name(newest);
+    }
     journal.image = newest;
   }
-  if (!journal.reader) return {};
+  if (!journal.reader) return nullptr;
   journal.reader->update();
-  return journal.reader->live_bytes_per_device();
+  return &journal;
+}
+
+std::map<int, uint64_t> LeaseAuthority::live_bytes(const LeaseState &lease, const LeaseProcess &process) {
+  const ProcessJournal *journal = journal_of(lease, process);
+  return journal != nullptr ? journal->reader->live_bytes_per_device() : std::map<int, uint64_t>{};
+}
+
+void LeaseAuthority::ask_to_reclaim_all(LeaseState &lease) {
+  if (lease.reclaim_asked) return;
+  lease.reclaim_asked = true;
+  // The process's leases end as the authority's did: expired, or ended (`lease end`, or the
+  // command's exit, which is an end to the processes it left running).
+  const uint32_t request = kControlReclaim | static_cast<uint32_t>(lease.ended_by == EndReason::Expiry
+                                                                       ? EndedBy::Expiry
+                                                                       : EndedBy::End);
+  const std::vector<ProcessName> running = running_members(lease);
+  for (const LeaseProcess &process : lease.processes) {
+    const ProcessName name{process.pid, process.start_time};
+    if (std::find(running.begin(), running.end(), name) == running.end()) continue;
+    const ProcessJournal *journal = journal_of(lease, process);
+    if (journal == nullptr) continue;  // it recorded nothing: nothing to give back
+    if (journal->reader->reclaim_answer()) continue;
+    std::string error;
+    if (ask_to_reclaim(control_path_of_journal(journal->path), lease.owner, request, error))
+      lease.asked_to_reclaim.push_back(name);
+  }
+}
+
+bool LeaseAuthority::reclaim_answered(LeaseState &lease) {
+  const std::vector<ProcessName> running = running_members(lease);
+  for (const ProcessName &asked : lease.asked_to_reclaim) {
+    if (std::find(running.begin(), running.end(), asked) == running.end()) continue;  // gone
+    auto process = std::find_if(lease.processes.begin(), lease.processes.end(), [&](const LeaseProcess &candidate) {
+      return candidate.pid == asked.pid && candidate.start_time == asked.start_time;
+    });
+    if (process == lease.processes.end()) continue;
+    const ProcessJournal *journal = journal_of(lease, *process);
+    if (journal != nullptr && !journal->reader->reclaim_answer() && !journal->reader->process_ended()) return false;
+  }
+  return true;
+}
+
+void LeaseAuthority::record_freed(LeaseState &lease) {
+  std::vector<std::string> lines;
+  for (const LeaseProcess &process : lease.processes) {
+    if (process.freed_bytes != 0) continue;  // recorded before a restart
+    const ProcessJournal *journal = journal_of(lease, process);
+    if (journal == nullptr || !journal->reader->reclaim_answer()) continue;
+    const uint64_t freed = journal->reader->reclaim_answer()->freed_bytes;
+    if (freed > 0) lines.push_back(freed_line(process.pid, freed));
+  }
+  std::string error;
+  for (const std::string &line : lines)
+    if (!record(lease, line, error)) lease.apply(line);
 }
 
 void LeaseAuthority::record_held(LeaseState &lease) {
@@ -250,7 +316,10 @@ void LeaseAuthority::record_held(LeaseState &lease) {
 
 void LeaseAuthority::enter_stage(LeaseState &lease, Stage stage, uint64_t now_ms) {
   std::string error;
-  if (stage == Stage::Done) record_held(lease);
+  if (stage == Stage::Done) {
+    if (lease.teardown != Teardown::Report) record_freed(lease);  // answers that came after their stage
+    record_held(lease);
+  }
   const std::string line = stage == Stage::Done ? ended_line(now_ms) : stage_line(stage, now_ms);
   if (!record(lease, line, error)) lease.apply(line);
   if (stage != Stage::Done) ++stage_counts_[std::string(stage_name(stage))];
@@ -288,11 +357,22 @@ uint64_t LeaseAuthority::advance(LeaseState &lease, uint64_t now_ms) {
     case Stage::Live:
       enter_stage(lease, lease.teardown == Teardown::Report ? Stage::Done : Stage::Reclaim, now_ms);
       return advance(lease, now_ms);
-    case Stage::Reclaim:
-      // In-process reclaim is asked of each process through its control page (the
-      // preload's side); a process that cannot answer is ended by the stages after.
+    case Stage::Reclaim: {
+      // Each running process that has a control page is asked to give back what its leases
+      // own, and answers in its journal; the stage ends when every one asked has answered or
+      // is gone, or its time is up. A process that cannot be asked or does not answer in time
+      // is ended by the stages after (terminate), or keeps what it holds, reported (reclaim).
+      ask_to_reclaim_all(lease);
+      const uint64_t wait_ms = lease.teardown == Teardown::Terminate
+                                   ? std::min(kReclaimBeforeSigtermMs, lease.grace_ms)
+                                   : lease.grace_ms;
+      if (!reclaim_answered(lease) && now_ms < stage_began + wait_ms)
+        return std::min(stage_began + wait_ms, now_ms + kTeardownPollMs);
+      record_freed(lease);
+      lease.reclaim_asked = false;
       enter_stage(lease, lease.teardown == Teardown::Terminate ? Stage::Sigterm : Stage::Done, now_ms);
       return advance(lease, now_ms);
+    }
     case Stage::Sigterm: {
       const std::vector<ProcessName> running = running_members(lease);
       if (running.empty()) {

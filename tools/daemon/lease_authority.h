@@ -80,9 +80,22 @@ class LeaseAuthority {
   std::vector<ProcessName> running_members(LeaseState &lease);
   uint64_t advance(LeaseState &lease, uint64_t now_ms);
 
-  // What `process` holds now per device, from its newest journal (an exec'd image writes a
-  // new one); empty if it has none yet.
+  struct ProcessJournal {
+    int image = -1;  // which journal: 0 PREFIX.journal, N PREFIX.N.journal
+    std::string path;
+    std::unique_ptr<LiveBytesReader> reader;
+  };
+  // The newest journal of `process` (an exec'd image writes a new one), read up to now; null
+  // if it has none yet.
+  ProcessJournal *journal_of(const LeaseState &lease, const LeaseProcess &process);
+  // What `process` holds now per device, from its newest journal; empty if it has none yet.
   std::map<int, uint64_t> live_bytes(const LeaseState &lease, const LeaseProcess &process);
+  // The reclaim stage: asks each running process with a control page to give back what its
+  // leases own (once), and says whether every one asked has answered or is gone.
+  void ask_to_reclaim_all(LeaseState &lease);
+  bool reclaim_answered(LeaseState &lease);
+  // Records what each process said it gave back (freed= lines).
+  void record_freed(LeaseState &lease);
   // Records what each process held as the lease's teardown ends.
   void record_held(LeaseState &lease);
 
@@ -94,10 +107,6 @@ class LeaseAuthority {
   LeaseStore &store_;
   std::map<uint64_t, LeaseState> leases_;
   uint64_t next_id_ = 1;
-  struct ProcessJournal {
-    int image = -1;  // which journal: 0 PREFIX.journal, N PREFIX.N.journal
-    std::unique_ptr<LiveBytesReader> reader;
-  };
   std::map<std::pair<pid_t, uint64_t>, ProcessJournal> journals_;  // by pid and start time
   std::map<std::string, uint64_t> stage_counts_;
   uint64_t leaked_bytes_total_ = 0;

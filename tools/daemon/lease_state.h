@@ -80,6 +80,10 @@ struct LeaseState {
   std::vector<LeaseProcess> processes;
   // Not kept in the file: the processes sent SIGTERM by this daemon since it started.
   std::vector<ProcessName> sent_sigterm;
+  // Not kept in the file: the processes this daemon asked to reclaim (a restarted daemon
+  // asks again, which a process that answered does not see).
+  std::vector<ProcessName> asked_to_reclaim;
+  bool reclaim_asked = false;  // this daemon asked, in this stage
 
   bool ended() const { return stage == Stage::Done; }
   // Applies one line; false (the state unchanged) if it is not a well-formed event.

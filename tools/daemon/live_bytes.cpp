@@ -10,6 +10,7 @@
 
 #include "api_ids.h"
 #include "journal_format.h"
+#include "resource_rules.h"
 
 namespace leaseguard::authority {
 namespace {
@@ -19,19 +20,6 @@ using namespace journal;
 // Zero slots in a row after which the rest of the file is taken for unwritten: more than
 // the records all of a process's threads can have in flight at once.
 constexpr uint64_t kUnwrittenRun = 256;
-
-bool holds_device_memory(Kind kind) {
-  switch (kind) {
-    case Kind::Device:
-    case Kind::Pitched:
-    case Kind::Managed:
-    case Kind::Async:
-    case Kind::Vmm:
-    case Kind::Array:
-    case Kind::External: return true;
-    default: return false;  // host memory (pinned, registered), pools' and IPC handles
-  }
-}
 
 template <typename Payload>
 Payload payload_copy(const unsigned char *at) {
@@ -111,6 +99,7 @@ size_t LiveBytesReader::apply(uint64_t slot, uint32_t tag) {
     case RecordType::Free: {
       const auto free = payload_copy<FreePayload>(payload_at(slot));
       if ((free.flags & (kFreeUnknown | kFreeLate)) != 0 || free.id == 0) break;
+      if ((free.flags & kFreeReclaimed) != 0 && free.status != 0) break;  // the driver refused: still held
       if (live_.erase(free.id) == 0 && !pending_.empty()) freed_unseen_.insert(free.id);
       break;
     }
@@ -125,6 +114,7 @@ size_t LiveBytesReader::apply(uint64_t slot, uint32_t tag) {
       break;
     }
     case RecordType::ProcessEnd: process_ended_ = true; break;
+    case RecordType::AuthorityReclaim: reclaim_answer_ = payload_copy<AuthorityReclaimPayload>(payload_at(slot)); break;
     default: break;
   }
   return 1;

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -42,6 +43,9 @@ class LiveBytesReader {
   size_t live_allocations() const { return live_.size(); }
   // The process wrote its end (ProcessEnd): nothing it holds will change.
   bool process_ended() const { return process_ended_; }
+  // The process's answer to the teardown's reclaim request (journal::AuthorityReclaimPayload),
+  // once it wrote it: what it gave back is then final.
+  const std::optional<journal::AuthorityReclaimPayload> &reclaim_answer() const { return reclaim_answer_; }
 
  private:
   struct Live {
@@ -70,6 +74,7 @@ class LiveBytesReader {
   std::set<uint64_t> freed_unseen_;          // ids freed while an earlier slot was pending
   std::unordered_map<uint64_t, Live> live_;  // by allocation id
   bool process_ended_ = false;
+  std::optional<journal::AuthorityReclaimPayload> reclaim_answer_;
 };
 
 }  // namespace leaseguard::authority
