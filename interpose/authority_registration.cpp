@@ -1,7 +1,6 @@
 #include "authority_registration.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,9 +18,6 @@
 
 namespace leaseguard::interpose {
 namespace {
-
-// The daemon answers at once; a process never waits on a wedged one longer than this.
-constexpr int kAnswerTimeoutMs = 2000;
 
 // What a forked child needs to register itself: set once, at start, never changed after.
 struct Registration {
@@ -52,29 +48,6 @@ int connect_and_send(const std::string &path, const std::string &message) {
   return fd;
 }
 
-// Sends `message` and reads the answer; the answer's text, or why there is none.
-bool ask_once(const std::string &path, const std::string &message, std::string &answer) {
-  const int fd = connect_and_send(path, message);
-  bool ok = fd >= 0;
-  if (!ok) {
-    answer = std::strerror(errno);
-    return false;
-  }
-  pollfd readable{fd, POLLIN, 0};
-  if (ok && poll(&readable, 1, kAnswerTimeoutMs) != 1) {
-    ok = false;
-    answer = "no answer in time";
-  }
-  if (ok) {
-    char buffer[authority::kMaxMessageBytes];
-    const ssize_t got = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
-    ok = got > 0;
-    answer = ok ? std::string(buffer, static_cast<size_t>(got)) : "connection closed";
-  }
-  close(fd);
-  return ok;
-}
-
 authority::Request registration_of_this_process(const Registration &registration) {
   authority::Request request;
   request.verb = authority::Verb::Register;
@@ -86,9 +59,7 @@ authority::Request registration_of_this_process(const Registration &registration
 }
 
 // A child forked without an exec registers too: a daemon double-forked from the job is
-// reparented away from it, and found through its relatives only while they run. It does
-// not wait for the answer (fork stays fast); the daemon takes the registration from the
-// queued message and its peer credentials even after the child closed its end. A child
+// reparented away from it, and found through its relatives only while they run. A child
 // that cannot send is found through its parent, as before; no warning per child.
 void register_forked_child() noexcept {
   const int saved_errno = errno;
@@ -114,21 +85,21 @@ void register_with_lease_authority(const Options &options) noexcept {
     auto registration = std::make_unique<Registration>(
         Registration{socket, lease,
                      absolute_path(options.out_dir) + "/" + (options.run_id.empty() ? "leaseguard" : options.run_id)});
-    const authority::Request request = registration_of_this_process(*registration);
-    std::string text, error;
-    authority::Answer answer;
-    if (socket.empty() || !ask_once(socket, authority::format_request(request), text)) {
+    // Sent, not waited for: the daemon takes the registration from the queued message and the
+    // socket's peer credentials, also after this end is closed, so a daemon that accepted but
+    // does not answer (stopped, stuck on its disk) holds up no process start. What it refuses
+    // (a lease that ended meanwhile) it refuses in its own log; the process is then found
+    // through its relatives, as one that could not send.
+    const int fd = socket.empty() ? -1 : connect_and_send(socket, authority::format_request(
+                                                                      registration_of_this_process(*registration)));
+    if (fd < 0) {
       log_warning(
           "cannot register with the lease authority at %s: %s; lease %s will find this process only "
           "through its parent",
-          socket.c_str(), text.c_str(), lease);
+          socket.c_str(), socket.empty() ? "LEASEGUARD_SOCKET is not set" : std::strerror(errno), lease);
       return;
     }
-    if (!authority::parse_answer(text, answer, error) || !answer.ok) {
-      log_warning("the lease authority refused this process in lease %s: %s", lease,
-                  std::string(answer.field("message").value_or(error)).c_str());
-      return;
-    }
+    close(fd);
     g_registration = registration.release();  // never freed: a child forked at any time reads it
     pthread_atfork(nullptr, nullptr, register_forked_child);
   } catch (...) {

@@ -599,6 +599,36 @@ TEST_F(LeaseAuthorityEndToEnd, AWedgedDaemonWithAFullQueueHoldsUpNoProcess) {
   close(wedged);
 }
 
+// A daemon that accepts connections but never answers (stopped while its queue had room):
+// each process sends its registration and goes on at once, with no warning; the messages wait
+// in the queue for the daemon, which would take each from its peer credentials.
+TEST_F(LeaseAuthorityEndToEnd, ADaemonThatNeverAnswersHoldsUpNoProcessAndItsRegistrationsWaitForIt) {
+  const std::string path = dir_ + "/silent.sock";
+  const int silent = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // accept: no wait
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(silent, reinterpret_cast<const sockaddr *>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(silent, 16), 0);
+  // The parent, its forked child (registered at the fork) and that child's exec'd grandchild.
+  const LeaseguardRun run = run_under_leaseguard(dir_ + "/out", {victim("fork_child")}, {},
+                                                 {{"LEASEGUARD_SOCKET", path}, {"LEASEGUARD_AUTHORITY_LEASE", "1"}});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.err.find("lease authority"), std::string::npos) << run.result.err;
+  EXPECT_EQ(all_leaks(run.json).size(), 3u) << run.result.err;
+  // What waits for the daemon: one registration from each of the three.
+  int registrations = 0;
+  for (int fd; (fd = accept4(silent, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; close(fd)) {
+    char message[4096] = {};
+    ASSERT_GT(recv(fd, message, sizeof message - 1, 0), 0);
+    EXPECT_EQ(std::string(message).rfind("leaseguard-authority/1 register\n", 0), 0u) << message;
+    EXPECT_NE(std::string(message).find("\nlease=1\n"), std::string::npos) << message;
+    ++registrations;
+  }
+  EXPECT_EQ(registrations, 3);
+  close(silent);
+}
+
 TEST_F(LeaseAuthorityEndToEnd, ACommandThatCannotRunEndsItsLeaseAtOnce) {
   Daemon daemon(dir_);
   const RunResult job = lease(daemon.socket(), {"start", "--ttl", "1h", "--", dir_ + "/no-such-program"});

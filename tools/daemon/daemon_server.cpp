@@ -38,6 +38,8 @@ constexpr uint64_t kTextfileEveryMs = 5000;
 // slot, and the daemon's clients (lease start, the preload's registration, lease and top)
 // ask at once and go.
 constexpr uint64_t kIdleClientMs = 30'000;
+// Refused registrations said in the log before only every thousandth is.
+constexpr uint64_t kLoggedRefusals = 20;
 // An ended lease whose holder never asked for its report is forgotten after this.
 constexpr uint64_t kEndedRetentionMs = 10 * 60 * 1000;
 
@@ -245,12 +247,29 @@ class Server {
     }
     const std::string answer = authority_.handle(request, client.peer, boottime_ms());
     Answer parsed;
+    if (request.verb == Verb::Register && parse_answer(answer, parsed, error) && !parsed.ok)
+      note_refused_registration(client.peer, request,
+                                std::string(parsed.field("message").value_or("refused")));
     if (request.verb == Verb::Wait && parse_answer(answer, parsed, error) && parsed.ok) {
       client.waiting_for = std::stoull(std::string(parsed.field("id").value_or("0")));
       return true;  // answered when the teardown is done
     }
     send_message(client.fd, answer);
     return true;
+  }
+
+  // The preload does not wait for the answer to its registration (a daemon that does not
+  // answer must not hold up a process start), so a refusal is said here, where the operator
+  // looks: the first kLoggedRefusals, then every thousandth (a hostile client cannot flood
+  // the log).
+  void note_refused_registration(const Peer &peer, const Request &request, const std::string &why) {
+    ++refused_registrations_;
+    if (refused_registrations_ > kLoggedRefusals && refused_registrations_ % 1000 != 0) return;
+    std::fprintf(stderr, "leaseguard daemon: refused a registration from pid %d (uid %u) in lease %s: %s%s\n",
+                 static_cast<int>(peer.pid), static_cast<unsigned>(peer.uid), request.lease.c_str(), why.c_str(),
+                 refused_registrations_ > kLoggedRefusals
+                     ? (" (" + std::to_string(refused_registrations_) + " refused so far)").c_str()
+                     : "");
   }
 
   void answer_waiters() {
@@ -316,6 +335,7 @@ class Server {
   bool stopping_ = false;
   std::vector<Client> clients_;
   std::vector<MetricsConnection> metrics_connections_;
+  uint64_t refused_registrations_ = 0;
 };
 
 }  // namespace
