@@ -242,6 +242,7 @@ TEST(MetricsText, NamesEverySeriesOfTheContractWithEscapedLabels) {
   snapshot.processes_registered = 3;
   snapshot.teardown_stages = {{"sigterm", 2}, {"sigkill", 1}};
   snapshot.leaked_bytes_total = 65536;
+  snapshot.reclaimed_bytes_total = 3145728;
   const std::string text = render_metrics(snapshot);
   for (const char *expected : {
            "# TYPE leaseguard_leases_active gauge\nleaseguard_leases_active 2\n",
@@ -252,6 +253,7 @@ TEST(MetricsText, NamesEverySeriesOfTheContractWithEscapedLabels) {
            "# TYPE leaseguard_teardown_stage_total counter\n",
            "leaseguard_teardown_stage_total{stage=\"sigkill\"} 1\n",
            "leaseguard_leaked_bytes_total 65536\n",
+           "# TYPE leaseguard_reclaimed_bytes_total counter\nleaseguard_reclaimed_bytes_total 3145728\n",
        })
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\nin:\n" << text;
   EXPECT_EQ(text.find("id=\"5\"} "), std::string::npos) << "a lease without a TTL has no TTL series";

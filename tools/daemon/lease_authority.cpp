@@ -294,6 +294,7 @@ void LeaseAuthority::record_freed(LeaseState &lease) {
     if (journal == nullptr || !journal->reader->reclaim_answer()) continue;
     const uint64_t freed = journal->reader->reclaim_answer()->freed_bytes;
     if (freed > 0) lines.push_back(freed_line(process.pid, freed));
+    reclaimed_bytes_total_ += freed;
   }
   std::string error;
   for (const std::string &line : lines)
@@ -485,6 +486,7 @@ MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
   }
   snapshot.teardown_stages = stage_counts_;
   snapshot.leaked_bytes_total = leaked_bytes_total_;
+  snapshot.reclaimed_bytes_total = reclaimed_bytes_total_;
   return snapshot;
 }
 

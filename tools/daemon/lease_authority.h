@@ -110,6 +110,7 @@ class LeaseAuthority {
   std::map<std::pair<pid_t, uint64_t>, ProcessJournal> journals_;  // by pid and start time
   std::map<std::string, uint64_t> stage_counts_;
   uint64_t leaked_bytes_total_ = 0;
+  uint64_t reclaimed_bytes_total_ = 0;
 };
 
 }  // namespace leaseguard::authority

@@ -77,6 +77,9 @@ std::string render_metrics(const MetricsSnapshot &snapshot) {
 
   family(out, "leaseguard_leaked_bytes_total", "counter", "Device memory ended leases left live when they ended.");
   out += "leaseguard_leaked_bytes_total " + number(snapshot.leaked_bytes_total) + "\n";
+  family(out, "leaseguard_reclaimed_bytes_total", "counter",
+         "Device memory the processes of ending leases gave back when the reclaim stage asked.");
+  out += "leaseguard_reclaimed_bytes_total " + number(snapshot.reclaimed_bytes_total) + "\n";
   return out;
 }
 

@@ -34,6 +34,7 @@ struct MetricsSnapshot {
   size_t processes_registered = 0;
   std::map<std::string, uint64_t> teardown_stages;  // stage name -> times it began, since the daemon's first start
   uint64_t leaked_bytes_total = 0;                  // left live by ended leases
+  uint64_t reclaimed_bytes_total = 0;               // given back by their processes when asked
 };
 
 // The exposition text; the metric names are part of the contract (contract.md).
