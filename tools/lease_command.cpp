@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 #include "daemon/authority_socket.h"
@@ -37,37 +39,57 @@ bool exchange(int fd, const Request &request, Answer &answer, int timeout_ms, st
   return true;
 }
 
-// Prints what the authority reported of the lease's end, after the run's report.
-void print_lease_summary(const Answer &summary, bool quiet) {
-  if (quiet) return;
-  std::fprintf(stderr, "leaseguard: lease %s (id %s) ended by %s; teardown %s\n",
-               std::string(summary.field("name").value_or("?")).c_str(),
-               std::string(summary.field("id").value_or("?")).c_str(),
-               std::string(summary.field("ended_by").value_or("?")).c_str(),
-               std::string(summary.field("teardown").value_or("?")).c_str());
+// What the authority reported of the lease's end (its Wait answer), for the run's report,
+// which gives it in every format.
+report::AuthorityLease lease_account(const Answer &summary) {
+  report::AuthorityLease lease;
+  auto number = [](std::string_view text) {
+    uint64_t value = 0;
+    std::from_chars(text.data(), text.data() + text.size(), value);
+    return value;
+  };
   for (const auto &[key, value] : summary.fields) {
-    if (key == "verify") {
-      const std::string said = value == "clean"                  ? "no process of the lease holds device memory (NVML)"
-                               : value.rfind("skipped ", 0) == 0 ? "device memory not checked: " + value.substr(8)
-                                                                 : "device memory still held (pid:device:bytes): " +
-                                                                       value.substr(std::min<size_t>(5, value.size()));
-      std::fprintf(stderr, "leaseguard:   verify: %s\n", said.c_str());
-    } else if (key == "stage") {
+    if (key == "id") {
+      lease.id = number(value);
+    } else if (key == "name") {
+      lease.name = value;
+    } else if (key == "ended_by") {
+      lease.ended_by = value;
+    } else if (key == "teardown") {
+      lease.teardown = value;
+    } else if (key == "stage") {  // "NAME AT_MS"
       const size_t space = value.find(' ');
-      std::fprintf(stderr, "leaseguard:   stage %s at +%s ms\n", value.substr(0, space).c_str(),
-                   space == std::string::npos ? "?" : value.substr(space + 1).c_str());
-    } else if (key == "process") {
-      char held[512] = {};
-      int pid = 0;
-      unsigned long long freed = 0;
-      if (std::sscanf(value.c_str(), "%d %511s %llu", &pid, held, &freed) != 3) continue;
-      const std::string at_end = std::string(held) == "-" ? "no device memory" : "device:bytes " + std::string(held);
-      if (freed == 0) std::fprintf(stderr, "leaseguard:   process %d held %s at the end\n", pid, at_end.c_str());
-      else
-        std::fprintf(stderr, "leaseguard:   process %d gave back %llu byte(s) of device memory when asked; held %s at the end\n",
-                     pid, freed, at_end.c_str());
+      lease.stages.push_back({value.substr(0, space), space == std::string::npos ? 0 : number(value.substr(space + 1))});
+    } else if (key == "verify") {  // "clean", "skipped WHY" or "held PID:DEVICE:BYTES|? ..."
+      const size_t space = value.find(' ');
+      lease.verify = value.substr(0, space);
+      const std::string rest = space == std::string::npos ? "" : value.substr(space + 1);
+      if (lease.verify == "skipped") lease.verify_detail = rest;
+      std::istringstream held(lease.verify == "held" ? rest : "");
+      for (std::string item; held >> item;) {
+        report::AuthorityLease::Held entry;
+        unsigned long long bytes = 0;
+        char unknown = 0;
+        if (std::sscanf(item.c_str(), "%d:%d:%llu", &entry.pid, &entry.device, &bytes) == 3) entry.bytes = bytes;
+        else if (std::sscanf(item.c_str(), "%d:%d:%c", &entry.pid, &entry.device, &unknown) != 3) continue;
+        lease.verify_held.push_back(entry);
+      }
+    } else if (key == "process") {  // "PID HELD GAVE_BACK JOURNAL", HELD "-" or "DEVICE:BYTES,..."
+      std::istringstream fields(value);
+      report::LeaseProcessAccount process;
+      std::string held;
+      if (!(fields >> process.pid >> held >> process.gave_back_bytes)) continue;
+      std::getline(fields >> std::ws, process.journal);
+      std::istringstream devices(held == "-" ? "" : held);
+      for (std::string item; std::getline(devices, item, ',');) {
+        int device = 0;
+        unsigned long long bytes = 0;
+        if (std::sscanf(item.c_str(), "%d:%llu", &device, &bytes) == 2) process.held.emplace_back(device, bytes);
+      }
+      lease.processes.push_back(std::move(process));
     }
   }
+  return lease;
 }
 
 int start(const LeaseOptions &options) {
@@ -115,7 +137,7 @@ int start(const LeaseOptions &options) {
                    problem.c_str());
     if (told >= 0) close(told);
   };
-  extras.tree_ended = [&](const report::ExitStatuses &, int status) {
+  extras.tree_ended = [&](const report::ExitStatuses &, int status, report::Report &report) {
     const Request exited = exited_request(status);
     Answer answer;
     std::string problem;
@@ -139,13 +161,13 @@ int start(const LeaseOptions &options) {
                    problem.c_str());
       return;
     }
-    print_lease_summary(answer, options.run.common.quiet);
+    report.authority_lease = lease_account(answer);
   };
   bool reported = false;
   auto tree_ended = extras.tree_ended;
-  extras.tree_ended = [&](const report::ExitStatuses &exits, int status) {
+  extras.tree_ended = [&](const report::ExitStatuses &exits, int status, report::Report &report) {
     reported = true;
-    tree_ended(exits, status);
+    tree_ended(exits, status, report);
   };
   const int status = run_command(options.run, &extras);
   if (!reported) {

@@ -310,7 +310,7 @@ int run_command(const RunOptions &options, const RunExtras *extras) {
   int command_status = 0;
   const report::ExitStatuses exits =
       wait_for_the_tree(command, command_status, extras != nullptr ? extras->command_ended : nullptr);
-  if (extras != nullptr && extras->tree_ended) extras->tree_ended(exits, command_status);
+  if (extras != nullptr && extras->tree_ended) extras->tree_ended(exits, command_status, report);
   report.simulated = options.sim;
   if (!report_the_run(options, out_dir, *run_dir, run_id, exits, report, error)) {
     fail(error);

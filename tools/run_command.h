@@ -18,8 +18,8 @@ struct RunExtras {
   std::map<std::string, std::string> environment;
   // The command itself ended (its processes left behind may run on); its wait status.
   std::function<void(int command_status)> command_ended;
-  // Every process of the command's tree ended.
-  std::function<void(const report::ExitStatuses &exits, int command_status)> tree_ended;
+  // Every process of the command's tree ended; what it adds to `report` is reported with the run.
+  std::function<void(const report::ExitStatuses &exits, int command_status, report::Report &report)> tree_ended;
 };
 
 int run_command(const RunOptions &options, const RunExtras *extras = nullptr);

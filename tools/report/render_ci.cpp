@@ -220,6 +220,13 @@ void write_sarif(JsonWriter &json, const Report &report, const std::string &sour
     }
   }
   json.end_array();
+  // `lease start`'s lease and its teardown: the run's property bag (no rule is broken by it;
+  // the leaks it left are results above).
+  if (report.authority_lease) {
+    json.key("properties").begin_object().key("leaseAuthority");
+    write_authority_lease(json, *report.authority_lease);
+    json.end_object();
+  }
   json.end_object().end_array();
   json.end_object();
 }
@@ -253,6 +260,43 @@ std::string seconds(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3f", ms < 0 ? 0.0 : ms / 1000.0);
   return text;
+}
+
+// `lease start`'s lease as one test suite of one case, "teardown", named the same in every
+// run (a lease's name is often a scheduler's job id: it is a property): failed where the
+// device said a process of the lease still held memory after it; its stages and processes
+// in the case's output.
+std::string junit_authority_suite(const AuthorityLease &lease) {
+  const bool failed = lease.verify == "held";
+  uint64_t last_stage_ms = 0;
+  for (const TeardownStage &stage : lease.stages) last_stage_ms = std::max(last_stage_ms, stage.at_ms);
+  std::string out = "  <testsuite name=\"lease authority\" tests=\"1\" failures=\"" + std::string(failed ? "1" : "0") +
+                    "\" errors=\"0\" skipped=\"0\" time=\"" + seconds(static_cast<double>(last_stage_ms)) + "\">\n";
+  out += "    <properties>\n      <property name=\"lease\" value=\"" + xml_escape(lease.name) + "\"/>\n";
+  out += "      <property name=\"id\" value=\"" + std::to_string(lease.id) + "\"/>\n";
+  out += "      <property name=\"ended_by\" value=\"" + xml_escape(lease.ended_by) + "\"/>\n";
+  out += "      <property name=\"teardown\" value=\"" + xml_escape(lease.teardown) + "\"/>\n    </properties>\n";
+  std::string said;
+  for (const TeardownStage &stage : lease.stages)
+    said += "stage " + stage.name + " at +" + std::to_string(stage.at_ms) + " ms\n";
+  for (const LeaseProcessAccount &process : lease.processes) {
+    uint64_t held = 0;
+    for (const auto &[device, bytes] : process.held) held += bytes;
+    said += "process " + std::to_string(process.pid) + " gave back " + std::to_string(process.gave_back_bytes) +
+            " byte(s), held " + std::to_string(held) + " byte(s) at the end\n";
+  }
+  out += "    <testcase classname=\"leaseguard.lease-authority\" name=\"teardown (" + xml_escape(lease.teardown) +
+         ")\" time=\"" + seconds(static_cast<double>(last_stage_ms)) + "\">\n";
+  if (failed) {
+    std::string held;
+    for (const AuthorityLease::Held &entry : lease.verify_held)
+      held += " " + std::to_string(entry.pid) + ":" + std::to_string(entry.device) + ":" +
+              (entry.bytes ? std::to_string(*entry.bytes) : "?");
+    out += "      <failure type=\"DeviceMemoryHeldAfterTeardown\" message=\"" +
+           xml_escape("device memory still held after the lease's teardown (pid:device:bytes):" + held) + "\"/>\n";
+  }
+  out += "      <system-out>" + xml_escape(said) + "</system-out>\n    </testcase>\n  </testsuite>\n";
+  return out;
 }
 
 // A test case's name, the same from run to run: the lease's name and how it ended, and where
@@ -323,6 +367,10 @@ void render_junit(const Report &report, const std::string &source_root, const Te
     total_cases += process.leases.size();
     for (const LeaseEnding &lease : process.leases) total_failures += junit_failed(lease) ? 1 : 0;
   }
+  if (report.authority_lease) {
+    ++total_cases;
+    total_failures += report.authority_lease->verify == "held" ? 1 : 0;
+  }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leaseguard\" tests=\"" +
                     std::to_string(total_cases) + "\" failures=\"" + std::to_string(total_failures) + "\">\n";
   for (const ProcessReport &process : report.processes) {
@@ -357,6 +405,7 @@ void render_junit(const Report &report, const std::string &source_root, const Te
     }
     out += "  </testsuite>\n";
   }
+  if (report.authority_lease) out += junit_authority_suite(*report.authority_lease);
   out += "</testsuites>\n";
   sink(out);
 }

@@ -267,6 +267,10 @@ void write_data(JsonWriter &json, const Report &report) {
   json.key("problems").begin_array();
   for (const std::string &problem : report.problems) json.value(problem);
   json.end_array();
+  if (report.authority_lease) {
+    json.key("lease_authority");
+    write_authority_lease(json, *report.authority_lease);
+  }
   json.end_object();
 }
 

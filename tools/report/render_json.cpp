@@ -213,10 +213,52 @@ void write_report(JsonWriter &json, const Report &report) {
   json.key("problems").begin_array();
   for (const std::string &problem : report.problems) json.value(problem);
   json.end_array();
+  if (report.authority_lease) {
+    json.key("lease_authority");
+    write_authority_lease(json, *report.authority_lease);
+  }
   json.end_object();
 }
 
 }  // namespace
+
+void write_authority_lease(JsonWriter &json, const AuthorityLease &lease) {
+  json.begin_object();
+  json.key("id").value(lease.id);
+  json.key("name").value(lease.name);
+  json.key("ended_by").value(lease.ended_by);
+  json.key("teardown").value(lease.teardown);
+  json.key("stages").begin_array();
+  for (const TeardownStage &stage : lease.stages)
+    json.begin_object().key("stage").value(stage.name).key("at_ms").value(stage.at_ms).end_object();
+  json.end_array();
+  json.key("processes").begin_array();
+  for (const LeaseProcessAccount &process : lease.processes) {
+    json.begin_object();
+    json.key("pid").value(process.pid);
+    json.key("gave_back_bytes").value(process.gave_back_bytes);
+    json.key("held").begin_array();
+    for (const auto &[device, bytes] : process.held)
+      json.begin_object().key("device").value(device).key("bytes").value(bytes).end_object();
+    json.end_array();
+    json.key("journal").value(process.journal);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("verify").begin_object();
+  json.key("result").value(lease.verify.empty() ? "none" : lease.verify);
+  if (!lease.verify_detail.empty()) json.key("detail").value(lease.verify_detail);
+  json.key("held").begin_array();
+  for (const AuthorityLease::Held &held : lease.verify_held) {
+    json.begin_object().key("pid").value(held.pid).key("device").value(held.device).key("bytes");
+    if (held.bytes) json.value(*held.bytes);
+    else json.null();
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  json.end_object();
+}
 
 std::string render_json(const Report &report) {
   std::string text;

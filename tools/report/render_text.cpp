@@ -208,10 +208,43 @@ class TextReport {
                      " byte(s) still allocated from it; the driver releases the pool only when they are freed\n";
   }
 
+  // `lease start`'s lease as the node lease authority ended it: each stage of its teardown,
+  // what each process gave back and held, and what the device said.
+  void render_authority_lease(const AuthorityLease &lease) {
+    std::string &out = out_.text();
+    out += "\nleaseguard: lease " + lease.name + " (id " + std::to_string(lease.id) + ") ended by " + lease.ended_by +
+           "; teardown " + lease.teardown + "\n";
+    for (const TeardownStage &stage : lease.stages)
+      out += "leaseguard:   stage " + stage.name + " at +" + std::to_string(stage.at_ms) + " ms\n";
+    for (const LeaseProcessAccount &process : lease.processes) {
+      std::string held;
+      for (const auto &[device, bytes] : process.held)
+        held += (held.empty() ? "" : ",") + std::to_string(device) + ":" + std::to_string(bytes);
+      const std::string at_end = held.empty() ? "no device memory" : "device:bytes " + held;
+      out += "leaseguard:   process " + std::to_string(process.pid) +
+             (process.gave_back_bytes == 0 ? ""
+                                           : " gave back " + std::to_string(process.gave_back_bytes) +
+                                                 " byte(s) of device memory when asked;") +
+             " held " + at_end + " at the end\n";
+    }
+    if (lease.verify == "clean") {
+      out += "leaseguard:   verify: no process of the lease holds device memory (NVML)\n";
+    } else if (lease.verify == "skipped") {
+      out += "leaseguard:   verify: device memory not checked: " + lease.verify_detail + "\n";
+    } else if (lease.verify == "held") {
+      out += "leaseguard:   verify: device memory still held (pid:device:bytes):";
+      for (const AuthorityLease::Held &held : lease.verify_held)
+        out += " " + std::to_string(held.pid) + ":" + std::to_string(held.device) + ":" +
+               (held.bytes ? std::to_string(*held.bytes) : "?");
+      out += "\n";
+    }
+  }
+
   // The problems, the suppressions that matched (LeakSanitizer's table), what filters and
   // the baseline left out, and SUMMARY.
   void render_footer() {
     std::string &out = out_.text();
+    if (report_.authority_lease) render_authority_lease(*report_.authority_lease);
     for (const std::string &problem : report_.problems) out += "\nleaseguard: warning: " + problem + "\n";
     if (!report_.suppressions_used.empty()) {
       char line[96];

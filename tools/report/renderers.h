@@ -21,6 +21,10 @@ struct LeakGroup {
   Reachability reachability = Reachability::Unchecked;
 };
 
+// `lease start`'s lease (Report::authority_lease) as a JSON object: the same in the JSON
+// report ("lease_authority"), SARIF's run properties and the HTML page's data.
+void write_authority_lease(JsonWriter &json, const AuthorityLease &lease);
+
 // "0x1f40": how addresses and offsets are written in every format.
 std::string hex_address(uint64_t value);
 

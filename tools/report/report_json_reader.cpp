@@ -48,12 +48,46 @@ class JsonReportReader {
     for (const JsonValue &item : json["processes"].items()) report.processes.push_back(process_of(item, path));
     for (const JsonValue &problem : json["problems"].items())
       if (problem.type() == JsonValue::Type::String) report.problems.push_back(problem.as_string());
+    if (json["lease_authority"].type() == JsonValue::Type::Object)
+      report.authority_lease = authority_lease_of(json["lease_authority"]);
     if (problem_.empty()) return true;
     error = path + ": " + problem_;
     return false;
   }
 
  private:
+  AuthorityLease authority_lease_of(const JsonValue &json) {
+    AuthorityLease lease;
+    lease.id = number<uint64_t>(json["id"], "lease_authority.id");
+    lease.name = text_of(json["name"]);
+    lease.ended_by = text_of(json["ended_by"]);
+    lease.teardown = text_of(json["teardown"]);
+    for (const JsonValue &stage : json["stages"].items())
+      lease.stages.push_back({text_of(stage["stage"]), number<uint64_t>(stage["at_ms"], "lease_authority.stages.at_ms")});
+    for (const JsonValue &item : json["processes"].items()) {
+      LeaseProcessAccount process;
+      process.pid = number<int>(item["pid"], "lease_authority.processes.pid");
+      process.gave_back_bytes = number<uint64_t>(item["gave_back_bytes"], "lease_authority.processes.gave_back_bytes");
+      for (const JsonValue &held : item["held"].items())
+        process.held.emplace_back(number<int>(held["device"], "lease_authority.processes.held.device"),
+                                  number<uint64_t>(held["bytes"], "lease_authority.processes.held.bytes"));
+      process.journal = text_of(item["journal"]);
+      lease.processes.push_back(std::move(process));
+    }
+    const JsonValue &verify = json["verify"];
+    lease.verify = text_of(verify["result"]) == "none" ? "" : text_of(verify["result"]);
+    lease.verify_detail = text_of(verify["detail"]);
+    for (const JsonValue &item : verify["held"].items()) {
+      AuthorityLease::Held held;
+      held.pid = number<int>(item["pid"], "lease_authority.verify.held.pid");
+      held.device = number<int>(item["device"], "lease_authority.verify.held.device");
+      if (item["bytes"].type() == JsonValue::Type::Number)
+        held.bytes = number<uint64_t>(item["bytes"], "lease_authority.verify.held.bytes");
+      lease.verify_held.push_back(held);
+    }
+    return lease;
+  }
+
   // An integer field: its value if whole and within T, else `fallback` (absent) or a problem.
   template <typename T>
   T number(const JsonValue &value, const char *field, T fallback = 0) {

@@ -85,6 +85,19 @@ std::optional<Reachability> reachability_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+uint64_t AuthorityLease::gave_back_bytes() const {
+  uint64_t total = 0;
+  for (const LeaseProcessAccount &process : processes) total += process.gave_back_bytes;
+  return total;
+}
+
+uint64_t AuthorityLease::held_bytes() const {
+  uint64_t total = 0;
+  for (const LeaseProcessAccount &process : processes)
+    for (const auto &[device, bytes] : process.held) total += bytes;
+  return total;
+}
+
 uint64_t Report::leaked_bytes() const {
   uint64_t total = 0;
   for (const ProcessReport &process : processes) total += process.leaked_bytes();

@@ -258,6 +258,41 @@ struct SuppressionUse {
   uint64_t bytes = 0;
 };
 
+// `leaseguard lease start`'s lease as the node lease authority reported its end
+// (docs/lease-authority.md): how it ended, when each stage of its teardown began, what each
+// process gave back when asked and held at the end, and what the device said of them.
+struct TeardownStage {
+  std::string name;    // reclaim, sigterm, sigkill, verify
+  uint64_t at_ms = 0;  // after the lease's end
+};
+struct LeaseProcessAccount {
+  int pid = 0;
+  uint64_t gave_back_bytes = 0;                    // when the reclaim stage asked
+  std::vector<std::pair<int, uint64_t>> held;      // device, bytes its journal said it held at the end
+  std::string journal;                             // where it wrote them ("-": a process found, not registered)
+};
+struct AuthorityLease {
+  uint64_t id = 0;
+  std::string name;
+  std::string ended_by;  // expiry, end, exit
+  std::string teardown;  // report, reclaim, terminate
+  std::vector<TeardownStage> stages;
+  std::vector<LeaseProcessAccount> processes;
+  // The verify stage's result: "clean", "held" (with `verify_held`), "skipped" (with
+  // `verify_detail`: why); empty where the chain has no verify stage.
+  std::string verify;
+  std::string verify_detail;
+  struct Held {
+    int pid = 0;
+    int device = 0;
+    std::optional<uint64_t> bytes;  // none: the device did not say how much
+  };
+  std::vector<Held> verify_held;
+
+  uint64_t gave_back_bytes() const;
+  uint64_t held_bytes() const;
+};
+
 struct Report {
   std::vector<ProcessReport> processes;
   uint64_t suppressed_allocations = 0;
@@ -278,6 +313,7 @@ struct Report {
   uint64_t reachable_allocations() const;
   size_t lease_count() const;
   bool show_reachable = false;  // --show-reachable: list them, not only count them
+  std::optional<AuthorityLease> authority_lease;  // `lease start` only
 };
 
 // What a report could check: a report of 0 leaks means something only if allocations were
