@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -287,6 +288,58 @@ TEST_F(LeaseAuthorityEndToEnd, AReclaimingTeardownHasEachProcessGiveItsMemoryBac
   for (const char *listed : {"1048576 byte(s) in 1 allocation(s) [cuMemAlloc_v2, device memory, device 0, reclaimed]",
                              "2097152 byte(s) in 1 allocation(s) [cuMemAlloc_v2, device memory, device 0, reclaimed]"})
     EXPECT_NE(result.err.find(listed), std::string::npos) << listed << " in\n" << result.err;
+}
+
+// The lease's account is part of the run's report in every format: JSON, SARIF (valid
+// against the 2.1.0 schema), JUnit (valid against Jenkins' schema) and the HTML page's data.
+TEST_F(LeaseAuthorityEndToEnd, TheLeasesAccountIsInEveryFormatOfTheReport) {
+  Daemon daemon(dir_);
+  std::vector<std::string> command = job_command(daemon.socket(), "1h", "1s");
+  const auto separator = std::find(command.begin(), command.end(), "--");
+  command.insert(separator, {"--format", "json=" + dir_ + "/report.json", "--format", "sarif=" + dir_ + "/report.sarif",
+                             "--format", "junit=" + dir_ + "/report.xml", "--format", "html=" + dir_ + "/report.html"});
+  Job job(command, usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  const RunResult result = job.finish();
+  ASSERT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+
+  report::JsonValue json;
+  std::string error;
+  ASSERT_TRUE(report::JsonValue::parse(read_text(dir_ + "/report.json"), json, error)) << error;
+  const report::JsonValue &lease_json = json["lease_authority"];
+  EXPECT_EQ(lease_json["name"].as_string(), "job");
+  EXPECT_EQ(lease_json["ended_by"].as_string(), "end");
+  EXPECT_EQ(lease_json["teardown"].as_string(), "terminate");
+  std::vector<std::string> stages;
+  for (const report::JsonValue &stage : lease_json["stages"].items()) stages.push_back(stage["stage"].as_string());
+  EXPECT_EQ(stages, (std::vector<std::string>{"reclaim", "sigterm", "sigkill", "verify"}));
+  EXPECT_GE(lease_json["processes"].size(), 3u);
+  uint64_t accounted = 0;  // each process's memory, given back or held at the end
+  for (const report::JsonValue &process : lease_json["processes"].items()) {
+    accounted += static_cast<uint64_t>(process["gave_back_bytes"].as_number());
+    for (const report::JsonValue &held : process["held"].items()) accounted += static_cast<uint64_t>(held["bytes"].as_number());
+  }
+  EXPECT_EQ(accounted, 6u << 20);
+  EXPECT_EQ(lease_json["verify"]["result"].as_string(), "clean");
+
+  const std::string schemas = std::string(LEASEGUARD_TEST_DATA) + "/schemas";
+  const RunResult sarif_valid = run_process(
+      {"/usr/bin/python3", schemas + "/validate.py", schemas + "/sarif-2.1.0.json", dir_ + "/report.sarif"});
+  EXPECT_EQ(sarif_valid.exit_code, 0) << sarif_valid.out << sarif_valid.err;
+  report::JsonValue sarif;
+  ASSERT_TRUE(report::JsonValue::parse(read_text(dir_ + "/report.sarif"), sarif, error)) << error;
+  EXPECT_EQ(sarif["runs"][0]["properties"]["leaseAuthority"]["name"].as_string(), "job");
+
+  const std::string junit = read_text(dir_ + "/report.xml");
+  std::ofstream(dir_ + "/strict.xml") << std::regex_replace(junit, std::regex(" file=\"[^\"]*\""), "");
+  const RunResult junit_valid =
+      run_process({"/usr/bin/xmllint", "--noout", "--schema", schemas + "/jenkins-junit-4.xsd", dir_ + "/strict.xml"});
+  EXPECT_EQ(junit_valid.exit_code, 0) << junit_valid.err << junit;
+  EXPECT_NE(junit.find("<testsuite name=\"lease authority\" tests=\"1\" failures=\"0\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("name=\"teardown (terminate)\""), std::string::npos) << junit;
+
+  EXPECT_NE(read_text(dir_ + "/report.html").find("\"lease_authority\":"), std::string::npos);
 }
 
 TEST_F(LeaseAuthorityEndToEnd, TopShowsEachProcessOfALiveLeaseWithWhatItHolds) {
