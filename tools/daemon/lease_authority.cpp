@@ -9,12 +9,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 namespace leaseguard::authority {
 namespace {
 
 // While a lease's processes are being ended, how often the authority looks again.
 constexpr uint64_t kTeardownPollMs = 50;
+// How often metrics look for a live lease's processes that did not register (see metrics()).
+constexpr uint64_t kMetricsWalkEveryMs = 60'000;
 // How long the reclaim stage waits for the processes it asked to answer: under `reclaim`, the
 // grace period (they run on after it); under `terminate`, no more than this (nor the grace
 // period), so that the whole teardown stays within the grace period and a second of the
@@ -331,16 +334,20 @@ std::vector<ProcessName> LeaseAuthority::running_members(LeaseState &lease) {
   if (lease.holder_pid > 0) roots.push_back({lease.holder_pid, lease.holder_start_time});
   for (const LeaseProcess &process : lease.processes) roots.push_back({process.pid, process.start_time});
   const ProcessName holder{lease.holder_pid, lease.holder_start_time};
-  for (const ProcessName &root : roots)
+  // Sets, not searches of the lists: a job of ten thousand processes is walked at every step
+  // of its teardown.
+  std::set<std::pair<pid_t, uint64_t>> found, known;
+  for (const LeaseProcess &process : lease.processes) known.insert({process.pid, process.start_time});
+  for (const ProcessName &root : roots) {
+    // A registered process is usually below the holder already: its tree was walked then.
+    if (found.count({root.pid, root.start_time}) != 0) continue;
     for (const ProcessName &process : process_tree(root))
-      if (!(process == holder) && std::find(members.begin(), members.end(), process) == members.end())
-        members.push_back(process);
+      if (!(process == holder) && found.insert({process.pid, process.start_time}).second) members.push_back(process);
+  }
   std::string error;
   for (const ProcessName &member : members) {
-    const bool known = std::any_of(lease.processes.begin(), lease.processes.end(), [&](const LeaseProcess &process) {
-      return process.pid == member.pid && process.start_time == member.start_time;
-    });
-    if (!known && !record(lease, process_line(member.pid, member.start_time, "-"), error))
+    if (known.count({member.pid, member.start_time}) != 0) continue;
+    if (!record(lease, process_line(member.pid, member.start_time, "-"), error))
       lease.apply(process_line(member.pid, member.start_time, "-"));
   }
   return members;
@@ -472,8 +479,14 @@ MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
   for (auto &[id, lease] : leases_) {
     if (lease.ended_by != EndReason::None) continue;
     LeaseMetrics entry;
-    // Processes forked without an exec do not register: found below their relatives.
-    running_members(lease);
+    // A process that could not register (its message was lost) is found below its relatives
+    // by a walk of /proc: here at most once a minute per lease, since a walk of every lease
+    // at every scrape is most of what an idle daemon with thousands of processes would do
+    // (every step of a teardown walks anyway).
+    if (lease.membership_walked_ms == 0 || now_ms >= lease.membership_walked_ms + kMetricsWalkEveryMs) {
+      running_members(lease);
+      lease.membership_walked_ms = now_ms;
+    }
     for (const LeaseProcess &process : lease.processes)
       for (const auto &[device, bytes] : live_bytes(lease, process)) entry.live.push_back({process.pid, device, bytes});
     entry.name = lease.name;

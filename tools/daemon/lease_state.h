@@ -84,6 +84,7 @@ struct LeaseState {
   // asks again, which a process that answered does not see).
   std::vector<ProcessName> asked_to_reclaim;
   bool reclaim_asked = false;  // this daemon asked, in this stage
+  uint64_t membership_walked_ms = 0;  // when metrics last looked for unregistered processes
 
   bool ended() const { return stage == Stage::Done; }
   // Applies one line; false (the state unchanged) if it is not a well-formed event.
