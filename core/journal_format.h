@@ -50,8 +50,8 @@ enum class RecordType : uint8_t {
   Recycled = 13,
   JournalFull = 14,
   UnjournaledLeaks = 15,
-  Signal = 16,        // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
-  Reachability = 17,  // how live allocations were classified (core/reachability.h)
+  Signal = 16,            // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
+  Reachability = 17,      // how live allocations were classified (core/reachability.h)
   AuthorityReclaim = 18,  // the node lease authority's reclaim request was done (after its frees)
 };
 

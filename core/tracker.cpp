@@ -737,9 +737,10 @@ void Tracker::answer_authority_reclaim(uint32_t request) noexcept {
   answer.time_ns = monotonic_ns();
   // The daemon waits for this record; written even if nothing else was (a lease that owned nothing).
   if (ensure_journal()) journal_.append(journal::RecordType::AuthorityReclaim, &answer, sizeof answer);
-  log_info("lease %s of the lease authority ended: %u lease(s) of this process ended, %llu byte(s) of device "
-           "memory given back",
-           options_.authority_lease.c_str(), answer.leases, static_cast<unsigned long long>(answer.freed_bytes));
+  log_info(
+      "lease %s of the lease authority ended: %u lease(s) of this process ended, %llu byte(s) of device "
+      "memory given back",
+      options_.authority_lease.c_str(), answer.leases, static_cast<unsigned long long>(answer.freed_bytes));
 }
 
 void Tracker::on_expired(Lease &lease) noexcept {

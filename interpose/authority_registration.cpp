@@ -90,8 +90,9 @@ void register_with_lease_authority(const Options &options) noexcept {
     // does not answer (stopped, stuck on its disk) holds up no process start. What it refuses
     // (a lease that ended meanwhile) it refuses in its own log; the process is then found
     // through its relatives, as one that could not send.
-    const int fd = socket.empty() ? -1 : connect_and_send(socket, authority::format_request(
-                                                                      registration_of_this_process(*registration)));
+    const int fd = socket.empty() ? -1
+                                  : connect_and_send(
+                                        socket, authority::format_request(registration_of_this_process(*registration)));
     if (fd < 0) {
       log_warning(
           "cannot register with the lease authority at %s: %s; lease %s will find this process only "

@@ -59,7 +59,8 @@ report::AuthorityLease lease_account(const Answer &summary) {
       lease.teardown = value;
     } else if (key == "stage") {  // "NAME AT_MS"
       const size_t space = value.find(' ');
-      lease.stages.push_back({value.substr(0, space), space == std::string::npos ? 0 : number(value.substr(space + 1))});
+      lease.stages.push_back(
+          {value.substr(0, space), space == std::string::npos ? 0 : number(value.substr(space + 1))});
     } else if (key == "verify") {  // "clean", "skipped WHY" or "held PID:DEVICE:BYTES|? ..."
       const size_t space = value.find(' ');
       lease.verify = value.substr(0, space);

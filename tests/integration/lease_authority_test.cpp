@@ -254,7 +254,8 @@ TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItH
   EXPECT_LE(stage_at(result.err, "verify"), 1000 + 1000) << result.err;
   // What each of the three held, from its journal: the root, the child, the double-forked daemon.
   EXPECT_GE(stage_at(result.err, "reclaim"), 0) << result.err;
-  for (uint64_t held : {1048576, 2097152, 3145728}) EXPECT_TRUE(lists_holding(result.err, held)) << held << " in\n" << result.err;
+  for (uint64_t held : {1048576, 2097152, 3145728})
+    EXPECT_TRUE(lists_holding(result.err, held)) << held << " in\n" << result.err;
   // And the device (the simulator's NVML) says none of them holds anything now.
   EXPECT_NE(result.err.find("verify: no process of the lease holds device memory (NVML)"), std::string::npos)
       << result.err;
@@ -271,8 +272,8 @@ TEST_F(LeaseAuthorityEndToEnd, ATerminatedJobIsTornDownAndEachProcessSaysWhatItH
 TEST_F(LeaseAuthorityEndToEnd, AReclaimingTeardownHasEachProcessGiveItsMemoryBackAndRunOn) {
   Daemon daemon(dir_);
   // A grace period longer than any test: the reclaim stage ends on the processes' answers.
-  Job job({LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "job", "--ttl", "1h",
-           "--on-expiry", "reclaim", "--grace", "1h", "--sim", "--show-reachable", "--out", dir_ + "/out", "--",
+  Job job({LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "job", "--ttl", "1h", "--on-expiry",
+           "reclaim", "--grace", "1h", "--sim", "--show-reachable", "--out", dir_ + "/out", "--",
            victim("authority_reclaim")},
           usage_dir());
   ASSERT_TRUE(job.wait_ready());
@@ -323,7 +324,8 @@ TEST_F(LeaseAuthorityEndToEnd, TheLeasesAccountIsInEveryFormatOfTheReport) {
   uint64_t accounted = 0;  // each process's memory, given back or held at the end
   for (const report::JsonValue &process : lease_json["processes"].items()) {
     accounted += static_cast<uint64_t>(process["gave_back_bytes"].as_number());
-    for (const report::JsonValue &held : process["held"].items()) accounted += static_cast<uint64_t>(held["bytes"].as_number());
+    for (const report::JsonValue &held : process["held"].items())
+      accounted += static_cast<uint64_t>(held["bytes"].as_number());
   }
   EXPECT_EQ(accounted, 6u << 20);
   EXPECT_EQ(lease_json["verify"]["result"].as_string(), "clean");
@@ -910,8 +912,9 @@ TEST_F(LeaseAuthorityEndToEnd, AThousandLeasesOfTenThousandProcessesCostTheDaemo
   for (int rewrite = 0; rewrite < kRewrites; ++rewrite) next_rewrite();
   const double used = cpu_seconds(daemon.pid()) - before;
   const double share = used / (kRewrites * 5.0);
-  std::printf("daemon at idle with 1,000 leases and 10,000 processes: %.3f s of CPU over %d rewrites, %.2f %% of a CPU\n",
-              used, kRewrites, 100 * share);
+  std::printf(
+      "daemon at idle with 1,000 leases and 10,000 processes: %.3f s of CPU over %d rewrites, %.2f %% of a CPU\n", used,
+      kRewrites, 100 * share);
   EXPECT_LT(share, 0.05);
   EXPECT_NE(read_text(textfile).find("leaseguard_processes_registered 10000"), std::string::npos);
 

@@ -66,7 +66,8 @@ TEST(AuthorityControl, ARequestWrittenWhileTheThreadIsSuspendedIsServedOnResumin
   AuthorityControl control;
   std::promise<uint32_t> served;
   std::string error;
-  ASSERT_TRUE(control.start(dir / "run.7.journal", [&](uint32_t request) { served.set_value(request); }, error))
+  ASSERT_TRUE(control.start(
+      dir / "run.7.journal", [&](uint32_t request) { served.set_value(request); }, error))
       << error;
   control.suspend();  // as around unshare(CLONE_NEWUSER): the thread is joined
   ASSERT_TRUE(authority::ask_to_reclaim(control.path(), getuid(), kReclaimAtExpiry, error)) << error;
@@ -82,7 +83,9 @@ TEST(AuthorityControl, StoppingNeverWaitsForARequestThatDoesNotCome) {
   for (int round = 0; round < 500; ++round) {
     AuthorityControl control;
     std::string error;
-    ASSERT_TRUE(control.start(dir / ("run." + std::to_string(round) + ".journal"), [](uint32_t) {}, error)) << error;
+    ASSERT_TRUE(control.start(
+        dir / ("run." + std::to_string(round) + ".journal"), [](uint32_t) {}, error))
+        << error;
     if (round % 2 == 0) std::this_thread::yield();
     if (round % 3 == 0) {
       control.suspend();
@@ -98,9 +101,11 @@ TEST(AuthorityControl, AControlPageIsNeverOneThatWasThere) {
   ASSERT_EQ(symlink((dir / "elsewhere").c_str(), (dir / "run.10.control").c_str()), 0);
   AuthorityControl planted, linked;
   std::string error;
-  EXPECT_FALSE(planted.start(dir / "run.9.journal", [](uint32_t) {}, error));
+  EXPECT_FALSE(planted.start(
+      dir / "run.9.journal", [](uint32_t) {}, error));
   EXPECT_NE(error.find("cannot create the control page"), std::string::npos) << error;
-  EXPECT_FALSE(linked.start(dir / "run.10.journal", [](uint32_t) {}, error));
+  EXPECT_FALSE(linked.start(
+      dir / "run.10.journal", [](uint32_t) {}, error));
   struct stat status {};
   EXPECT_NE(lstat((dir / "elsewhere").c_str(), &status), 0);  // nothing made through the link
 }
@@ -109,7 +114,9 @@ TEST(AuthorityControl, TheDaemonWritesOnlyAControlPageOfTheLeasesOwner) {
   testing::TempDir dir;
   AuthorityControl control;
   std::string error;
-  ASSERT_TRUE(control.start(dir / "run.5.journal", [](uint32_t) {}, error)) << error;
+  ASSERT_TRUE(control.start(
+      dir / "run.5.journal", [](uint32_t) {}, error))
+      << error;
 
   // Another user's page (the owner check), a link to the page, a FIFO (never waited on), a
   // file of another size, a file of the right size without the page's magic, no file.

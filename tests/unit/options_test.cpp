@@ -77,16 +77,27 @@ TEST(Environment, ReadsEveryVariable) {
 
 TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"LEASEGUARD_TTL", "soon"},       {"LEASEGUARD_TTL", "-1s"},
-      {"LEASEGUARD_TTL", ""},           {"LEASEGUARD_ON_EXPIRY", "kill"},
-      {"LEASEGUARD_ON_EXPIRY", ""},     {"LEASEGUARD_STACK_DEPTH", "-3"},
-      {"LEASEGUARD_STACK_DEPTH", "65"}, {"LEASEGUARD_STACK_DEPTH", "1e9"},
-      {"LEASEGUARD_STACK_DEPTH", ""},   {"LEASEGUARD_LOG", "verbose"},
-      {"LEASEGUARD_DISABLE", "maybe"},  {"LEASEGUARD_OUT", ""},
-      {"LEASEGUARD_RUN_ID", "../x"},    {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"},
-      {"LEASEGUARD_JOURNAL", "small"},  {"LEASEGUARD_JOURNAL", ""},
-      {"LEASEGUARD_JOURNAL", "Compact"}, {"LEASEGUARD_AUTHORITY_LEASE", "job"},
-      {"LEASEGUARD_AUTHORITY_LEASE", "0"}};
+      {"LEASEGUARD_TTL", "soon"},
+      {"LEASEGUARD_TTL", "-1s"},
+      {"LEASEGUARD_TTL", ""},
+      {"LEASEGUARD_ON_EXPIRY", "kill"},
+      {"LEASEGUARD_ON_EXPIRY", ""},
+      {"LEASEGUARD_STACK_DEPTH", "-3"},
+      {"LEASEGUARD_STACK_DEPTH", "65"},
+      {"LEASEGUARD_STACK_DEPTH", "1e9"},
+      {"LEASEGUARD_STACK_DEPTH", ""},
+      {"LEASEGUARD_LOG", "verbose"},
+      {"LEASEGUARD_DISABLE", "maybe"},
+      {"LEASEGUARD_OUT", ""},
+      {"LEASEGUARD_RUN_ID", "../x"},
+      {"LEASEGUARD_STACK_DEPTH", "99999999999999999999999"},
+      {"LEASEGUARD_JOURNAL", "small"},
+      {"LEASEGUARD_JOURNAL", ""},
+      {"LEASEGUARD_JOURNAL", "Compact"},
+      {"LEASEGUARD_AUTHORITY_LEASE", "job"},
+      {"LEASEGUARD_AUTHORITY_LEASE", "0"},
+      {"LEASEGUARD_AUTHORITY_LEASE", "-4"},
+  };
   for (const auto &[name, value] : cases) {
     std::vector<std::string> warnings;
     Options options = parse({{name, value}}, warnings);

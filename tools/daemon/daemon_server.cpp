@@ -248,8 +248,7 @@ class Server {
     const std::string answer = authority_.handle(request, client.peer, boottime_ms());
     Answer parsed;
     if (request.verb == Verb::Register && parse_answer(answer, parsed, error) && !parsed.ok)
-      note_refused_registration(client.peer, request,
-                                std::string(parsed.field("message").value_or("refused")));
+      note_refused_registration(client.peer, request, std::string(parsed.field("message").value_or("refused")));
     if (request.verb == Verb::Wait && parse_answer(answer, parsed, error) && parsed.ok) {
       client.waiting_for = std::stoull(std::string(parsed.field("id").value_or("0")));
       return true;  // answered when the teardown is done

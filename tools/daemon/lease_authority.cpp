@@ -259,9 +259,8 @@ void LeaseAuthority::ask_to_reclaim_all(LeaseState &lease) {
   lease.reclaim_asked = true;
   // The process's leases end as the authority's did: expired, or ended (`lease end`, or the
   // command's exit, which is an end to the processes it left running).
-  const uint32_t request = kControlReclaim | static_cast<uint32_t>(lease.ended_by == EndReason::Expiry
-                                                                       ? EndedBy::Expiry
-                                                                       : EndedBy::End);
+  const uint32_t request =
+      kControlReclaim | static_cast<uint32_t>(lease.ended_by == EndReason::Expiry ? EndedBy::Expiry : EndedBy::End);
   const std::vector<ProcessName> running = running_members(lease);
   for (const LeaseProcess &process : lease.processes) {
     const ProcessName name{process.pid, process.start_time};
@@ -371,9 +370,8 @@ uint64_t LeaseAuthority::advance(LeaseState &lease, uint64_t now_ms) {
       // is gone, or its time is up. A process that cannot be asked or does not answer in time
       // is ended by the stages after (terminate), or keeps what it holds, reported (reclaim).
       ask_to_reclaim_all(lease);
-      const uint64_t wait_ms = lease.teardown == Teardown::Terminate
-                                   ? std::min(kReclaimBeforeSigtermMs, lease.grace_ms)
-                                   : lease.grace_ms;
+      const uint64_t wait_ms =
+          lease.teardown == Teardown::Terminate ? std::min(kReclaimBeforeSigtermMs, lease.grace_ms) : lease.grace_ms;
       if (!reclaim_answered(lease) && now_ms < stage_began + wait_ms)
         return std::min(stage_began + wait_ms, now_ms + kTeardownPollMs);
       record_freed(lease);

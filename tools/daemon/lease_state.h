@@ -83,7 +83,7 @@ struct LeaseState {
   // Not kept in the file: the processes this daemon asked to reclaim (a restarted daemon
   // asks again, which a process that answered does not see).
   std::vector<ProcessName> asked_to_reclaim;
-  bool reclaim_asked = false;  // this daemon asked, in this stage
+  bool reclaim_asked = false;         // this daemon asked, in this stage
   uint64_t membership_walked_ms = 0;  // when metrics last looked for unregistered processes
 
   bool ended() const { return stage == Stage::Done; }

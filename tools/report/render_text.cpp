@@ -222,9 +222,9 @@ class TextReport {
         held += (held.empty() ? "" : ",") + std::to_string(device) + ":" + std::to_string(bytes);
       const std::string at_end = held.empty() ? "no device memory" : "device:bytes " + held;
       out += "leaseguard:   process " + std::to_string(process.pid) +
-             (process.gave_back_bytes == 0 ? ""
-                                           : " gave back " + std::to_string(process.gave_back_bytes) +
-                                                 " byte(s) of device memory when asked;") +
+             (process.gave_back_bytes == 0
+                  ? ""
+                  : " gave back " + std::to_string(process.gave_back_bytes) + " byte(s) of device memory when asked;") +
              " held " + at_end + " at the end\n";
     }
     if (lease.verify == "clean") {

@@ -63,7 +63,8 @@ class JsonReportReader {
     lease.ended_by = text_of(json["ended_by"]);
     lease.teardown = text_of(json["teardown"]);
     for (const JsonValue &stage : json["stages"].items())
-      lease.stages.push_back({text_of(stage["stage"]), number<uint64_t>(stage["at_ms"], "lease_authority.stages.at_ms")});
+      lease.stages.push_back(
+          {text_of(stage["stage"]), number<uint64_t>(stage["at_ms"], "lease_authority.stages.at_ms")});
     for (const JsonValue &item : json["processes"].items()) {
       LeaseProcessAccount process;
       process.pid = number<int>(item["pid"], "lease_authority.processes.pid");

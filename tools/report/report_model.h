@@ -267,9 +267,9 @@ struct TeardownStage {
 };
 struct LeaseProcessAccount {
   int pid = 0;
-  uint64_t gave_back_bytes = 0;                    // when the reclaim stage asked
-  std::vector<std::pair<int, uint64_t>> held;      // device, bytes its journal said it held at the end
-  std::string journal;                             // where it wrote them ("-": a process found, not registered)
+  uint64_t gave_back_bytes = 0;                // when the reclaim stage asked
+  std::vector<std::pair<int, uint64_t>> held;  // device, bytes its journal said it held at the end
+  std::string journal;                         // where it wrote them ("-": a process found, not registered)
 };
 struct AuthorityLease {
   uint64_t id = 0;
@@ -312,7 +312,7 @@ struct Report {
   uint64_t reachable_bytes() const;
   uint64_t reachable_allocations() const;
   size_t lease_count() const;
-  bool show_reachable = false;  // --show-reachable: list them, not only count them
+  bool show_reachable = false;                    // --show-reachable: list them, not only count them
   std::optional<AuthorityLease> authority_lease;  // `lease start` only
 };
 
