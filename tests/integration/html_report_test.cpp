@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "process_runner.h"
@@ -148,6 +149,40 @@ TEST_F(Html, ASmallReportReadsSummaryFirstInARealBrowser) {
   }
   look_at(page, kLaptop, "small", true);
   look_at(page, kPhone, "small", false);
+}
+
+// `lease start`'s report: the lease authority's account of the lease in the summary (read
+// back from a JSON report that carries it, as `leaseguard report` merges them), legible at
+// both widths.
+TEST_F(Html, TheLeaseAuthoritysAccountIsInTheSummary) {
+  const std::string json = dir / "run.json";
+  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "json=" + json, "--", kPipeline});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string text = read_text(json);
+  const size_t end = text.rfind('}');
+  ASSERT_NE(end, std::string::npos);
+  text.insert(end, R"(, "lease_authority": {"id": 7, "name": "train-7", "ended_by": "expiry", "teardown": "terminate",
+    "stages": [{"stage": "reclaim", "at_ms": 0}, {"stage": "sigterm", "at_ms": 4}, {"stage": "sigkill", "at_ms": 1005},
+               {"stage": "verify", "at_ms": 1009}],
+    "processes": [{"pid": 81236, "gave_back_bytes": 1048576, "held": [], "journal": "/out/run.81236"},
+                  {"pid": 81237, "gave_back_bytes": 0, "held": [{"device": 0, "bytes": 2097152}], "journal": "-"}],
+    "verify": {"result": "held", "held": [{"pid": 81237, "device": 0, "bytes": null}]}})");
+  std::ofstream(json) << text;
+  const std::string page = dir / "lease.html";
+  auto report = leaseguard({"report", "--quiet", "--format", "html=" + page, json});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  for (const Window &window : {kLaptop, kPhone}) {
+    const std::string dom = load(page, window);
+    EXPECT_NE(dom.find("Lease train-7 (id 7) ended by expiry; teardown terminate: reclaim at +0 ms, sigterm at +4 ms, "
+                       "sigkill at +1005 ms, verify at +1009 ms."),
+              std::string::npos)
+        << said(dom);
+    EXPECT_NE(dom.find("Device memory still held after the teardown: pid 81237 device 0 ?."), std::string::npos);
+    EXPECT_EQ(occurrences(dom, "<td class=\"num\">81236</td>"), 1u);
+    EXPECT_NE(dom.find("<td class=\"num\">1.0 MiB</td>"), std::string::npos);
+    EXPECT_NE(dom.find("<td class=\"num\">2.0 MiB</td>"), std::string::npos);
+    EXPECT_LT(dom.find("class=\"lease-authority\""), dom.find("class=\"flame-frame"));  // in the summary
+  }
 }
 
 // Search and zoom, as a link asks for them: matching frames marked and their bytes summed,
