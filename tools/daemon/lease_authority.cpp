@@ -254,6 +254,17 @@ std::map<int, uint64_t> LeaseAuthority::live_bytes(const LeaseState &lease, cons
   return journal != nullptr ? journal->reader->live_bytes_per_device() : std::map<int, uint64_t>{};
 }
 
+namespace {
+
+// The names of `processes`, to look up in (a lease may have thousands).
+std::set<std::pair<pid_t, uint64_t>> names_of(const std::vector<ProcessName> &processes) {
+  std::set<std::pair<pid_t, uint64_t>> names;
+  for (const ProcessName &process : processes) names.insert({process.pid, process.start_time});
+  return names;
+}
+
+}  // namespace
+
 void LeaseAuthority::ask_to_reclaim_all(LeaseState &lease) {
   if (lease.reclaim_asked) return;
   lease.reclaim_asked = true;
@@ -261,28 +272,25 @@ void LeaseAuthority::ask_to_reclaim_all(LeaseState &lease) {
   // command's exit, which is an end to the processes it left running).
   const uint32_t request =
       kControlReclaim | static_cast<uint32_t>(lease.ended_by == EndReason::Expiry ? EndedBy::Expiry : EndedBy::End);
-  const std::vector<ProcessName> running = running_members(lease);
+  const std::set<std::pair<pid_t, uint64_t>> running = names_of(running_members(lease));
   for (const LeaseProcess &process : lease.processes) {
-    const ProcessName name{process.pid, process.start_time};
-    if (std::find(running.begin(), running.end(), name) == running.end()) continue;
+    if (running.count({process.pid, process.start_time}) == 0) continue;
     const ProcessJournal *journal = journal_of(lease, process);
     if (journal == nullptr) continue;  // it recorded nothing: nothing to give back
     if (journal->reader->reclaim_answer()) continue;
     std::string error;
     if (ask_to_reclaim(control_path_of_journal(journal->path), lease.owner, request, error))
-      lease.asked_to_reclaim.push_back(name);
+      lease.asked_to_reclaim.push_back({process.pid, process.start_time});
   }
 }
 
 bool LeaseAuthority::reclaim_answered(LeaseState &lease) {
-  const std::vector<ProcessName> running = running_members(lease);
-  for (const ProcessName &asked : lease.asked_to_reclaim) {
-    if (std::find(running.begin(), running.end(), asked) == running.end()) continue;  // gone
-    auto process = std::find_if(lease.processes.begin(), lease.processes.end(), [&](const LeaseProcess &candidate) {
-      return candidate.pid == asked.pid && candidate.start_time == asked.start_time;
-    });
-    if (process == lease.processes.end()) continue;
-    const ProcessJournal *journal = journal_of(lease, *process);
+  const std::set<std::pair<pid_t, uint64_t>> running = names_of(running_members(lease));
+  const std::set<std::pair<pid_t, uint64_t>> asked = names_of(lease.asked_to_reclaim);
+  for (const LeaseProcess &process : lease.processes) {
+    const std::pair<pid_t, uint64_t> name{process.pid, process.start_time};
+    if (asked.count(name) == 0 || running.count(name) == 0) continue;  // not asked, or gone
+    const ProcessJournal *journal = journal_of(lease, process);
     if (journal != nullptr && !journal->reader->reclaim_answer() && !journal->reader->process_ended()) return false;
   }
   return true;
