@@ -1,6 +1,7 @@
 // leaseguard's own threads (see background_thread.h).
 #include "background_thread.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -68,12 +69,21 @@ bool BackgroundThread::is_current() const noexcept { return started_ && pthread_
 void BackgroundThread::join() noexcept {
   if (!started_ || is_current()) return;
   pthread_join(thread_, nullptr);
+  // pthread_join returns when the kernel clears the thread's id, which it does before it
+  // takes the thread out of the process's thread group: for a moment the process still has
+  // it, and a call that needs a single-threaded process (unshare(CLONE_NEWUSER), the reason
+  // threads are joined around it) fails with EINVAL. Wait for the kernel to finish: the
+  // thread is gone when signalling it (signal 0: nothing sent) finds no such thread. Bounded,
+  // in case the id was given to a new thread of the process meanwhile.
+  if (const pid_t tid = tid_.exchange(0, std::memory_order_acq_rel); tid > 0)
+    for (int tries = 0; tries < 1'000'000 && syscall(SYS_tgkill, getpid(), tid, 0) == 0; ++tries) sched_yield();
   started_ = false;
 }
 
 void *BackgroundThread::run(void *self) noexcept {
   auto *thread = static_cast<BackgroundThread *>(self);
   const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+  thread->tid_.store(tid, std::memory_order_release);
   std::atomic<pid_t> *registered = nullptr;
   for (auto &slot : g_running) {
     pid_t expected = 0;

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 
@@ -34,12 +35,16 @@ class BackgroundThread {
   // the threads a scan of the program's memory leaves alone (interpose/world_stop.h).
   static size_t running_thread_ids(pid_t *out, size_t capacity) noexcept;
   // Forgets the thread without joining it: for a forked child, where it does not exist.
-  void forget() noexcept { started_ = false; }
+  void forget() noexcept {
+    started_ = false;
+    tid_.store(0, std::memory_order_relaxed);
+  }
 
  private:
   static void *run(void *self) noexcept;
 
   pthread_t thread_{};
+  std::atomic<pid_t> tid_{0};  // the kernel's id of the thread, once it runs
   bool started_ = false;
   std::function<void()> body_;
 };
