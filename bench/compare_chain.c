@@ -1,7 +1,7 @@
 /* The program bench/compare times: allocation + free pairs made at the bottom of a 12-deep
  * call chain, so every tool under comparison captures stacks of the same depth.
  *
- *   compare_chain malloc|cuda|hip PAIRS [alternating]
+ *   compare_chain malloc|cuda|hip PAIRS [alternating] [--bytes B] [--threads N]
  *
  * With `alternating`, consecutive pairs come through two call chains that differ in their
  * top frame (level1 or level1b, called from two places), as in a program with more than
@@ -11,7 +11,11 @@
  * these; on the simulator, or a real driver). Prints the mean nanoseconds per pair over the
  * timed loop, after a warm-up of PAIRS / 10 pairs: elapsed time, then the CPU time of the
  * whole process (every thread: a tool's own threads count). The driver libraries are opened with
- * dlopen, as the CUDA runtime does, so one binary serves every mode.
+ * dlopen, as the CUDA runtime does, so one binary serves every mode. --bytes sets each
+ * allocation's size (256 by default). With --threads N, N threads each make PAIRS pairs at
+ * once (each with the context current, for cuda), started together after their warm-ups,
+ * and the figures are per pair of all of them: elapsed time over N * PAIRS, so N threads
+ * that scale perfectly on N cores read 1/N of one thread's figure.
  *
  * With COMPARE_CHAIN_CPU=N, the program's thread moves to CPU N after the warm-up and stays
  * there for the timed loop. Virtual CPUs of one machine can differ in speed by half or more
@@ -33,6 +37,9 @@ typedef int (*free_fn)(void *);
 
 static alloc_fn g_alloc;
 static free_fn g_free;
+static size_t g_bytes = 256;
+static void *g_cuda_context;
+static int (*g_cuda_set_current)(void *);
 static volatile uintptr_t g_sink;
 
 static int malloc_alloc(void **pointer, size_t bytes) {
@@ -48,7 +55,7 @@ static int malloc_free(void *pointer) {
  * a 64-bit device address (CUdeviceptr / void *), the same shape as malloc_alloc's. */
 __attribute__((noinline)) static int level12(void) {
   void *pointer = NULL;
-  if (g_alloc(&pointer, 256) != 0) return 1;
+  if (g_alloc(&pointer, g_bytes) != 0) return 1;
   g_sink = (uintptr_t)pointer;
   return g_free(pointer);
 }
@@ -109,6 +116,8 @@ static void set_up_cuda(void) {
     fprintf(stderr, "compare_chain: no CUDA device\n");
     exit(2);
   }
+  g_cuda_context = context;
+  g_cuda_set_current = set_current;
   g_alloc = (alloc_fn)must_find(cuda, "cuMemAlloc_v2");
   g_free = (free_fn)must_find(cuda, "cuMemFree_v2");
 }
@@ -145,12 +154,55 @@ static double now_ns(clockid_t clock) {
   return (double)now.tv_sec * 1e9 + (double)now.tv_nsec;
 }
 
-int main(int argc, char **argv) {
-  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "alternating") == 0)) {
-    fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS [alternating]\n");
-    return 2;
+/* One thread's share with --threads: its warm-up, then its timed pairs once all are ready. */
+struct worker {
+  pthread_t thread;
+  long pairs;
+  long alternate;
+  int failed;
+};
+static pthread_barrier_t g_ready; /* the workers and main: the timed loops start together */
+
+static int run_pairs(long pairs, long alternate) {
+  for (long i = 0; i < pairs; ++i)
+    if (((i & alternate) ? level1b() : level1()) != 0) return 1;
+  return 0;
+}
+
+static void *worker_main(void *argument) {
+  struct worker *self = argument;
+  if (g_cuda_set_current != NULL && g_cuda_set_current(g_cuda_context) != 0) self->failed = 1;
+  if (!self->failed) self->failed = run_pairs(self->pairs / 10, self->alternate);
+  pthread_barrier_wait(&g_ready);
+  if (!self->failed) self->failed = run_pairs(self->pairs, self->alternate);
+  return NULL;
+}
+
+static long positive_number(const char *text, const char *what) {
+  char *end = NULL;
+  long value = strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || value <= 0) {
+    fprintf(stderr, "compare_chain: %s takes a positive number, not %s\n", what, text);
+    exit(2);
   }
-  const long alternate = argc == 4; /* odd pairs through level1b */
+  return value;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS [alternating] [--bytes B] [--threads N]\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) usage();
+  long alternate = 0; /* odd pairs through level1b */
+  long threads = 0;   /* 0: the loop runs on the main thread, as it always did */
+  for (int i = 3; i < argc; ++i) {
+    if (strcmp(argv[i], "alternating") == 0) alternate = 1;
+    else if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) g_bytes = (size_t)positive_number(argv[++i], "--bytes");
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = positive_number(argv[++i], "--threads");
+    else usage();
+  }
   long pairs = atol(argv[2]);
   if (strcmp(argv[1], "malloc") == 0) {
     g_alloc = malloc_alloc;
@@ -167,13 +219,36 @@ int main(int argc, char **argv) {
     fprintf(stderr, "compare_chain: PAIRS must be positive\n");
     return 2;
   }
-  for (long i = 0; i < pairs / 10; ++i)
-    if (((i & alternate) ? level1b() : level1()) != 0) return 1;
+  if (threads > 0) {
+    struct worker *workers = calloc((size_t)threads, sizeof *workers);
+    if (workers == NULL || pthread_barrier_init(&g_ready, NULL, (unsigned)threads + 1) != 0) return 2;
+    for (long t = 0; t < threads; ++t) {
+      workers[t].pairs = pairs;
+      workers[t].alternate = alternate;
+      if (pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]) != 0) {
+        fprintf(stderr, "compare_chain: cannot start thread %ld\n", t + 1);
+        return 2;
+      }
+    }
+    pthread_barrier_wait(&g_ready);
+    double start = now_ns(CLOCK_MONOTONIC);
+    double start_cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+    int failed = 0;
+    for (long t = 0; t < threads; ++t) {
+      pthread_join(workers[t].thread, NULL);
+      failed |= workers[t].failed;
+    }
+    double cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - start_cpu;
+    double all = (double)pairs * (double)threads;
+    printf("%.1f %.1f\n", (now_ns(CLOCK_MONOTONIC) - start) / all, cpu / all);
+    free(workers);
+    return failed;
+  }
+  if (run_pairs(pairs / 10, alternate) != 0) return 1;
   move_to_chosen_cpu();
   double start = now_ns(CLOCK_MONOTONIC);
   double start_cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
-  for (long i = 0; i < pairs; ++i)
-    if (((i & alternate) ? level1b() : level1()) != 0) return 1;
+  if (run_pairs(pairs, alternate) != 0) return 1;
   double cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - start_cpu;
   printf("%.1f %.1f\n", (now_ns(CLOCK_MONOTONIC) - start) / (double)pairs, cpu / (double)pairs);
   return 0;

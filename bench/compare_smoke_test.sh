@@ -34,13 +34,30 @@ for build in "frame pointers" "no frame pointers"; do
 done
 grep -Eq "^\| LeakSanitizer \(glibc malloc; frame pointers; 30 frames\) \| $number \|" <<<"$out" ||
   fail "no LeakSanitizer row"
-# Every leaseguard row has all nine columns, ending with its overhead from the fastest runs
-# and its ratio to LeakSanitizer's from the same.
-grep -F "| leaseguard (" <<<"$out" | awk -F'|' 'NF != 11 { bad = 1 } END { exit bad }' ||
+# The tables of one thread, up to the table of threads.
+single=$(sed '/^The same from 1, 2 and 8 threads/q' <<<"$out")
+# Every leaseguard row there has all nine columns, ending with its overhead from the fastest
+# runs and its ratio to LeakSanitizer's from the same.
+grep -F "| leaseguard (" <<<"$single" | awk -F'|' 'NF != 11 { bad = 1 } END { exit bad }' ||
   fail "a leaseguard row lacks a column"
 # (Either may be negative: one short run that another process delayed makes a baseline slow.)
-grep -F "| leaseguard (" <<<"$out" | grep -Evq "\| -?$number \| (-|-?$number) \|$" &&
+grep -F "| leaseguard (" <<<"$single" | grep -Evq "\| -?$number \| (-|-?$number) \|$" &&
   fail "a leaseguard row lacks its fastest-run overhead or ratio"
+# The chain built as users build it: its compiler and flags named, its rows judged against
+# the LeakSanitizer of the same build.
+grep -Eq '^Built as users build: `[^`]+ -O1 -g -fno-omit-frame-pointer` ' <<<"$out" ||
+  fail "the user-built table does not say how its chain was built"
+for stacks in "stacks off" "16 frames"; do
+  row="leaseguard (simulated cuMemAlloc_v2; $stacks)"
+  grep -F "| $row |" <<<"$single" | grep -Eq "^\| [^|]+ \| $number \| $number-$number \| -?$number \| -?$number \| (-|-?$number) \|" ||
+    fail "no figures in the user-built row: $row"
+  # The same from 1, 2 and 8 threads: three times, the CPU times and both scaling ratios.
+  grep -F "| $row |" <<<"${out#"$single"}" |
+    grep -Eq "^\| [^|]+ \| $number \| $number \| $number \| $number / $number / $number \| $number \| $number \|$" ||
+    fail "no thread figures in the row: $row"
+done
+grep -Eq "^\| LeakSanitizer \(glibc malloc; default options\) \| $number \|" <<<"$single" ||
+  fail "no user-built LeakSanitizer row"
 grep -Eq "^Each timed loop ran on CPU [0-9]+ " <<<"$out" || fail "the table does not say which CPU the loops ran on"
 grep -Eq "^This machine, amid other work: the coarse clock $number ns, a locked add $number ns; rdtsc $number ns, clock_gettime $number ns\.$" <<<"$out" ||
   fail "the table does not say what this machine charges for time stamps and locked adds"
