@@ -460,7 +460,9 @@ typedef union CUstreamBatchMemOpParams_union {
   X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                \
   X(cuCtxGetDevice, (CUdevice * device), (device))                                              \
   X(cuCtxGetId, (CUcontext ctx, unsigned long long *ctxId), (ctx, ctxId))                       \
+  X(cuCtxPushCurrent, (CUcontext ctx), (ctx))                                                   \
   X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                                \
+  X(cuCtxPopCurrent, (CUcontext * pctx), (pctx))                                                \
   X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                             \
   X(cuCtxSynchronize, (void), ())                                                               \
   X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                \

@@ -28,8 +28,8 @@ class CudaBackend final : public DeviceBackend {
     }
     bool complete = resolve(init_, "cuInit") && resolve(device_get_, "cuDeviceGet") &&
                     resolve(device_count_, "cuDeviceGetCount") && resolve(attribute_, "cuDeviceGetAttribute") &&
-                    resolve(retain_, "cuDevicePrimaryCtxRetain") && resolve(push_, "cuCtxPushCurrent_v2") &&
-                    resolve(pop_, "cuCtxPopCurrent_v2") && resolve(synchronize_, "cuCtxSynchronize") &&
+                    resolve(retain_, "cuDevicePrimaryCtxRetain") && resolve(push_, api_name(kPushContext).data()) &&
+                    resolve(pop_, api_name(kPopContext).data()) && resolve(synchronize_, "cuCtxSynchronize") &&
                     resolve(alloc_, api_name(kAlloc).data()) && resolve(free_, api_name(kFree).data()) &&
                     resolve(write_, "cuMemcpyHtoD_v2") && resolve(read_, "cuMemcpyDtoH_v2") &&
                     resolve(set_, "cuMemsetD8_v2") && resolve(load_, "cuModuleLoadData") &&

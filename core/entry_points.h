@@ -21,7 +21,9 @@
 //   role           Allocates (creates a value that `release` gives back), Releases (gives back
 //                  a value of its family), EndsContext (a context destroy or device reset frees
 //                  what was made in it), Maps / Unmaps (VMM mappings, which a reservation's
-//                  reclaim undoes), LooksUp (cuGetProcAddress)
+//                  reclaim undoes), LooksUp (cuGetProcAddress), SetsContext (changes which
+//                  context is current on the calling thread: the preload keeps each thread's
+//                  current context and asks the driver again after one of these)
 //   family         what it creates or releases (resource_rules.h): a release frees only
 //                  values of its own family (cuMemFree does not close an IPC mapping)
 //   kind           what an allocation is, in reports (Allocates only; Kind::Count otherwise)
@@ -76,7 +78,7 @@ enum class Family : uint8_t {
 };
 
 enum class Vendor : uint8_t { Cuda, Hip };
-enum class Role : uint8_t { Allocates, Releases, EndsContext, Maps, Unmaps, LooksUp };
+enum class Role : uint8_t { Allocates, Releases, EndsContext, Maps, Unmaps, LooksUp, SetsContext };
 enum class AtContextEnd : uint8_t { Dies, Outlives };
 
 // clang-format off
@@ -184,7 +186,17 @@ enum class AtContextEnd : uint8_t { Dies, Outlives };
   X(hipMemMap,                   85, Hip,  Maps,      Other,        Count,   hipMemMap,            Dies,     "hipMemMap",               0,     false, "") \
   X(hipMemUnmap,                 86, Hip,  Unmaps,    Other,        Count,   hipMemUnmap,          Dies,     "hipMemUnmap",             0,     false, "") \
   X(cuGetProcAddress,            87, Cuda, LooksUp,   Other,        Count,   cuGetProcAddress,     Dies,     "cuGetProcAddress",        11030, false, "") \
-  X(cuGetProcAddress_v2,         88, Cuda, LooksUp,   Other,        Count,   cuGetProcAddress_v2,  Dies,     "cuGetProcAddress",        12000, false, "")
+  X(cuGetProcAddress_v2,         88, Cuda, LooksUp,   Other,        Count,   cuGetProcAddress_v2,  Dies,     "cuGetProcAddress",        12000, false, "") \
+  /* CUDA: changes of the calling thread's current context (a context destroy pops one too) */ \
+  X(cuCtxCreate,                 89, Cuda, SetsContext, Context,    Count,   cuCtxCreate,          Dies,     "cuCtxCreate",             2000,  false, "") \
+  X(cuCtxCreate_v2,              90, Cuda, SetsContext, Context,    Count,   cuCtxCreate_v2,       Dies,     "cuCtxCreate",             3020,  false, "") \
+  X(cuCtxCreate_v3,              91, Cuda, SetsContext, Context,    Count,   cuCtxCreate_v3,       Dies,     "cuCtxCreate",             11040, false, "") \
+  X(cuCtxCreate_v4,              92, Cuda, SetsContext, Context,    Count,   cuCtxCreate_v4,       Dies,     "cuCtxCreate",             12050, false, "") \
+  X(cuCtxSetCurrent,             93, Cuda, SetsContext, Context,    Count,   cuCtxSetCurrent,      Dies,     "cuCtxSetCurrent",         4000,  false, "") \
+  X(cuCtxPushCurrent,            94, Cuda, SetsContext, Context,    Count,   cuCtxPushCurrent,     Dies,     "cuCtxPushCurrent",        2000,  false, "") \
+  X(cuCtxPushCurrent_v2,         95, Cuda, SetsContext, Context,    Count,   cuCtxPushCurrent_v2,  Dies,     "cuCtxPushCurrent",        4000,  false, "") \
+  X(cuCtxPopCurrent,             96, Cuda, SetsContext, Context,    Count,   cuCtxPopCurrent,      Dies,     "cuCtxPopCurrent",         2000,  false, "") \
+  X(cuCtxPopCurrent_v2,          97, Cuda, SetsContext, Context,    Count,   cuCtxPopCurrent_v2,   Dies,     "cuCtxPopCurrent",         4000,  false, "")
 // clang-format on
 
 // clang-format off
@@ -244,6 +256,11 @@ constexpr const EntryPoint *entry_point(Api api) noexcept {
 // damaged journal) is taken for. Indexed by Vendor.
 inline constexpr Api kDeviceAlloc[] = {Api::cuMemAlloc_v2, Api::hipMalloc};
 inline constexpr Api kDeviceFree[] = {Api::cuMemFree_v2, Api::hipFree};
+
+// The driver's push and pop of the calling thread's current context: how a reclaim and the
+// C++ API run a call in a given context (CUDA) and leave the thread's own current after it.
+inline constexpr Api kPushContext = Api::cuCtxPushCurrent_v2;
+inline constexpr Api kPopContext = Api::cuCtxPopCurrent_v2;
 
 // The first row of `vendor` with `role` (Api::Unknown if none): a vendor's Unmaps, say.
 constexpr Api first_with(Role role, Vendor vendor) noexcept {

@@ -162,6 +162,18 @@ LG_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   return release<Api::cuMemFreeAsync_ptsz>(dptr, hStream);
 }
 
+// Changes the calling thread's current context: the context kept for the thread is asked
+// for again at its next allocation, whatever the driver answered (a failed push may still
+// have changed nothing, or something).
+template <Api A, typename... Args>
+LG_ALWAYS_INLINE CUresult context_change(Args... args) {
+  const auto real_fn = real<A>();
+  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult status = real_fn(args...);
+  current_context_changed();
+  return status;
+}
+
 // --- The ends of contexts --------------------------------------------------------------------
 
 LG_EXPORT CUresult cuCtxDestroy(CUcontext ctx) { return context_destroy<Api::cuCtxDestroy>(ctx); }
@@ -176,3 +188,25 @@ LG_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return primary_reset<
 LG_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   return primary_reset<Api::cuDevicePrimaryCtxReset_v2>(dev);
 }
+
+// --- Changes of the calling thread's current context -------------------------------------------
+
+LG_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice_v1 dev) {
+  return context_change<Api::cuCtxCreate>(pctx, flags, dev);
+}
+LG_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  return context_change<Api::cuCtxCreate_v2>(pctx, flags, dev);
+}
+LG_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+                                  CUdevice dev) {
+  return context_change<Api::cuCtxCreate_v3>(pctx, paramsArray, numParams, flags, dev);
+}
+LG_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                                  CUdevice dev) {
+  return context_change<Api::cuCtxCreate_v4>(pctx, ctxCreateParams, flags, dev);
+}
+LG_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) { return context_change<Api::cuCtxSetCurrent>(ctx); }
+LG_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) { return context_change<Api::cuCtxPushCurrent>(ctx); }
+LG_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) { return context_change<Api::cuCtxPushCurrent_v2>(ctx); }
+LG_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx) { return context_change<Api::cuCtxPopCurrent>(pctx); }
+LG_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) { return context_change<Api::cuCtxPopCurrent_v2>(pctx); }

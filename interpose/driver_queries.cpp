@@ -70,13 +70,18 @@ std::atomic<void *> g_primary_get_state{nullptr};
 std::atomic<void *> g_primary_retain{nullptr};
 std::atomic<void *> g_ctx_get_id{nullptr};
 
-// One cached (context, device) pair per thread: most threads use one context. A destroyed
-// context's handle may be handed out again for another device, so each pair also keeps the
-// generation of context handles it was learned in, and any destruction starts a new one.
+// The calling thread's current context and its device, as last asked of the driver. A
+// destroyed context's handle may be handed out again for another device, and a destroy pops
+// the destroying thread's context, so the pair also keeps the generation of context handles
+// it was learned in, and any destruction starts a new one.
 std::atomic<uint64_t> g_context_generation{0};
-thread_local uint64_t t_cached_context __attribute__((tls_model("initial-exec"))) = 0;
-thread_local int32_t t_cached_device __attribute__((tls_model("initial-exec"))) = -1;
-thread_local uint64_t t_cached_generation __attribute__((tls_model("initial-exec"))) = 0;
+struct CurrentContext {
+  uint64_t context = 0;
+  uint64_t generation = 0;
+  int32_t device = -1;
+  bool known = false;
+};
+thread_local CurrentContext t_current __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
@@ -109,17 +114,20 @@ void *driver_symbol(void *anchor, const char *name) noexcept {
 }
 
 ContextInfo current_context(void *anchor) noexcept {
+  // Read before asking: a destruction that overlaps the questions makes the answer stale.
+  const uint64_t generation = g_context_generation.load(std::memory_order_acquire);
+  CurrentContext &kept = t_current;
+  if (kept.known && kept.generation == generation) return ContextInfo{kept.context, kept.device};
   ContextInfo info;
   auto get_current =
       reinterpret_cast<lg_pfn_cuCtxGetCurrent>(driver_function(anchor, "cuCtxGetCurrent", g_ctx_get_current));
-  if (get_current == nullptr) return info;
-  // Read before asking: a destruction that overlaps the questions makes the answer stale.
-  const uint64_t generation = g_context_generation.load(std::memory_order_acquire);
   CUcontext context = nullptr;
-  if (get_current(&context) != CUDA_SUCCESS || context == nullptr) return info;
+  if (get_current == nullptr || get_current(&context) != CUDA_SUCCESS || context == nullptr) return info;
   info.context = reinterpret_cast<uint64_t>(context);
-  if (info.context == t_cached_context && generation == t_cached_generation) {
-    info.device = t_cached_device;
+  if (kept.context == info.context && kept.generation == generation) {
+    // Set current again (a push and a pop, say): the same context, its device known.
+    info.device = kept.device;
+    kept.known = true;
     return info;
   }
   auto get_device =
@@ -127,12 +135,12 @@ ContextInfo current_context(void *anchor) noexcept {
   CUdevice device = -1;
   if (get_device != nullptr && get_device(&device) == CUDA_SUCCESS) {
     info.device = device;
-    t_cached_context = info.context;
-    t_cached_device = device;
-    t_cached_generation = generation;
+    kept = CurrentContext{info.context, generation, device, true};
   }
   return info;
 }
+
+void current_context_changed() noexcept { t_current.known = false; }
 
 void context_handles_may_be_reused() noexcept { g_context_generation.fetch_add(1, std::memory_order_acq_rel); }
 
@@ -154,7 +162,7 @@ CUcontext active_primary_context(void *anchor, CUdevice device, CUresult (*relea
   CUcontext context = nullptr;
   if (retain(&context, device) != CUDA_SUCCESS) return nullptr;
   release(device);
-  if (t_cached_context == reinterpret_cast<uint64_t>(context)) t_cached_context = 0;
+  if (t_current.context == reinterpret_cast<uint64_t>(context)) t_current = CurrentContext{};
   return context;
 }
 

@@ -16,8 +16,16 @@ struct ContextInfo {
   int32_t device = -1;  // -1: unknown
 };
 
-// The calling thread's current context and its device.
+// The calling thread's current context and its device. Asked of the driver once, then kept
+// for the thread until it changes its current context through an entry point that does
+// (the table's SetsContext rows: current_context_changed) or any context may have been
+// destroyed (context_handles_may_be_reused): the driver changes a thread's current context
+// only when that thread asks it to, or when a context is destroyed.
 ContextInfo current_context(void *anchor) noexcept;
+
+// Called by the hooks of the SetsContext entry points after the driver's call: the calling
+// thread's next allocation asks the driver which context is current.
+void current_context_changed() noexcept;
 
 // Called before and after the driver destroys a context (or may: releasing or resetting a
 // primary one): the context's handle may be handed out again, for another device, so what

@@ -115,8 +115,8 @@ int release_by_table(void *anchor, const HandleRecord &record) {
 template <Vendor V, typename Call>
 int in_place_of(void *anchor, const HandleRecord &record, Call call) {
   if constexpr (V == Vendor::Cuda) {
-    auto push = driver_function<lg_pfn_cuCtxPushCurrent_v2>(anchor, "cuCtxPushCurrent_v2");
-    auto pop = driver_function<lg_pfn_cuCtxPopCurrent_v2>(anchor, "cuCtxPopCurrent_v2");
+    auto push = driver_function<typename Abi<kPushContext>::Function>(anchor, api_name(kPushContext));
+    auto pop = driver_function<typename Abi<kPopContext>::Function>(anchor, api_name(kPopContext));
     const bool pushed = record.context != 0 && push != nullptr && pop != nullptr &&
                         push(reinterpret_cast<CUcontext>(record.context)) == CUDA_SUCCESS;
     const int status = call();

@@ -392,6 +392,17 @@ LG_SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId) {
   return driver().context_id(ctx, ctxId);
 }
 
+// The CUDA 2.0 names, which the driver still exports with the same behaviour.
+LG_SIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
+  LG_SIM_ENTRY(cuCtxPushCurrent);
+  return driver().push_current(ctx);
+}
+
+LG_SIM_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx) {
+  LG_SIM_ENTRY(cuCtxPopCurrent);
+  return driver().pop_current(pctx);
+}
+
 LG_SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
   LG_SIM_ENTRY(cuCtxPushCurrent_v2);
   return driver().push_current(ctx);

@@ -134,6 +134,29 @@ TEST(Victims, AContextHandleReusedForAnotherDeviceIsAskedAgain) {
   EXPECT_EQ(first_function(*leaks[0]), "leak_on");
 }
 
+// leaseguard keeps each thread's current context instead of asking the driver at every
+// allocation: every way the thread's current context changes is seen, and each leak after a
+// change is reported on the device of the context current then.
+TEST(Victims, EveryChangeOfTheCurrentContextIsSeenByTheNextAllocation) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("context_switching")}, {},
+                                  {{"LEASEGUARD_SIM_DEVICES", "2"}, {"LEASEGUARD_SIM_REUSE_CONTEXTS", "1"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_NE(run.result.out.find("handle reused by another thread"), std::string::npos)
+      << "the simulator did not give the destroyed context's handle to the new one";
+  const std::map<std::string, int> expected = {{"leak_in_primary_0", 0},           {"leak_after_set_current_1", 1},
+                                               {"leak_after_push_0", 0},           {"leak_after_pop_1", 1},
+                                               {"leak_after_legacy_push_0", 0},    {"leak_after_legacy_pop_1", 1},
+                                               {"leak_after_create_0", 0},         {"leak_after_destroy_1", 1},
+                                               {"leak_before_reset_1", 1},         {"leak_after_reset_1", 1},
+                                               {"leak_in_other_thread_0", 0},      {"leak_after_other_thread_1", 1},
+                                               {"leak_before_handle_reused_0", 0}, {"leak_after_handle_reused_1", 1}};
+  std::map<std::string, int> device_of;
+  for (const JsonValue *leak : all_leaks(run.json))
+    device_of[first_function(*leak)] = static_cast<int>((*leak)["device"].as_number());
+  EXPECT_EQ(device_of, expected);
+}
+
 // A destroyed context's handle given to a new context before the destroy hook has recorded
 // the destroy: the leak made in the new context is not taken for one of the destroyed
 // context's (which the report would list as gone with it, and then forget).
