@@ -165,6 +165,35 @@ TEST(Runtime, ThreadsAndAForkedChildAreEachAccounted) {
   }
 }
 
+// The runtime switches devices by making their primary contexts current: leaseguard keeps
+// each thread's current context, so each switch must be seen (docs/how-it-works.md, "Which
+// context an allocation belongs to"). Each leak is reported on the device the runtime says
+// it is on.
+TEST(Runtime, EachLeakIsOnTheDeviceTheProgramHadSetWhenItAllocated) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run =
+        run_under_leaseguard(out.path(), {runtime_victim(runtime), "devices"}, {}, {{"LEASEGUARD_SIM_DEVICES", "2"}});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    const std::map<std::string, int> expected = {{"leak_first_on_device_0()", 0},
+                                                 {"leak_after_switching_to_device_1()", 1},
+                                                 {"leak_after_switching_back_to_device_0()", 0},
+                                                 {"leak_from_a_thread_on_device_1()", 1},
+                                                 {"leak_after_the_thread_still_on_device_0()", 0}};
+    std::map<std::string, int> reported;
+    for (const JsonValue *leak : all_leaks(run.json))
+      reported[program_function(*leak)] = static_cast<int>((*leak)["device"].as_number());
+    EXPECT_EQ(reported, expected);
+    // The runtime agrees: each leak's pointer is on that device by cudaPointerGetAttributes.
+    for (const auto &[function, device] : expected)
+      EXPECT_NE(run.result.out.find(function.substr(0, function.size() - 2) + " on device " + std::to_string(device)),
+                std::string::npos)
+          << run.result.out;
+  }
+}
+
 TEST(Runtime, AKernelWithAStandInRunsAndOneWithOnlyDeviceCodeFailsByName) {
   SKIP_WITHOUT_NVCC();
   for (const char *runtime : kRuntimes) {

@@ -12,6 +12,9 @@
 //   fork     the child allocates and leaks; the parent frees what it allocated
 //   shapes   pitched and 3D memory with 2D and 3D copies, managed memory, registered host
 //            memory, an array, pointer attributes; the data read back, nothing leaked
+//   devices  two devices (LEASEGUARD_SIM_DEVICES=2): cudaSetDevice back and forth, a leak on
+//            each device after each switch, and a thread that leaks on the other device
+//            than the main thread's; which device each leak is on is printed
 //   kernels  vector_add, which the simulator has a host stand-in for, runs through the
 //            runtime; scale, device code only, fails to launch and the program goes on;
 //            __device__, __constant__ and __managed__ variables read and written through the
@@ -156,6 +159,48 @@ static int threads() {
   }
   printf("threads: %s\n", failed ? "FAILED" : "ok");
   return failed;
+}
+
+// One function per leak, so the report names each; `device` is where it should be.
+#define LEAK_ON(name, bytes)                          \
+  __attribute__((noinline)) static int name() {       \
+    void *buffer = nullptr;                           \
+    CHECK(cudaMalloc(&buffer, bytes));                \
+    cudaPointerAttributes attributes{};               \
+    CHECK(cudaPointerGetAttributes(&attributes, buffer)); \
+    printf(#name " on device %d\n", attributes.device); \
+    return 0;                                         \
+  }
+LEAK_ON(leak_first_on_device_0, 2001)
+LEAK_ON(leak_after_switching_to_device_1, 2002)
+LEAK_ON(leak_after_switching_back_to_device_0, 2003)
+LEAK_ON(leak_from_a_thread_on_device_1, 2004)
+LEAK_ON(leak_after_the_thread_still_on_device_0, 2005)
+
+static void *switch_to_device_1_and_leak(void *) {
+  if (cudaSetDevice(1) != cudaSuccess) return (void *)1;
+  return leak_from_a_thread_on_device_1() == 0 ? nullptr : (void *)1;
+}
+
+static int devices() {
+  int count = 0;
+  CHECK(cudaGetDeviceCount(&count));
+  if (count < 2) {
+    fprintf(stderr, "devices: %d device(s), 2 needed\n", count);
+    return 1;
+  }
+  CHECK(cudaSetDevice(0));
+  if (leak_first_on_device_0() != 0) return 1;
+  CHECK(cudaSetDevice(1));
+  if (leak_after_switching_to_device_1() != 0) return 1;
+  CHECK(cudaSetDevice(0));
+  if (leak_after_switching_back_to_device_0() != 0) return 1;
+  pthread_t thread;
+  void *result = nullptr;
+  if (pthread_create(&thread, nullptr, switch_to_device_1_and_leak, nullptr) != 0) return 1;
+  pthread_join(thread, &result);
+  if (result != nullptr || leak_after_the_thread_still_on_device_0() != 0) return 1;
+  return 0;
 }
 
 __attribute__((noinline)) static int leak_in_the_child() {
@@ -306,6 +351,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "fork") == 0) return fork_mode();
   if (strcmp(mode, "shapes") == 0) return shapes();
   if (strcmp(mode, "kernels") == 0) return kernels();
-  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|shapes|kernels\n", argv[0]);
+  if (strcmp(mode, "devices") == 0) return devices();
+  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|shapes|kernels|devices\n", argv[0]);
   return 2;
 }
