@@ -6,7 +6,7 @@
 #
 #   alloc_pairs_smoke_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
-out=$("$1/bench/alloc_pairs" --build "$2" --min-time 0.01 --filter 'BM_AllocFreePair/(direct|hooked)/1000$')
+out=$("$1/bench/alloc_pairs" --build "$2" --no-build --min-time 0.01 --filter 'BM_AllocFreePair/(direct|hooked)/1000$')
 echo "$out"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for series in direct hooked; do
@@ -18,6 +18,6 @@ for series in direct hooked; do
     fail "$series: a pair is not between 0 and 20 us"
 done
 grep -Eq "^Series without threads ran on CPU [0-9]+\.$" <<<"$out" || fail "the table does not say which CPU the series ran on"
-if "$1/bench/alloc_pairs" --build "$2" --filter 'no such series' >/dev/null 2>&1; then fail "an empty filter was accepted"; fi
-if "$1/bench/alloc_pairs" --build "$2" --cpu one >/dev/null 2>&1; then fail "--cpu one was accepted"; fi
+if "$1/bench/alloc_pairs" --build "$2" --no-build --filter 'no such series' >/dev/null 2>&1; then fail "an empty filter was accepted"; fi
+if "$1/bench/alloc_pairs" --build "$2" --no-build --cpu one >/dev/null 2>&1; then fail "--cpu one was accepted"; fi
 echo "PASS"

@@ -9,7 +9,7 @@
 set -euo pipefail
 source_dir=$1
 build_dir=$2
-out=$("$source_dir/bench/compare" --build "$build_dir" --pairs 2000 --repeats 1 --no-callgrind)
+out=$("$source_dir/bench/compare" --build "$build_dir" --no-build --pairs 2000 --repeats 1 --no-callgrind)
 echo "$out"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 number='[0-9]+(\.[0-9]+)?'
