@@ -19,6 +19,8 @@
 namespace leaseguard::report {
 namespace {
 
+extern "C" const void *elf_sample_marker_address();
+
 __attribute__((noinline)) int elf_symbols_test_marker(int value) {
   asm volatile("" : "+r"(value));
   return value * 3 + 1;
@@ -144,11 +146,16 @@ TEST(ElfSymbols, WhatIsNotAnElfFileIsRefusedInOneLine) {
 
 // Every prefix of a real file, and the file with bytes of its headers and section table
 // changed: names or none, never a read outside the bytes (ASan would see it) or a crash.
+// The file is a small library built for this (tests/unit/elf_sample.c), which names its
+// function when it is whole.
 TEST(ElfSymbols, DamagedFilesGiveNamesOrNoneAndNeverACrash) {
-  const Frame frame = frame_at(reinterpret_cast<const void *>(&elf_symbols_test_marker));
+  const Frame frame = frame_at(elf_sample_marker_address());
   std::string bytes = bytes_of(frame.module);
   ASSERT_GT(bytes.size(), sizeof(Elf64_Ehdr));
   std::string error;
+  auto whole = ElfSymbols::parse(bytes, error);
+  ASSERT_TRUE(whole) << frame.module << ": " << error;
+  ASSERT_EQ(whole->function_at(frame.offset + 1), "elf_sample_marker") << frame.module;
   auto read_and_look_up = [&](std::string_view image) {
     if (auto symbols = ElfSymbols::parse(image, error)) symbols->function_at(frame.offset + 1);
   };
