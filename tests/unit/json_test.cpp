@@ -35,6 +35,28 @@ TEST(JsonWriter, EscapesAndRoundTrips) {
   EXPECT_EQ(parsed["empty"].type(), JsonValue::Type::Object);
 }
 
+// Plain runs are copied whole and the rest byte by byte: every ASCII byte, at the start, in
+// the middle and at the end of plain text, comes back as it went; the escapes are the
+// short ones where JSON has them.
+TEST(JsonWriter, EveryAsciiByteRoundTripsWhereverItStands) {
+  for (int byte = 0; byte < 0x80; ++byte) {
+    const std::string alone(1, static_cast<char>(byte));
+    for (const std::string &text : {alone, alone + "tail", "head" + alone, "head" + alone + alone + "tail"}) {
+      JsonValue parsed;
+      std::string error;
+      ASSERT_TRUE(JsonValue::parse(JsonWriter::escape(text), parsed, error)) << byte << ": " << error;
+      EXPECT_EQ(parsed.as_string(), text) << "byte " << byte;
+    }
+  }
+  EXPECT_EQ(JsonWriter::escape("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(JsonWriter::escape("\n\r\t"), R"("\n\r\t")");
+  EXPECT_EQ(JsonWriter::escape(std::string_view("\x01\x7f", 2)), R"("\u0001\u007f")");
+  EXPECT_EQ(JsonWriter::escape("f(int) \xc3\xa9 \xe2"), "\"f(int) \xc3\xa9 \\ufffd\"");
+  std::string appended = "[";
+  JsonWriter::append_escaped(appended, "x\"y");
+  EXPECT_EQ(appended, R"(["x\"y")");
+}
+
 // The same document, made by a writer that keeps it whole and by one that hands it over a
 // piece at a time: the pieces join to the same text, and none is much past the spill size.
 TEST(JsonWriter, HandsOverThePiecesOfExactlyTheWholeText) {

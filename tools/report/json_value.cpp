@@ -172,16 +172,20 @@ class JsonParser {
     return true;
   }
 
+  static bool is_plain_in_string(char c) { return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20; }
+
   bool string(std::string &out) {
     ++position_;  // opening quote
     while (position_ < text_.size()) {
+      // Most strings hold no escape: one copy for each run up to the next quote, backslash or
+      // control character.
+      const size_t plain_from = position_;
+      while (position_ < text_.size() && is_plain_in_string(text_[position_])) ++position_;
+      out.append(text_, plain_from, position_ - plain_from);
+      if (position_ == text_.size()) break;
       char c = text_[position_++];
       if (c == '"') return true;
       if (static_cast<unsigned char>(c) < 0x20) return fail("control character in string");
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
       if (position_ >= text_.size()) break;
       char escape = text_[position_++];
       switch (escape) {

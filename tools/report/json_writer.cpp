@@ -6,28 +6,50 @@
 
 namespace leaseguard::report {
 
+namespace {
+// Bytes that go into a JSON string as they are: printable ASCII but the quote and the backslash.
+bool is_plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
+// JSON's two-character escape of a byte, or nullptr where it has none.
+const char *short_escape(unsigned char c) {
+  switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return nullptr;
+  }
+}
+}  // namespace
+
 std::string JsonWriter::escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);
+  append_escaped(out, text);
+  return out;
+}
+
+void JsonWriter::append_escaped(std::string &out, std::string_view text) {
   out.push_back('"');
-  for (size_t i = 0; i < text.size(); ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      default: break;
+  size_t i = 0;
+  while (i < text.size()) {
+    // Names, paths and functions are plain text almost always: one copy for each plain run.
+    const size_t plain_from = i;
+    while (i < text.size() && is_plain(static_cast<unsigned char>(text[i]))) ++i;
+    out.append(text, plain_from, i - plain_from);
+    if (i == text.size()) break;
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (const char *escaped = short_escape(c)) {
+      out += escaped;
+      ++i;
+      continue;
     }
     if (c < 0x20 || c == 0x7f) {
       char buffer[8];
       std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
       out += buffer;
-      continue;
-    }
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
+      ++i;
       continue;
     }
     // Pass valid UTF-8 through; anything else (paths are bytes) becomes U+FFFD.
@@ -35,14 +57,14 @@ std::string JsonWriter::escape(std::string_view text) {
     bool valid = length != 0 && i + length <= text.size();
     for (size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
     if (valid) {
-      out.append(text.substr(i, length));
-      i += length - 1;
+      out.append(text, i, length);
+      i += length;
     } else {
       out += "\\ufffd";
+      ++i;
     }
   }
   out.push_back('"');
-  return out;
 }
 
 void JsonWriter::finish() {
@@ -105,7 +127,7 @@ JsonWriter &JsonWriter::end_array() {
 
 JsonWriter &JsonWriter::key(std::string_view name) {
   before_value();
-  out_ += escape(name);
+  append_escaped(out_, name);
   out_ += indent_ > 0 ? ": " : ":";
   after_key_ = true;
   hand_over_if_full();
@@ -114,7 +136,7 @@ JsonWriter &JsonWriter::key(std::string_view name) {
 
 JsonWriter &JsonWriter::value(std::string_view text) {
   before_value();
-  out_ += escape(text);
+  append_escaped(out_, text);
   hand_over_if_full();
   return *this;
 }

@@ -40,6 +40,8 @@ class JsonWriter {
   const std::string &text() const { return out_; }
 
   static std::string escape(std::string_view text);
+  // escape(text), added to the end of `out`.
+  static void append_escaped(std::string &out, std::string_view text);
 
  private:
   void before_value();
