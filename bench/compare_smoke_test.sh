@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/compare works end to end: one short round prints every row of its table, each
 # leaseguard row with a per-pair time and an overhead. Timings here are noise, so the one
-# figure judged has room for it: every leaseguard series' pair under 20 microseconds (~100
-# times what a pair costs), which a system call, a lock convoy or a flush per allocation
-# would break.
+# figure judged has room for it, and is CPU time, which a busy machine does not stretch:
+# every leaseguard series' CPU overhead under 20 microseconds a pair (~40 times what it
+# costs here), which a flush or a symbol lookup per allocation would break. (Elapsed time
+# is not judged: one round is a few milliseconds, and one preemption on a loaded machine
+# made a 32-frame series read 40 us a pair.)
 #
 #   compare_smoke_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
@@ -67,9 +69,12 @@ first_cpu=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status | cut -d,
 [ "$(COMPARE_CHAIN_CPU=$first_cpu "$chain" malloc 1000 | wc -w)" = 2 ] ||
   fail "compare_chain did not time its loop on CPU $first_cpu"
 if COMPARE_CHAIN_CPU=zero "$chain" malloc 1000 2>/dev/null; then fail "compare_chain took COMPARE_CHAIN_CPU=zero"; fi
-# Column 3 of every leaseguard row is its median ns per pair (the peers are not judged:
-# heaptrack's short runs cost ~1 ms a pair here).
-grep -E "^\| leaseguard" <<<"$out" |
-  awk -F'|' -v limit=20000 '{ gsub(/ /, "", $3); if ($3 + 0 <= 0 || $3 + 0 > limit) { print "FAIL: " $2 " at " $3 " ns a pair"; bad = 1 } } END { exit bad }' ||
-  fail "a leaseguard series' pair is not between 0 and 20 us"
+# In the tables of one thread, column 3 of every leaseguard row is its median elapsed ns per
+# pair and column 6 its CPU overhead ns per pair (the peers are not judged: heaptrack's short
+# runs cost ~1 ms a pair here).
+grep -E "^\| leaseguard" <<<"$single" |
+  awk -F'|' -v limit=20000 '{ gsub(/ /, "", $3); gsub(/ /, "", $6)
+    if ($3 + 0 <= 0 || $6 == "" || $6 + 0 > limit) { print "FAIL: " $2 " at " $3 " ns a pair, " $6 " ns of CPU overhead"; bad = 1 } }
+    END { exit bad }' ||
+  fail "a leaseguard series' pair takes no time, or over 20 us of CPU overhead"
 echo "PASS"
