@@ -17,11 +17,15 @@
 #include "sim_usage.h"
 
 namespace leaseguard::sim {
+
+static_assert(DriverLock::kShards == kUsageRows, "each driver shard publishes in a usage row of its own");
+
 namespace {
 
 constexpr size_t kAlignment = 256;
 constexpr size_t kMapThreshold = 64 * 1024;  // larger requests are mmap'd, committed lazily
 constexpr size_t kDefaultCapacity = 80ull << 30;
+constexpr size_t kMaxGrantStep = size_t{64} << 20;  // see SimDriver::AllocationShard
 
 // Each thread's context stack, and its top kept beside it in initial-exec storage: reading
 // the current context, which every hooked allocation does, is then one thread-local load, as
@@ -119,6 +123,9 @@ SimDriver::SimDriver() {
   device_count_ = parse_count("LEASEGUARD_SIM_DEVICES", 1, 64);
   reuse_contexts_ = parse_count("LEASEGUARD_SIM_REUSE_CONTEXTS", 0, 1) == 1;
   destroy_linger_ms_ = parse_count("LEASEGUARD_SIM_DESTROY_LINGER_MS", 0, 60'000);
+  ungranted_.store(capacity_, std::memory_order_relaxed);
+  // Small enough that the shards' unused grants are a small part of a small test device.
+  grant_step_ = std::min(kMaxGrantStep, capacity_ / (4 * DriverLock::kShards));
   for (int d = 0; d < device_count_; ++d) {
     auto *primary = new SimContext;
     primary->device = d;
@@ -136,19 +143,19 @@ SimDriver::SimDriver() {
   }
   // fork() while another thread is inside the driver must not leave the child's copy of
   // the lock held forever.
-  pthread_atfork([] { SimDriver::instance().mutex_.lock(); }, [] { SimDriver::instance().mutex_.unlock(); },
-                 [] { SimDriver::instance().mutex_.unlock(); });
+  pthread_atfork([] { SimDriver::instance().driver_lock_.lock(); }, [] { SimDriver::instance().driver_lock_.unlock(); },
+                 [] { SimDriver::instance().driver_lock_.unlock(); });
 }
 
 CUresult SimDriver::init() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   initialized_ = true;
   return CUDA_SUCCESS;
 }
 
 size_t SimDriver::used() const {
-  std::lock_guard lock(mutex_);
-  return used_;
+  std::lock_guard lock(driver_lock_);
+  return used_locked();
 }
 
 bool SimDriver::context_valid_locked(CUcontext ctx) const {
@@ -158,7 +165,7 @@ bool SimDriver::context_valid_locked(CUcontext ctx) const {
 
 CUresult SimDriver::create_context(int device, CUcontext *out) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   // A real driver's contexts are heap objects, so a new context may get the handle of one
@@ -186,55 +193,177 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
 
 namespace {
 
-void list_allocation(SimContext *context, uint64_t address) {
-  if (context->allocation_count == context->allocation_capacity) {
-    const size_t capacity = context->allocation_capacity == 0 ? 16 : context->allocation_capacity * 2;
-    void *grown = std::realloc(context->allocations, capacity * sizeof(uint64_t));
+void list_allocation(SimContext *context, size_t shard, uint64_t address) {
+  SimContext::AllocationList &list = context->allocations[shard];
+  if (list.count == list.capacity) {
+    const size_t capacity = list.capacity == 0 ? 16 : list.capacity * 2;
+    void *grown = std::realloc(list.addresses, capacity * sizeof(uint64_t));
     if (grown == nullptr) return;
-    context->allocations = static_cast<uint64_t *>(grown);
-    context->allocation_capacity = capacity;
+    list.addresses = static_cast<uint64_t *>(grown);
+    list.capacity = capacity;
   }
-  context->allocations[context->allocation_count++] = address;
+  list.addresses[list.count++] = address;
 }
 
-void unlist_allocation(SimContext *context, uint64_t address) {
-  for (size_t i = context->allocation_count; i-- > 0;) {
-    if (context->allocations[i] != address) continue;
-    context->allocations[i] = context->allocations[--context->allocation_count];
+void unlist_allocation(SimContext *context, size_t shard, uint64_t address) {
+  SimContext::AllocationList &list = context->allocations[shard];
+  for (size_t i = list.count; i-- > 0;) {
+    if (list.addresses[i] != address) continue;
+    list.addresses[i] = list.addresses[--list.count];
     return;
   }
 }
 
-}  // namespace
-
-namespace {
 // Host memory, another process's memory opened over IPC and imported external memory do not
 // take device capacity here.
 bool takes_capacity(MemoryKind kind) {
   return kind != MemoryKind::Host && kind != MemoryKind::Ipc && kind != MemoryKind::ExternalBuffer;
 }
+
+// The memory behind an allocation, made and given back outside any lock.
+struct Backing {
+  void *base = nullptr;
+  void *heap_block = nullptr;
+  size_t reserved = 0;
+  bool mapped = false;
+};
+
+Backing make_backing(size_t reserved, MemoryKind kind) {
+  Backing backing;
+  if (kind == MemoryKind::Legacy32 || reserved >= kMapThreshold) {
+    // Large requests cost nothing until touched; 32-bit entry points need low addresses.
+    backing.reserved = round_up(reserved, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (kind == MemoryKind::Legacy32) flags |= MAP_32BIT;
+    void *base = mmap(nullptr, backing.reserved, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (base == MAP_FAILED) return Backing{};
+    backing.base = base;
+    backing.mapped = true;
+  } else {
+    // malloc, aligned here, not aligned_alloc: glibc serves small mallocs from a per-thread
+    // cache without a lock, while aligned_alloc always takes the arena's lock once a process
+    // has a second thread (leaseguard's journal thread, a runtime's threads), which made the
+    // simulator's own allocation slower by ~28 ns under any tool that starts a thread.
+    backing.heap_block = std::malloc(reserved + kAlignment - 1);
+    if (backing.heap_block == nullptr) return Backing{};
+    backing.base = reinterpret_cast<void *>(round_up(reinterpret_cast<uintptr_t>(backing.heap_block), kAlignment));
+    backing.reserved = reserved;
+  }
+  return backing;
+}
+
+void give_back(const Backing &backing) {
+  if (backing.mapped) munmap(backing.base, backing.reserved);
+  else std::free(backing.heap_block);
+}
+
+// An allocation of `bytes` on `backing`.
+SimAllocation allocation_on(const Backing &backing, size_t bytes, MemoryKind kind, SimContext *context) {
+  SimAllocation allocation;
+  allocation.bytes = bytes;
+  allocation.reserved = backing.reserved;
+  allocation.context = context;
+  allocation.kind = kind;
+  allocation.mapped = backing.mapped;
+  allocation.heap_block = backing.heap_block;
+  return allocation;
+}
+
+Backing backing_of(uint64_t address, const SimAllocation &allocation) {
+  return Backing{reinterpret_cast<void *>(address), allocation.heap_block, allocation.reserved, allocation.mapped};
+}
+
+int device_of(const SimAllocation &allocation) {
+  return allocation.context != nullptr ? allocation.context->device : 0;
+}
+
+// Each thread's driver shard plus one (0: not chosen yet), dealt round robin.
+std::atomic<size_t> g_next_shard{0};
+__thread size_t t_shard_plus_one __attribute__((tls_model("initial-exec"))) = 0;
+
 }  // namespace
 
+size_t DriverLock::own_shard() {
+  if (__builtin_expect(t_shard_plus_one == 0, false))
+    t_shard_plus_one = g_next_shard.fetch_add(1, std::memory_order_relaxed) % kShards + 1;
+  return t_shard_plus_one - 1;
+}
+
+bool SimDriver::charge_in_shard(size_t shard, int device, size_t bytes) {
+  AllocationShard &account = shards_[shard];
+  if (bytes > account.granted - account.used) {
+    const size_t needed = bytes - (account.granted - account.used);
+    // A step more than needed where there is that much, so that the next allocations need
+    // no grant; else just what is needed.
+    size_t left = ungranted_.load(std::memory_order_relaxed);
+    size_t taken = 0;
+    do {
+      if (left < needed) return false;
+      taken = std::min(left, needed + grant_step_);
+    } while (!ungranted_.compare_exchange_weak(left, left - taken, std::memory_order_relaxed));
+    account.granted += taken;
+  }
+  account.used += bytes;
+  publish_usage(shard, device, static_cast<int64_t>(bytes));
+  return true;
+}
+
+void SimDriver::refund_in_shard(size_t shard, int device, size_t bytes) {
+  AllocationShard &account = shards_[shard];
+  account.used -= bytes;
+  publish_usage(shard, device, -static_cast<int64_t>(bytes));
+  // A shard keeps at most two steps unused: a thread that freed much leaves the rest to others.
+  if (account.granted - account.used > 2 * grant_step_) {
+    const size_t returned = account.granted - account.used - grant_step_;
+    account.granted -= returned;
+    ungranted_.fetch_add(returned, std::memory_order_relaxed);
+  }
+}
+
+size_t SimDriver::used_locked() const {
+  size_t used = whole_used_;
+  for (const AllocationShard &shard : shards_) used += shard.used;
+  return used;
+}
+
+void SimDriver::take_back_grants_locked() {
+  for (AllocationShard &shard : shards_) {
+    ungranted_.fetch_add(shard.granted - shard.used, std::memory_order_relaxed);
+    shard.granted = shard.used;
+  }
+}
+
+void SimDriver::charge_shard_locked(size_t shard, int device, size_t bytes) {
+  if (charge_in_shard(shard, device, bytes)) return;
+  take_back_grants_locked();  // fits_locked(bytes): now what no shard holds covers it
+  const bool charged = charge_in_shard(shard, device, bytes);
+  (void)charged;
+}
+
 void SimDriver::charge_locked(int device, size_t bytes) {
-  used_ += bytes;
-  publish_usage(device, static_cast<int64_t>(bytes));
+  if (ungranted_.load(std::memory_order_relaxed) < bytes) take_back_grants_locked();
+  ungranted_.fetch_sub(bytes, std::memory_order_relaxed);
+  whole_used_ += bytes;
+  publish_usage(0, device, static_cast<int64_t>(bytes));
 }
 
 void SimDriver::refund_locked(int device, size_t bytes) {
-  used_ -= bytes;
-  publish_usage(device, -static_cast<int64_t>(bytes));
+  whole_used_ -= bytes;
+  ungranted_.fetch_add(bytes, std::memory_order_relaxed);
+  publish_usage(0, device, -static_cast<int64_t>(bytes));
 }
 
-void SimDriver::unmap_locked(uint64_t address, const SimAllocation &allocation) {
-  void *base = reinterpret_cast<void *>(address);
-  if (allocation.mapped) {
-    munmap(base, allocation.reserved);
-  } else {
-    std::free(allocation.heap_block);
+SimDriver::Found SimDriver::find_allocation_locked(uint64_t address) const {
+  for (size_t shard = 0; shard < DriverLock::kShards; ++shard) {
+    auto it = shards_[shard].allocations.find(address);
+    if (it != shards_[shard].allocations.end()) return Found{shard, &it->second};
   }
-  if (takes_capacity(allocation.kind))
-    refund_locked(allocation.context != nullptr ? allocation.context->device : 0, allocation.reserved);
-  if (allocation.pool != nullptr) allocation.pool->used -= allocation.reserved;
+  return Found{};
+}
+
+void SimDriver::add_allocation_locked(size_t shard, uint64_t address, const SimAllocation &allocation) {
+  shards_[shard].allocations.emplace(address, allocation);
+  if (allocation.context != nullptr) list_allocation(allocation.context, shard, address);
 }
 
 void SimDriver::free_context_memory_locked(SimContext *ctx) {
@@ -252,14 +381,18 @@ void SimDriver::free_context_memory_locked(SimContext *ctx) {
   }
   for (auto it = registrations_.begin(); it != registrations_.end();)
     it = it->second.context == ctx ? registrations_.erase(it) : std::next(it);
-  for (auto it = allocations_.begin(); it != allocations_.end();) {
-    // Stream-ordered memory belongs to its pool, not the context (as on the real driver).
-    if (it->second.context == ctx && it->second.kind != MemoryKind::Async) {
-      unmap_locked(it->first, it->second);
-      unlist_allocation(ctx, it->first);
-      it = allocations_.erase(it);
-    } else {
-      ++it;
+  for (size_t shard = 0; shard < DriverLock::kShards; ++shard) {
+    auto &allocations = shards_[shard].allocations;
+    for (auto it = allocations.begin(); it != allocations.end();) {
+      // Stream-ordered memory belongs to its pool, not the context (as on the real driver).
+      if (it->second.context == ctx && it->second.kind != MemoryKind::Async) {
+        if (takes_capacity(it->second.kind)) refund_in_shard(shard, ctx->device, it->second.reserved);
+        give_back(backing_of(it->first, it->second));
+        unlist_allocation(ctx, shard, it->first);
+        it = allocations.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
 }
@@ -267,7 +400,7 @@ void SimDriver::free_context_memory_locked(SimContext *ctx) {
 CUresult SimDriver::destroy_context(CUcontext ctx) {
   std::vector<StorageEntry> ended;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(driver_lock_);
     if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
     auto *context = reinterpret_cast<SimContext *>(ctx);
@@ -332,7 +465,7 @@ void SimDriver::linger_after_destroy() const {
 
 CUresult SimDriver::retain_primary(int device, CUcontext *out) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   SimContext *primary = primaries_[static_cast<size_t>(device)];
@@ -348,7 +481,7 @@ CUresult SimDriver::release_primary(int device, bool *destroyed) {
   std::vector<StorageEntry> ended;
   SimContext *primary = nullptr;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(driver_lock_);
     if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
     if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
     primary = primaries_[static_cast<size_t>(device)];
@@ -367,7 +500,7 @@ CUresult SimDriver::release_primary(int device, bool *destroyed) {
 CUresult SimDriver::context_id(CUcontext ctx, unsigned long long *id) const {
   if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (ctx == nullptr) ctx = current();
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   *id = reinterpret_cast<const SimContext *>(ctx)->id;
@@ -378,7 +511,7 @@ CUresult SimDriver::reset_primary(int device) {
   std::vector<StorageEntry> ended;
   SimContext *primary = nullptr;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(driver_lock_);
     if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
     if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
     primary = primaries_[static_cast<size_t>(device)];
@@ -391,7 +524,7 @@ CUresult SimDriver::reset_primary(int device) {
 
 CUresult SimDriver::primary_state(int device, unsigned *flags, int *active) {
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   SimContext *primary = primaries_[static_cast<size_t>(device)];
@@ -403,7 +536,7 @@ CUresult SimDriver::primary_state(int device, unsigned *flags, int *active) {
 CUresult SimDriver::set_primary_flags(int device, unsigned flags) {
   constexpr unsigned kKnownFlags = 0xff;  // CU_CTX_FLAGS_MASK
   if ((flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device < 0 || device >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   primaries_[static_cast<size_t>(device)]->flags = flags;
@@ -411,7 +544,7 @@ CUresult SimDriver::set_primary_flags(int device, unsigned flags) {
 }
 
 CUresult SimDriver::set_current(CUcontext ctx) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx == nullptr) {
     if (t_current_context != nullptr) pop_context();
@@ -426,7 +559,7 @@ CUresult SimDriver::set_current(CUcontext ctx) {
 CUcontext SimDriver::current() const { return t_current_context; }
 
 CUresult SimDriver::push_current(CUcontext ctx) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (!context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   push_context(ctx);
@@ -434,7 +567,7 @@ CUresult SimDriver::push_current(CUcontext ctx) {
 }
 
 CUresult SimDriver::pop_current(CUcontext *out) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (t_current_context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (out != nullptr) *out = t_current_context;
@@ -444,7 +577,7 @@ CUresult SimDriver::pop_current(CUcontext *out) {
 
 CUresult SimDriver::current_device(int *device) const {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   CUcontext ctx = current();
   if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -461,84 +594,138 @@ CUresult SimDriver::checked_context_locked(SimContext **out) const {
 }
 
 CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool) {
-  return allocate_in(bytes, kind, address, pool, true);
+  if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (kind != MemoryKind::Async) {
+    const CUresult status = allocate_in_own_shard(bytes, kind, address);
+    if (status != kUnderWholeLock) return status;
+  }
+  std::lock_guard lock(driver_lock_);
+  return allocate_locked(bytes, kind, address, pool, true);
 }
 
 CUresult SimDriver::allocate_unowned(size_t bytes, MemoryKind kind, uint64_t *address) {
   if (kind == MemoryKind::Async) return CUDA_ERROR_INVALID_VALUE;  // a pool's, through a context
-  return allocate_in(bytes, kind, address, nullptr, false);
+  if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(driver_lock_);
+  return allocate_locked(bytes, kind, address, nullptr, false);
 }
 
-CUresult SimDriver::allocate_in(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context) {
-  if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+CUresult SimDriver::allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_t *address) {
+  const size_t reserved = round_up(bytes, kAlignment);
+  if (reserved < bytes || reserved > capacity_) return kUnderWholeLock;  // it says which error comes first
+  const Backing backing = make_backing(reserved, kind);
+  if (backing.base == nullptr) return kUnderWholeLock;
+  const size_t shard = DriverLock::own_shard();
+  CUresult status = CUDA_SUCCESS;
+  {
+    std::lock_guard lock(driver_lock_.shard(shard));
+    // Contexts and initialized_ change only under the whole lock: holding a shard, they hold still.
+    CUcontext ctx = current();
+    if (!initialized_) status = CUDA_ERROR_NOT_INITIALIZED;
+    else if (ctx == nullptr || !context_valid_locked(ctx)) status = CUDA_ERROR_INVALID_CONTEXT;
+    else if (takes_capacity(kind) &&
+             !charge_in_shard(shard, reinterpret_cast<SimContext *>(ctx)->device, backing.reserved))
+      status = kUnderWholeLock;
+    if (status == CUDA_SUCCESS) {
+      *address = reinterpret_cast<uint64_t>(backing.base);
+      add_allocation_locked(shard, *address, allocation_on(backing, bytes, kind, reinterpret_cast<SimContext *>(ctx)));
+    }
+  }
+  if (status != CUDA_SUCCESS) give_back(backing);
+  return status;
+}
+
+CUresult SimDriver::allocate_locked(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context) {
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   CUcontext ctx = in_context ? current() : nullptr;
   if (in_context && (ctx == nullptr || !context_valid_locked(ctx))) return CUDA_ERROR_INVALID_CONTEXT;
-  size_t reserved = round_up(bytes, kAlignment);
+  const size_t reserved = round_up(bytes, kAlignment);
   if (reserved < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (takes_capacity(kind) && (reserved > capacity_ || used_ > capacity_ - reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (takes_capacity(kind) && !fits_locked(reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (kind == MemoryKind::Async && pool == nullptr)
     pool = default_pools_[static_cast<size_t>(reinterpret_cast<SimContext *>(ctx)->device)];
   else if (kind == MemoryKind::Async && usable_pool_locked(reinterpret_cast<CUmemoryPool>(pool)) == nullptr)
     return CUDA_ERROR_INVALID_VALUE;
-
-  SimAllocation allocation;
-  allocation.bytes = bytes;
-  allocation.context = reinterpret_cast<SimContext *>(ctx);
-  allocation.kind = kind;
-  void *base = nullptr;
-  if (kind == MemoryKind::Legacy32 || reserved >= kMapThreshold) {
-    // Large requests cost nothing until touched; 32-bit entry points need low addresses.
-    reserved = round_up(reserved, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    if (kind == MemoryKind::Legacy32) flags |= MAP_32BIT;
-    base = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, flags, -1, 0);
-    if (base == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-    allocation.mapped = true;
-  } else {
-    // malloc, aligned here, not aligned_alloc: glibc serves small mallocs from a per-thread
-    // cache without a lock, while aligned_alloc always takes the arena's lock once a process
-    // has a second thread (leaseguard's journal thread, a runtime's threads), which made the
-    // simulator's own allocation slower by ~28 ns under any tool that starts a thread.
-    allocation.heap_block = std::malloc(reserved + kAlignment - 1);
-    if (allocation.heap_block == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-    base = reinterpret_cast<void *>(round_up(reinterpret_cast<uintptr_t>(allocation.heap_block), kAlignment));
+  const Backing backing = make_backing(reserved, kind);
+  if (backing.base == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  // A page-rounded mapping may no longer fit where its request did.
+  if (takes_capacity(kind) && !fits_locked(backing.reserved)) {
+    give_back(backing);
+    return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  allocation.reserved = reserved;
-  if (takes_capacity(kind)) charge_locked(allocation.context != nullptr ? allocation.context->device : 0, reserved);
+
+  SimAllocation allocation = allocation_on(backing, bytes, kind, reinterpret_cast<SimContext *>(ctx));
+  const size_t shard = DriverLock::own_shard();
+  if (takes_capacity(kind)) charge_shard_locked(shard, device_of(allocation), backing.reserved);
   if (kind == MemoryKind::Async) {
     allocation.pool = pool;
-    pool->used += reserved;
+    pool->used += backing.reserved;
     pool->used_high = std::max(pool->used_high, pool->used);
   }
-  *address = reinterpret_cast<uint64_t>(base);
-  allocations_.emplace(*address, allocation);
-  if (allocation.context != nullptr) list_allocation(allocation.context, *address);
+  *address = reinterpret_cast<uint64_t>(backing.base);
+  add_allocation_locked(shard, *address, allocation);
   return CUDA_SUCCESS;
 }
 
 CUresult SimDriver::release(uint64_t address, std::initializer_list<MemoryKind> allowed) {
-  std::lock_guard lock(mutex_);
+  const CUresult status = release_in_shards(address, allowed);
+  if (status != kUnderWholeLock) return status;
+  std::lock_guard lock(driver_lock_);
+  return release_locked(address, allowed);
+}
+
+CUresult SimDriver::release_in_shards(uint64_t address, std::initializer_list<MemoryKind> allowed) {
+  // Most frees are of the calling thread's own allocations, in its own shard: that first.
+  const size_t own = DriverLock::own_shard();
+  for (size_t step = 0; step < DriverLock::kShards; ++step) {
+    const size_t shard = (own + step) % DriverLock::kShards;
+    Backing backing;
+    {
+      std::lock_guard lock(driver_lock_.shard(shard));
+      if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
+      auto &allocations = shards_[shard].allocations;
+      auto it = allocations.find(address);
+      if (it == allocations.end()) continue;
+      const SimAllocation &allocation = it->second;
+      if (std::find(allowed.begin(), allowed.end(), allocation.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
+      if (allocation.pool != nullptr) return kUnderWholeLock;  // the pool's count is shared
+      if (takes_capacity(allocation.kind)) refund_in_shard(shard, device_of(allocation), allocation.reserved);
+      if (allocation.context != nullptr) unlist_allocation(allocation.context, shard, address);
+      backing = backing_of(address, allocation);
+      allocations.erase(it);
+    }
+    give_back(backing);  // out of the table first: the host may hand the address out again
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult SimDriver::release_locked(uint64_t address, std::initializer_list<MemoryKind> allowed) {
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  auto it = allocations_.find(address);
-  if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
-  if (std::find(allowed.begin(), allowed.end(), it->second.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
-  unmap_locked(it->first, it->second);
-  if (it->second.context != nullptr) unlist_allocation(it->second.context, it->first);
-  allocations_.erase(it);
+  const Found found = find_allocation_locked(address);
+  if (found.allocation == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const SimAllocation allocation = *found.allocation;
+  if (std::find(allowed.begin(), allowed.end(), allocation.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (takes_capacity(allocation.kind)) refund_in_shard(found.shard, device_of(allocation), allocation.reserved);
+  if (allocation.pool != nullptr) allocation.pool->used -= allocation.reserved;
+  if (allocation.context != nullptr) unlist_allocation(allocation.context, found.shard, address);
+  shards_[found.shard].allocations.erase(address);
+  give_back(backing_of(address, allocation));
   return CUDA_SUCCESS;
 }
 
 CUresult SimDriver::address_range(uint64_t address, uint64_t *base, size_t *size) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  for (const auto &[start, allocation] : allocations_) {
-    if (allocation.kind == MemoryKind::Host || address < start || address - start >= allocation.bytes) continue;
+  bool found = false;
+  for_each_allocation_locked([&](uint64_t start, const SimAllocation &allocation) {
+    if (allocation.kind == MemoryKind::Host || address < start || address - start >= allocation.bytes) return false;
     *base = start;
     *size = allocation.bytes;
-    return CUDA_SUCCESS;
-  }
+    found = true;
+    return true;
+  });
+  if (found) return CUDA_SUCCESS;
   auto mapping = mappings_.upper_bound(address);
   if (mapping != mappings_.begin() && address < std::prev(mapping)->first + std::prev(mapping)->second.size) {
     *base = std::prev(mapping)->first;
@@ -549,18 +736,21 @@ CUresult SimDriver::address_range(uint64_t address, uint64_t *base, size_t *size
 }
 
 CUresult SimDriver::describe(uint64_t address, PointerInfo *info) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  for (const auto &[start, allocation] : allocations_) {
-    if (address < start || address - start >= allocation.bytes) continue;
+  bool found = false;
+  for_each_allocation_locked([&](uint64_t start, const SimAllocation &allocation) {
+    if (address < start || address - start >= allocation.bytes) return false;
     info->base = start;
     info->size = allocation.bytes;
     info->kind = allocation.kind;
     info->context = allocation.context;
-    info->device = allocation.context != nullptr ? allocation.context->device : 0;
+    info->device = device_of(allocation);
     info->pool = allocation.pool;
-    return CUDA_SUCCESS;
-  }
+    found = true;
+    return true;
+  });
+  if (found) return CUDA_SUCCESS;
   for (const auto &[start, registration] : registrations_) {
     if (address < start || address - start >= registration.bytes) continue;
     info->base = start;
@@ -582,16 +772,17 @@ CUresult SimDriver::describe(uint64_t address, PointerInfo *info) const {
 }
 
 bool SimDriver::range_valid(uint64_t address, size_t bytes) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (vmm_range_accessible_locked(address, bytes)) return true;
   // A copy from an allocation's start is found at once: a leak checker reading back every
   // live allocation does one per allocation. Inside one, a linear scan (copies are rare).
-  if (auto found = allocations_.find(address); found != allocations_.end()) return bytes <= found->second.bytes;
-  for (const auto &[base, allocation] : allocations_) {
-    if (address >= base && address - base <= allocation.bytes && bytes <= allocation.bytes - (address - base))
-      return true;
-  }
-  return false;
+  if (const SimAllocation *found = find_allocation_locked(address).allocation) return bytes <= found->bytes;
+  bool inside = false;
+  for_each_allocation_locked([&](uint64_t base, const SimAllocation &allocation) {
+    inside = address >= base && address - base <= allocation.bytes && bytes <= allocation.bytes - (address - base);
+    return inside;
+  });
+  return inside;
 }
 
 }  // namespace leaseguard::sim

@@ -4,10 +4,13 @@
 // addresses, CUDA_ERROR_OUT_OF_MEMORY past a capacity (LEASEGUARD_SIM_CAPACITY, default
 // 80 GiB, committed lazily), CUDA_ERROR_INVALID_VALUE for unknown or double frees, and
 // context destroy / primary-context reset freeing every allocation of the context except
-// stream-ordered (pool) memory. One mutex guards the state: the simulator is a test
-// device, and its cost is the same with and without leaseguard in front of it.
+// stream-ordered (pool) memory. Its cost is the same with and without leaseguard in front
+// of it; and threads that allocate and free at once share no lock and no cache line (see
+// DriverLock), so that a tracker's own cost in threads can be measured on it.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -18,6 +21,33 @@
 #include "lg_cuda.h"
 
 namespace leaseguard::sim {
+
+// The driver's lock, in shards, one a thread (round robin; threads past kShards share).
+// Allocating and freeing device memory take only the calling thread's shard (a free of
+// another thread's allocation looks through the others one at a time); every other call
+// takes all of them, in order, and so excludes everything. So threads that allocate at once
+// wait on nothing and write no line another thread writes, as on a driver whose allocator
+// scales: a single lock made two threads four times slower each here, which hid any
+// tracker's own scaling. `std::lock_guard` on the whole of it is the lock of old.
+class DriverLock {
+ public:
+  static constexpr size_t kShards = 32;
+  void lock() {
+    for (Shard &shard : shards_) shard.mutex.lock();
+  }
+  void unlock() {
+    for (size_t i = kShards; i-- > 0;) shards_[i].mutex.unlock();
+  }
+  std::mutex &shard(size_t index) { return shards_[index].mutex; }
+  // The calling thread's shard.
+  static size_t own_shard();
+
+ private:
+  struct alignas(64) Shard {
+    std::mutex mutex;
+  };
+  std::array<Shard, kShards> shards_;
+};
 
 // Each simulated device's PCI address: domain 0, bus kFirstPciBus + ordinal, device 0.
 constexpr int kFirstPciBus = 0x18;
@@ -57,10 +87,14 @@ struct SimContext {
   std::vector<StorageEntry> storage;
   // The context's allocations, in host memory the context points to, as a real driver keeps
   // them (malloc'd as a C driver does): a leak checker that scans the program's memory
-  // reaches this table through the CUcontext the program holds, and must leave it out.
-  uint64_t *allocations = nullptr;
-  size_t allocation_count = 0;
-  size_t allocation_capacity = 0;
+  // reaches these tables through the CUcontext the program holds, and must leave them out.
+  // One a driver shard, guarded by it.
+  struct alignas(64) AllocationList {
+    uint64_t *addresses = nullptr;
+    size_t count = 0;
+    size_t capacity = 0;
+  };
+  std::array<AllocationList, DriverLock::kShards> allocations;
 };
 
 // Module: a loaded library's variables (sim_libraries.h), freed by its unload or its
@@ -154,7 +188,7 @@ class SimDriver {
   // calling thread's current one); INVALID_CONTEXT if there is none.
   template <typename Use>
   CUresult with_context(CUcontext ctx, Use use) {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(driver_lock_);
     if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx == nullptr) ctx = current();
     if (ctx == nullptr || !context_valid_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -232,35 +266,77 @@ class SimDriver {
 
  private:
   SimDriver();
-  CUresult allocate_in(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context);
+  // Allocation and free under the calling thread's shard alone; kUnderWholeLock where the
+  // call needs the whole lock (a pool's memory, a shard out of granted capacity, memory the
+  // host could not give): the caller then does it all again under it.
+  static constexpr CUresult kUnderWholeLock = static_cast<CUresult>(-1);
+  CUresult allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_t *address);
+  CUresult release_in_shards(uint64_t address, std::initializer_list<MemoryKind> allowed);
+  CUresult allocate_locked(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context);
+  CUresult release_locked(uint64_t address, std::initializer_list<MemoryKind> allowed);
   void free_context_memory_locked(SimContext *ctx);
   // A context ends: its storage is taken out under the lock, and the destructors run after
   // the lock is released (they call back into the driver).
   static std::vector<StorageEntry> take_storage_locked(SimContext *ctx);
   static void run_storage_destructors(CUcontext ctx, const std::vector<StorageEntry> &entries);
-  void unmap_locked(uint64_t address, const SimAllocation &allocation);
   void release_physical_if_unused_locked(SimPhysical *physical);
   bool vmm_range_accessible_locked(uint64_t address, size_t bytes) const;
   CUresult checked_context_locked(SimContext **out) const;
   bool context_valid_locked(CUcontext ctx) const;
 
-  mutable std::mutex mutex_;
+  mutable DriverLock driver_lock_;
   bool initialized_ = false;
   int device_count_ = 1;
   bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
   int destroy_linger_ms_ = 0;    // LEASEGUARD_SIM_DESTROY_LINGER_MS: see linger_after_destroy
   uint64_t last_context_id_ = 0;
   size_t capacity_ = 0;
-  // What device memory is in use (used_), also published for the simulator's NVML
-  // (sim_usage.h): every change of used_ goes through these.
-  void charge_locked(int device, size_t bytes);
+
+  // Device memory in use, counted exactly against capacity_ without a counter every thread
+  // writes: each shard is granted capacity in steps (grant_step_) from what no shard holds
+  // (ungranted_) and charges its allocations to its grant; a shard that cannot get enough
+  // leaves the call to the whole lock, which takes every unused grant back and decides on
+  // the true total. So capacity_ = ungranted_ + the shards' grants + whole_used_ (arrays and
+  // VMM memory, charged under the whole lock). Every charge is also published for the
+  // simulator's NVML (sim_usage.h), in the shard's own row.
+  struct alignas(64) AllocationShard {
+    std::unordered_map<uint64_t, SimAllocation> allocations;  // by address
+    size_t used = 0;
+    size_t granted = 0;  // >= used
+  };
+  std::array<AllocationShard, DriverLock::kShards> shards_;
+  std::atomic<size_t> ungranted_{0};
+  size_t grant_step_ = 0;
+  size_t whole_used_ = 0;
+  // With the shard's lock (or the whole lock) held: false if its grant cannot cover `bytes`.
+  bool charge_in_shard(size_t shard, int device, size_t bytes);
+  void refund_in_shard(size_t shard, int device, size_t bytes);
+  // With the whole lock held.
+  size_t used_locked() const;
+  bool fits_locked(size_t bytes) const { return bytes <= capacity_ && used_locked() <= capacity_ - bytes; }
+  void take_back_grants_locked();
+  void charge_shard_locked(size_t shard, int device, size_t bytes);  // after fits_locked(bytes)
+  void charge_locked(int device, size_t bytes);                      // after fits_locked(bytes)
   void refund_locked(int device, size_t bytes);
-  size_t used_ = 0;
+  // An allocation and where it is, or {kShards, nullptr}.
+  struct Found {
+    size_t shard = DriverLock::kShards;
+    const SimAllocation *allocation = nullptr;
+  };
+  Found find_allocation_locked(uint64_t address) const;
+  // Adds an allocation in the calling thread's shard (charged already, if it takes capacity).
+  void add_allocation_locked(size_t shard, uint64_t address, const SimAllocation &allocation);
+  template <typename Visit>
+  void for_each_allocation_locked(Visit visit) const {
+    for (const AllocationShard &shard : shards_)
+      for (const auto &[address, allocation] : shard.allocations)
+        if (visit(address, allocation)) return;
+  }
+
   std::vector<SimContext *> contexts_;    // never deleted: handles stay comparable (or are reused on request)
   std::vector<SimContext *> primaries_;   // one per device
   std::vector<SimPool *> default_pools_;  // one per device
   std::vector<SimPool *> pools_;          // every pool ever made; never deleted
-  std::unordered_map<uint64_t, SimAllocation> allocations_;
   std::unordered_map<uint64_t, SimPhysical *> physicals_;  // by handle value
   std::map<uint64_t, size_t> reservations_;                // base -> size
   std::map<uint64_t, SimMapping> mappings_;                // base -> mapping

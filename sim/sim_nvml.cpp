@@ -95,9 +95,8 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningP
   if (count == nullptr || index < 0 || index >= g_device_count) return NVML_ERROR_INVALID_ARGUMENT;
   std::vector<nvmlProcessInfo_t> holding;
   for (const UsagePage &page : running_processes())
-    if (page.bytes[index] > 0)
-      holding.push_back(
-          {static_cast<unsigned int>(page.pid), static_cast<unsigned long long>(page.bytes[index]), 0, 0});
+    if (const int64_t held = held_on(page, index); held > 0)
+      holding.push_back({static_cast<unsigned int>(page.pid), static_cast<unsigned long long>(held), 0, 0});
   const unsigned int room = *count;
   *count = static_cast<unsigned int>(holding.size());
   if (holding.size() > room) return NVML_ERROR_INSUFFICIENT_SIZE;

@@ -36,10 +36,10 @@ size_t round_to_page(size_t value) { return (value + page_size() - 1) / page_siz
 
 CUresult SimDriver::create_array(size_t bytes, bool mipmapped, void **out) {
   if (out == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   SimContext *context = nullptr;
   if (CUresult status = checked_context_locked(&context); status != CUDA_SUCCESS) return status;
-  if (bytes > capacity_ || used_ > capacity_ - bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!fits_locked(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   void *storage = std::calloc(1, bytes);
   if (storage == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   auto *array = new SimArray{bytes, context, mipmapped, storage};
@@ -50,7 +50,7 @@ CUresult SimDriver::create_array(size_t bytes, bool mipmapped, void **out) {
 }
 
 CUresult SimDriver::destroy_array(void *handle, bool mipmapped) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = arrays_.find(handle);
   if (it == arrays_.end() || it->second->mipmapped != mipmapped) return CUDA_ERROR_INVALID_HANDLE;
@@ -63,16 +63,16 @@ CUresult SimDriver::destroy_array(void *handle, bool mipmapped) {
 
 CUresult SimDriver::ipc_get_handle(CUipcMemHandle *handle, CUdeviceptr address) {
   if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
-  auto it = allocations_.find(address);
-  if (it == allocations_.end() || (it->second.kind != MemoryKind::Device && it->second.kind != MemoryKind::Pitched))
+  const SimAllocation *exported = find_allocation_locked(address).allocation;
+  if (exported == nullptr || (exported->kind != MemoryKind::Device && exported->kind != MemoryKind::Pitched))
     return CUDA_ERROR_INVALID_VALUE;
   IpcHandleContents contents{};
   std::memcpy(contents.magic, kIpcMagic, sizeof kIpcMagic);
   contents.pid = getpid();
   contents.address = address;
-  contents.bytes = it->second.bytes;
+  contents.bytes = exported->bytes;
   std::memset(handle, 0, sizeof *handle);
   std::memcpy(handle->reserved, &contents, sizeof contents);
   return CUDA_SUCCESS;
@@ -85,7 +85,7 @@ CUresult SimDriver::ipc_open(CUdeviceptr *address, const CUipcMemHandle &handle)
   if (std::memcmp(contents.magic, kIpcMagic, sizeof kIpcMagic) != 0 || contents.bytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (contents.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;  // the exporter cannot open its own
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   SimContext *context = nullptr;
   if (CUresult status = checked_context_locked(&context); status != CUDA_SUCCESS) return status;
   size_t reserved = round_to_page(contents.bytes);
@@ -98,7 +98,7 @@ CUresult SimDriver::ipc_open(CUdeviceptr *address, const CUipcMemHandle &handle)
   mapping.kind = MemoryKind::Ipc;
   mapping.mapped = true;
   *address = reinterpret_cast<CUdeviceptr>(base);
-  allocations_.emplace(*address, mapping);
+  add_allocation_locked(DriverLock::own_shard(), *address, mapping);
   return CUDA_SUCCESS;
 }
 
@@ -106,7 +106,7 @@ CUresult SimDriver::register_host(void *pointer, size_t bytes) {
   if (pointer == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   auto start = reinterpret_cast<uint64_t>(pointer);
   if (start + bytes < start) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   SimContext *context = nullptr;
   if (CUresult status = checked_context_locked(&context); status != CUDA_SUCCESS) return status;
   auto next = registrations_.lower_bound(start);
@@ -119,7 +119,7 @@ CUresult SimDriver::register_host(void *pointer, size_t bytes) {
 
 CUresult SimDriver::unregister_host(void *pointer) {
   if (pointer == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (registrations_.erase(reinterpret_cast<uint64_t>(pointer)) == 0) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   return CUDA_SUCCESS;
@@ -129,7 +129,7 @@ CUresult SimDriver::import_external(CUexternalMemory *out, const CUDA_EXTERNAL_M
   if (out == nullptr || desc == nullptr || desc->size == 0) return CUDA_ERROR_INVALID_VALUE;
   if (desc->type != CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) return CUDA_ERROR_NOT_SUPPORTED;
   if (desc->handle.fd < 0 || fcntl(desc->handle.fd, F_GETFD) < 0) return CUDA_ERROR_INVALID_HANDLE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   SimContext *context = nullptr;
   if (CUresult status = checked_context_locked(&context); status != CUDA_SUCCESS) return status;
   // The driver owns the descriptor from here on (it closes it when the object is destroyed).
@@ -142,7 +142,7 @@ CUresult SimDriver::import_external(CUexternalMemory *out, const CUDA_EXTERNAL_M
 CUresult SimDriver::map_external_buffer(CUdeviceptr *address, CUexternalMemory handle,
                                         const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc) {
   if (address == nullptr || desc == nullptr || desc->size == 0 || desc->flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   SimContext *context = nullptr;
   if (CUresult status = checked_context_locked(&context); status != CUDA_SUCCESS) return status;
   auto it = external_.find(handle);
@@ -163,12 +163,12 @@ CUresult SimDriver::map_external_buffer(CUdeviceptr *address, CUexternalMemory h
   buffer.kind = MemoryKind::ExternalBuffer;
   buffer.mapped = true;
   *address = reinterpret_cast<CUdeviceptr>(base);
-  allocations_.emplace(*address, buffer);
+  add_allocation_locked(DriverLock::own_shard(), *address, buffer);
   return CUDA_SUCCESS;
 }
 
 CUresult SimDriver::destroy_external(CUexternalMemory handle) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = external_.find(handle);
   if (it == external_.end()) return CUDA_ERROR_INVALID_HANDLE;

@@ -25,7 +25,7 @@ CUresult SimDriver::create_pool(const CUmemPoolProps *props, CUmemoryPool *out) 
   if (props == nullptr || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (props->location.id < 0 || props->location.id >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
   auto *pool = new SimPool;  // never deleted: a stale handle stays recognisable
@@ -36,7 +36,7 @@ CUresult SimDriver::create_pool(const CUmemPoolProps *props, CUmemoryPool *out) 
 }
 
 CUresult SimDriver::destroy_pool(CUmemoryPool handle) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   SimPool *pool = usable_pool_locked(handle);
   if (pool == nullptr || pool->is_default) return CUDA_ERROR_INVALID_VALUE;
@@ -45,14 +45,14 @@ CUresult SimDriver::destroy_pool(CUmemoryPool handle) {
 }
 
 CUresult SimDriver::trim_pool(CUmemoryPool handle) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   return usable_pool_locked(handle) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult SimDriver::pool_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, void *value) {
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   SimPool *pool = usable_pool_locked(handle);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -6,31 +6,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace leaseguard::sim {
 namespace {
 
-UsagePage *g_page = nullptr;  // this process's, once it allocated
-bool g_unavailable = false;   // the directory or file could not be made: not published
+// This process's page, once it allocated. Threads holding different driver shards publish
+// at once, so the first of them makes it under g_making; a fork waits for every shard
+// first (the driver's fork handler), so no thread holds g_making when one happens.
+std::atomic<UsagePage *> g_page{nullptr};
+std::mutex g_making;
+bool g_unavailable = false;  // the directory or file could not be made: not published (under g_making)
 
 // After fork the child is another process: it publishes in a file of its own.
 void forget_parents_page() {
-  g_page = nullptr;
+  g_page.store(nullptr, std::memory_order_relaxed);
   g_unavailable = false;
 }
 
 // At exit: this process's file, if this process made it (not a parent's, after a fork).
 void remove_own_page() {
-  if (g_page == nullptr || g_page->pid != getpid()) return;
+  const UsagePage *page = g_page.load(std::memory_order_acquire);
+  if (page == nullptr || page->pid != getpid()) return;
   const std::string path = usage_directory() + "/" + std::to_string(getpid()) + ".usage";
   unlink(path.c_str());
 }
 
-UsagePage *own_page() {
-  if (g_page != nullptr || g_unavailable) return g_page;
+// With g_making held.
+UsagePage *make_own_page() {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, forget_parents_page); });
   g_unavailable = true;
@@ -51,13 +58,20 @@ UsagePage *own_page() {
   page->pid = pid;
   page->start_time = running_start_time(pid);
   std::memcpy(page->magic, kUsageMagic, sizeof page->magic);
-  g_page = page;
+  g_page.store(page, std::memory_order_release);
   g_unavailable = false;
   // A process that ends normally takes its file with it (one that is killed leaves it: the
   // NVML stand-in passes over the files of processes that no longer run).
   static pthread_once_t remove_at_exit = PTHREAD_ONCE_INIT;
   pthread_once(&remove_at_exit, [] { std::atexit(remove_own_page); });
-  return g_page;
+  return page;
+}
+
+UsagePage *own_page() {
+  if (UsagePage *page = g_page.load(std::memory_order_acquire); page != nullptr) return page;
+  std::lock_guard lock(g_making);
+  if (UsagePage *page = g_page.load(std::memory_order_relaxed); page != nullptr || g_unavailable) return page;
+  return make_own_page();
 }
 
 }  // namespace
@@ -68,9 +82,15 @@ std::string usage_directory() {
   return "/tmp/leaseguard-sim-usage-" + std::to_string(geteuid());
 }
 
-void publish_usage(int device, int64_t delta) noexcept {
+void publish_usage(size_t row, int device, int64_t delta) noexcept {
   if (device < 0 || device >= kUsageDevices || delta == 0) return;
-  if (UsagePage *page = own_page()) __atomic_add_fetch(&page->bytes[device], delta, __ATOMIC_RELAXED);
+  if (UsagePage *page = own_page()) __atomic_add_fetch(&page->bytes[row % kUsageRows][device], delta, __ATOMIC_RELAXED);
+}
+
+int64_t held_on(const UsagePage &page, int device) {
+  int64_t held = 0;
+  for (const auto &row : page.bytes) held += row[device];
+  return held;
 }
 
 uint64_t running_start_time(pid_t pid) {

@@ -14,24 +14,32 @@
 namespace leaseguard::sim {
 
 inline constexpr int kUsageDevices = 16;
-inline constexpr char kUsageMagic[8] = {'L', 'G', 'S', 'I', 'M', 'U', 'S', '1'};
+inline constexpr int kUsageRows = 32;  // one a driver shard (DriverLock::kShards)
+inline constexpr char kUsageMagic[8] = {'L', 'G', 'S', 'I', 'M', 'U', 'S', '2'};
 
-// The file's layout. Counters are signed: a process forked from another starts at zero and
-// may free what it inherited (readers take a negative count as zero).
+// The file's layout. What a process holds on a device is the sum of its rows: each driver
+// shard counts in its own, on lines of its own, so threads allocating at once do not write
+// one counter. Counters are signed: a process forked from another starts at zero and may
+// free what it inherited, and a row may count frees of what another row counted (readers
+// take a negative sum as zero).
 struct UsagePage {
   char magic[8];
   int32_t pid;
   uint32_t reserved;
   uint64_t start_time;  // /proc/PID/stat field 22: with the pid, which process wrote it
-  int64_t bytes[kUsageDevices];
+  alignas(64) int64_t bytes[kUsageRows][kUsageDevices];
 };
+
+// What the page's process holds on `device`.
+int64_t held_on(const UsagePage &page, int device);
 
 // LEASEGUARD_SIM_USAGE_DIR, else /tmp/leaseguard-sim-usage-UID.
 std::string usage_directory();
 
-// Adds `delta` bytes to what this process holds on `device` (devices past kUsageDevices are
-// not published). Safe under the caller's lock; the first call makes the file.
-void publish_usage(int device, int64_t delta) noexcept;
+// Adds `delta` bytes to what this process holds on `device`, in row `row` (modulo
+// kUsageRows; devices past kUsageDevices are not published). Safe under the caller's lock;
+// the first call makes the file.
+void publish_usage(size_t row, int device, int64_t delta) noexcept;
 
 // The start time of process `pid` (0 if it does not run, or has ended and waits to be reaped).
 uint64_t running_start_time(pid_t pid);

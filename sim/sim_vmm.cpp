@@ -47,12 +47,12 @@ CUresult SimDriver::vmm_create(CUmemGenericAllocationHandle *handle, size_t size
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: break;  // host memory: the id is not a device
     default: return CUDA_ERROR_INVALID_VALUE;
   }
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && (device < 0 || device >= device_count_))
     return CUDA_ERROR_INVALID_DEVICE;
   const bool counted = device >= 0;
-  if (counted && (size > capacity_ || used_ > capacity_ - size)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (counted && !fits_locked(size)) return CUDA_ERROR_OUT_OF_MEMORY;
   int fd = memfd_create("leaseguard-sim-vmm", MFD_CLOEXEC);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
@@ -73,7 +73,7 @@ CUresult SimDriver::vmm_create(CUmemGenericAllocationHandle *handle, size_t size
 }
 
 CUresult SimDriver::vmm_release(CUmemGenericAllocationHandle handle) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = physicals_.find(handle);
   if (it == physicals_.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -89,7 +89,7 @@ CUresult SimDriver::vmm_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
   if (ptr == nullptr || size == 0 || !granular(size)) return CUDA_ERROR_INVALID_VALUE;
   if (alignment == 0) alignment = kVmmGranularity;
   if ((alignment & (alignment - 1)) != 0 || size + alignment < size) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   void *wanted = reinterpret_cast<void *>(hint);
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
@@ -118,7 +118,7 @@ CUresult SimDriver::vmm_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 }
 
 CUresult SimDriver::vmm_free_range(CUdeviceptr ptr, size_t size) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = reservations_.find(ptr);
   if (it == reservations_.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
@@ -131,7 +131,7 @@ CUresult SimDriver::vmm_free_range(CUdeviceptr ptr, size_t size) {
 
 CUresult SimDriver::vmm_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle) {
   if (ptr == 0 || size == 0 || !granular(size) || !granular(offset) || !granular(ptr)) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto found = physicals_.find(handle);
   if (found == physicals_.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -156,7 +156,7 @@ CUresult SimDriver::vmm_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGe
 
 CUresult SimDriver::vmm_unmap(CUdeviceptr ptr, size_t size) {
   if (ptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   // The range must be whole mappings, back to back.
   auto first = mappings_.find(ptr);
@@ -182,7 +182,7 @@ CUresult SimDriver::vmm_unmap(CUdeviceptr ptr, size_t size) {
 
 CUresult SimDriver::vmm_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
   if (ptr == 0 || size == 0 || desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   int prot = PROT_NONE;
   for (size_t i = 0; i < count; ++i) {
@@ -222,7 +222,7 @@ bool SimDriver::vmm_range_accessible_locked(uint64_t address, size_t bytes) cons
 
 CUresult SimDriver::vmm_retain(CUmemGenericAllocationHandle *handle, void *address) {
   if (handle == nullptr || address == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto at = reinterpret_cast<uint64_t>(address);
   auto it = mappings_.upper_bound(at);
@@ -238,7 +238,7 @@ CUresult SimDriver::vmm_retain(CUmemGenericAllocationHandle *handle, void *addre
 
 CUresult SimDriver::vmm_export(void *shareable, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType type) {
   if (shareable == nullptr || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = physicals_.find(handle);
   if (it == physicals_.end() || !it->second->exportable) return CUDA_ERROR_INVALID_VALUE;
@@ -254,7 +254,7 @@ CUresult SimDriver::vmm_import(CUmemGenericAllocationHandle *handle, void *os_ha
   struct stat status;
   if (fd < 0 || fstat(fd, &status) != 0 || status.st_size <= 0 || !granular(static_cast<size_t>(status.st_size)))
     return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // the caller keeps (and closes) its descriptor
   if (own < 0) return CUDA_ERROR_OPERATING_SYSTEM;

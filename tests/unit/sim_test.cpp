@@ -175,6 +175,79 @@ TEST_F(Sim, ConcurrentAllocationAndFree) {
   for (auto &thread : threads) thread.join();
 }
 
+// Threads allocating at once take the driver's shards of their own, each granted capacity
+// in steps: the device still gives out exactly its capacity, no more and no less, and a
+// thread may free what another allocated.
+TEST_F(Sim, ThreadsAllocatingAtOnceGetExactlyTheCapacity) {
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_before, &total), CUDA_SUCCESS);
+  constexpr size_t kChunk = size_t{1} << 20;  // mapped, committed lazily: costs no memory
+  constexpr int kThreads = 4;
+  std::vector<std::vector<CUdeviceptr>> held(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([this, &kept = held[static_cast<size_t>(t)]] {
+      ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+      for (;;) {
+        CUdeviceptr pointer = 0;
+        const CUresult status = cuMemAlloc_v2(&pointer, kChunk);
+        if (status == CUDA_ERROR_OUT_OF_MEMORY) return;
+        ASSERT_EQ(status, CUDA_SUCCESS);
+        kept.push_back(pointer);
+      }
+    });
+  for (auto &thread : threads) thread.join();
+  threads.clear();
+  size_t chunks = 0;
+  for (const auto &kept : held) chunks += kept.size();
+  EXPECT_EQ(chunks, free_before / kChunk);
+  size_t free_now = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_now, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_now, free_before - chunks * kChunk);
+  // Each thread frees the next one's, then the first of them again: not the driver's any more.
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([this, &kept = held[static_cast<size_t>(t + 1) % kThreads]] {
+      ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+      for (CUdeviceptr pointer : kept) ASSERT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+      if (!kept.empty()) {
+        EXPECT_EQ(cuMemFree_v2(kept.front()), CUDA_ERROR_INVALID_VALUE);
+      }
+    });
+  for (auto &thread : threads) thread.join();
+  ASSERT_EQ(cuMemGetInfo_v2(&free_now, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_now, free_before);
+}
+
+// A context's destroy frees what every thread allocated in it, whichever shard holds it.
+TEST_F(Sim, AContextsDestroyFreesWhatEveryThreadAllocatedInIt) {
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_before, &total), CUDA_SUCCESS);
+  CUcontext context = nullptr;
+  ASSERT_EQ(cuCtxCreate_v2(&context, 0, 0), CUDA_SUCCESS);
+  constexpr int kThreads = 4;
+  std::vector<std::vector<CUdeviceptr>> made(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([context, &kept = made[static_cast<size_t>(t)]] {
+      ASSERT_EQ(cuCtxSetCurrent(context), CUDA_SUCCESS);
+      for (int i = 0; i < 10; ++i) {
+        CUdeviceptr pointer = 0;
+        ASSERT_EQ(cuMemAlloc_v2(&pointer, 64 + static_cast<size_t>(i) * 100000), CUDA_SUCCESS);
+        kept.push_back(pointer);
+      }
+    });
+  for (auto &thread : threads) thread.join();
+  ASSERT_EQ(cuCtxDestroy_v2(context), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+  for (const auto &kept : made) {
+    ASSERT_EQ(kept.size(), 10u);
+    for (CUdeviceptr pointer : kept) EXPECT_EQ(cuMemFree_v2(pointer), CUDA_ERROR_INVALID_VALUE);
+  }
+  size_t free_now = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_now, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_now, free_before);
+}
+
 TEST_F(Sim, CallsAreCountedOnEveryThreadWhetherItIsRunningOrHasExited) {
   const uint64_t before = leaseguard_sim_call_count("cuCtxGetCurrent");
   auto query = [](int times) {
