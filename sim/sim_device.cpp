@@ -336,8 +336,7 @@ void SimDriver::take_back_grants_locked() {
 void SimDriver::charge_shard_locked(size_t shard, int device, size_t bytes) {
   if (charge_in_shard(shard, device, bytes)) return;
   take_back_grants_locked();  // fits_locked(bytes): now what no shard holds covers it
-  const bool charged = charge_in_shard(shard, device, bytes);
-  (void)charged;
+  charge_in_shard(shard, device, bytes);
 }
 
 void SimDriver::charge_locked(int device, size_t bytes) {

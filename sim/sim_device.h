@@ -324,8 +324,10 @@ class SimDriver {
     const SimAllocation *allocation = nullptr;
   };
   Found find_allocation_locked(uint64_t address) const;
-  // Adds an allocation in the calling thread's shard (charged already, if it takes capacity).
+  // Adds an allocation to shard `shard`'s table and its context's list there, with that
+  // shard's lock or the whole lock held (charged already, if it takes capacity).
   void add_allocation_locked(size_t shard, uint64_t address, const SimAllocation &allocation);
+  // Calls visit(address, allocation) for every allocation until it returns true.
   template <typename Visit>
   void for_each_allocation_locked(Visit visit) const {
     for (const AllocationShard &shard : shards_)
