@@ -6,6 +6,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -174,6 +175,15 @@ std::string render(const Snapshot &snapshot) {
   return out;
 }
 
+void write_whole(int fd, const std::string &text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t written = write(fd, text.data() + done, text.size() - done);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return;  // the terminal is gone: nothing to draw on
+    done += static_cast<size_t>(written);
+  }
+}
+
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
 
@@ -204,12 +214,11 @@ int top_command(const TopOptions &options) {
     tcsetattr(STDIN_FILENO, TCSANOW, &keys);
   }
   std::fputs("\x1b[?25l", stdout);  // no cursor while drawing
+  std::fflush(stdout);
   while (!g_stop) {
-    const std::string frame = render(take());
-    std::fputs("\x1b[H\x1b[2J", stdout);
-    std::fputs(frame.c_str(), stdout);
-    std::fputs("\n(q quits)", stdout);
-    std::fflush(stdout);
+    // One write a frame: a terminal (or a reader of its screen) never sees half of one, which
+    // stdout's line buffering would show between the frame's last line and its footer.
+    write_whole(STDOUT_FILENO, "\x1b[H\x1b[2J" + render(take()) + "\n(q quits)");
     pollfd key{STDIN_FILENO, POLLIN, 0};
     if (poll(&key, raw ? 1 : 0, 1000) > 0) {
       char pressed = 0;

@@ -381,13 +381,16 @@ TEST_F(LeaseAuthorityEndToEnd, TopInATerminalFollowsTheLeaseAndQuitsWithQ) {
     std::function<void()> kill;
     ~KillServer() { kill(); }
   } kill_server{[&] { tmux({"kill-server"}); }};
-  // What the terminal shows, once it shows `wanted` (read as often as tmux answers; the bound
-  // only keeps a broken top from hanging the suite).
-  auto screen_once_it_shows = [&](const std::string &wanted) {
+  // What the terminal shows, once it shows all of `wanted` (read as often as tmux answers; the
+  // bound only keeps a broken top from hanging the suite). A frame is read whole: its first line
+  // and its footer.
+  auto screen_once_it_shows = [&](std::initializer_list<std::string> wanted) {
     std::string screen;
     for (int looks = 0; looks < 2000; ++looks) {
       screen = tmux({"capture-pane", "-p", "-t", "top"}).out;
-      if (screen.find(wanted) != std::string::npos) break;
+      if (std::all_of(wanted.begin(), wanted.end(),
+                      [&](const std::string &part) { return screen.find(part) != std::string::npos; }))
+        break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return screen;
@@ -400,7 +403,7 @@ TEST_F(LeaseAuthorityEndToEnd, TopInATerminalFollowsTheLeaseAndQuitsWithQ) {
                       "'; echo \"top ended with $?\"; exec sleep 3600"})
                 .exit_code,
             0);
-  std::string screen = screen_once_it_shows("1 lease(s), 3 process(es), 6.0 MiB of device memory live");
+  std::string screen = screen_once_it_shows({"1 lease(s), 3 process(es), 6.0 MiB of device memory live", "(q quits)"});
   EXPECT_NE(screen.find("1 lease(s), 3 process(es), 6.0 MiB of device memory live"), std::string::npos) << screen;
   EXPECT_NE(screen.find("(q quits)"), std::string::npos) << screen;
   for (const char *held : {" 1.0 MiB", " 2.0 MiB", " 3.0 MiB"})
@@ -408,10 +411,10 @@ TEST_F(LeaseAuthorityEndToEnd, TopInATerminalFollowsTheLeaseAndQuitsWithQ) {
   // The lease ends: the next frames follow it to nothing.
   ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
   job.finish();
-  screen = screen_once_it_shows("0 lease(s), 0 process(es)");
+  screen = screen_once_it_shows({"0 lease(s), 0 process(es)", "(q quits)"});
   EXPECT_NE(screen.find("0 lease(s), 0 process(es), 0 B of device memory live"), std::string::npos) << screen;
   tmux({"send-keys", "-t", "top", "q"});
-  screen = screen_once_it_shows("top ended with");
+  screen = screen_once_it_shows({"top ended with"});
   EXPECT_NE(screen.find("top ended with 0"), std::string::npos) << "top did not quit at q:\n" << screen;
 }
 
