@@ -1,14 +1,16 @@
 /* The program bench/compare times: allocation + free pairs made at the bottom of a 12-deep
  * call chain, so every tool under comparison captures stacks of the same depth.
  *
- *   compare_chain malloc|cuda|hip PAIRS [alternating] [--bytes B] [--threads N]
+ *   compare_chain malloc|cuda|cuda-async|hip PAIRS [alternating] [--bytes B] [--threads N]
  *
  * With `alternating`, consecutive pairs come through two call chains that differ in their
  * top frame (level1 or level1b, called from two places), as in a program with more than
  * one allocation site: a tool that remembers the last stack it walked cannot reuse it.
  * malloc: glibc malloc + free of 256 bytes (the peers, LeakSanitizer and heaptrack, track
- * these); cuda: cuMemAlloc_v2 + cuMemFree_v2; hip: hipMalloc + hipFree (leaseguard tracks
- * these; on the simulator, or a real driver). Prints the mean nanoseconds per pair over the
+ * these); cuda: cuMemAlloc_v2 + cuMemFree_v2; cuda-async: cuMemAllocAsync + cuMemFreeAsync
+ * on the default stream, as stream-ordered code allocates per operation (one frame more: the
+ * stream argument's); hip: hipMalloc + hipFree (leaseguard tracks these; on the simulator, or
+ * a real driver). Prints the mean nanoseconds per pair over the
  * timed loop, after a warm-up of PAIRS / 10 pairs: elapsed time, then the CPU time of the
  * whole process (every thread: a tool's own threads count). The driver libraries are opened with
  * dlopen, as the CUDA runtime does, so one binary serves every mode. --bytes sets each
@@ -122,6 +124,21 @@ static void set_up_cuda(void) {
   g_free = (free_fn)must_find(cuda, "cuMemFree_v2");
 }
 
+/* cuda-async: the stream-ordered pair on the default stream, in the shape of the others. */
+static int (*g_alloc_async)(void **, size_t, void *);
+static int (*g_free_async)(void *, void *);
+static int async_alloc(void **pointer, size_t bytes) { return g_alloc_async(pointer, bytes, NULL); }
+static int async_free(void *pointer) { return g_free_async(pointer, NULL); }
+
+static void set_up_cuda_async(void) {
+  set_up_cuda();
+  void *cuda = must_open("libcuda.so.1");
+  g_alloc_async = (int (*)(void **, size_t, void *))must_find(cuda, "cuMemAllocAsync");
+  g_free_async = (int (*)(void *, void *))must_find(cuda, "cuMemFreeAsync");
+  g_alloc = async_alloc;
+  g_free = async_free;
+}
+
 static void set_up_hip(void) {
   void *hip = must_open("libamdhip64.so.5");
   g_alloc = (alloc_fn)must_find(hip, "hipMalloc");
@@ -189,7 +206,7 @@ static long positive_number(const char *text, const char *what) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: compare_chain malloc|cuda|hip PAIRS [alternating] [--bytes B] [--threads N]\n");
+  fprintf(stderr, "usage: compare_chain malloc|cuda|cuda-async|hip PAIRS [alternating] [--bytes B] [--threads N]\n");
   exit(2);
 }
 
@@ -209,6 +226,8 @@ int main(int argc, char **argv) {
     g_free = malloc_free;
   } else if (strcmp(argv[1], "cuda") == 0) {
     set_up_cuda();
+  } else if (strcmp(argv[1], "cuda-async") == 0) {
+    set_up_cuda_async();
   } else if (strcmp(argv[1], "hip") == 0) {
     set_up_hip();
   } else {

@@ -58,6 +58,13 @@ for stacks in "stacks off" "16 frames"; do
     grep -Eq "^\| [^|]+ \| $number \| $number \| $number \| $number / $number / $number \| $number \| $number \|$" ||
     fail "no thread figures in the row: $row"
 done
+# Stream-ordered pairs from threads, leaseguard's and the driver's alone.
+for row in "none (simulated cuMemAllocAsync, default stream)" \
+  "leaseguard (simulated cuMemAllocAsync, default stream; stacks off)"; do
+  grep -F "| $row |" <<<"${out#"$single"}" |
+    grep -Eq "^\| [^|]+ \| $number \| $number \| $number \| $number / $number / $number \| $number \| $number \|$" ||
+    fail "no thread figures in the row: $row"
+done
 grep -Eq "^\| LeakSanitizer \(glibc malloc; default options\) \| $number \|" <<<"$single" ||
   fail "no user-built LeakSanitizer row"
 grep -Eq "^Each timed loop ran on CPU [0-9]+ " <<<"$out" || fail "the table does not say which CPU the loops ran on"

@@ -594,10 +594,8 @@ CUresult SimDriver::checked_context_locked(SimContext **out) const {
 
 CUresult SimDriver::allocate(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool) {
   if (address == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (kind != MemoryKind::Async) {
-    const CUresult status = allocate_in_own_shard(bytes, kind, address);
-    if (status != kUnderWholeLock) return status;
-  }
+  const CUresult status = allocate_in_own_shard(bytes, kind, address, pool);
+  if (status != kUnderWholeLock) return status;
   std::lock_guard lock(driver_lock_);
   return allocate_locked(bytes, kind, address, pool, true);
 }
@@ -609,7 +607,7 @@ CUresult SimDriver::allocate_unowned(size_t bytes, MemoryKind kind, uint64_t *ad
   return allocate_locked(bytes, kind, address, nullptr, false);
 }
 
-CUresult SimDriver::allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_t *address) {
+CUresult SimDriver::allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool) {
   const size_t reserved = round_up(bytes, kAlignment);
   if (reserved < bytes || reserved > capacity_) return kUnderWholeLock;  // it says which error comes first
   const Backing backing = make_backing(reserved, kind);
@@ -622,12 +620,19 @@ CUresult SimDriver::allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_
     CUcontext ctx = current();
     if (!initialized_) status = CUDA_ERROR_NOT_INITIALIZED;
     else if (ctx == nullptr || !context_valid_locked(ctx)) status = CUDA_ERROR_INVALID_CONTEXT;
+    else if (kind == MemoryKind::Async && (pool = allocating_pool_locked(ctx, pool)) == nullptr)
+      status = kUnderWholeLock;
     else if (takes_capacity(kind) &&
              !charge_in_shard(shard, reinterpret_cast<SimContext *>(ctx)->device, backing.reserved))
       status = kUnderWholeLock;
     if (status == CUDA_SUCCESS) {
       *address = reinterpret_cast<uint64_t>(backing.base);
-      add_allocation_locked(shard, *address, allocation_on(backing, bytes, kind, reinterpret_cast<SimContext *>(ctx)));
+      SimAllocation allocation = allocation_on(backing, bytes, kind, reinterpret_cast<SimContext *>(ctx));
+      if (kind == MemoryKind::Async) {
+        allocation.pool = pool;
+        pool->charge(backing.reserved);
+      }
+      add_allocation_locked(shard, *address, allocation);
     }
   }
   if (status != CUDA_SUCCESS) give_back(backing);
@@ -641,9 +646,7 @@ CUresult SimDriver::allocate_locked(size_t bytes, MemoryKind kind, uint64_t *add
   const size_t reserved = round_up(bytes, kAlignment);
   if (reserved < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   if (takes_capacity(kind) && !fits_locked(reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (kind == MemoryKind::Async && pool == nullptr)
-    pool = default_pools_[static_cast<size_t>(reinterpret_cast<SimContext *>(ctx)->device)];
-  else if (kind == MemoryKind::Async && usable_pool_locked(reinterpret_cast<CUmemoryPool>(pool)) == nullptr)
+  if (kind == MemoryKind::Async && (pool = allocating_pool_locked(ctx, pool)) == nullptr)
     return CUDA_ERROR_INVALID_VALUE;
   const Backing backing = make_backing(reserved, kind);
   if (backing.base == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -658,8 +661,7 @@ CUresult SimDriver::allocate_locked(size_t bytes, MemoryKind kind, uint64_t *add
   if (takes_capacity(kind)) charge_shard_locked(shard, device_of(allocation), backing.reserved);
   if (kind == MemoryKind::Async) {
     allocation.pool = pool;
-    pool->used += backing.reserved;
-    pool->used_high = std::max(pool->used_high, pool->used);
+    pool->charge(backing.reserved);
   }
   *address = reinterpret_cast<uint64_t>(backing.base);
   add_allocation_locked(shard, *address, allocation);
@@ -687,8 +689,8 @@ CUresult SimDriver::release_in_shards(uint64_t address, std::initializer_list<Me
       if (it == allocations.end()) continue;
       const SimAllocation &allocation = it->second;
       if (std::find(allowed.begin(), allowed.end(), allocation.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
-      if (allocation.pool != nullptr) return kUnderWholeLock;  // the pool's count is shared
       if (takes_capacity(allocation.kind)) refund_in_shard(shard, device_of(allocation), allocation.reserved);
+      if (allocation.pool != nullptr) allocation.pool->refund(allocation.reserved);
       if (allocation.context != nullptr) unlist_allocation(allocation.context, shard, address);
       backing = backing_of(address, allocation);
       allocations.erase(it);
@@ -706,7 +708,7 @@ CUresult SimDriver::release_locked(uint64_t address, std::initializer_list<Memor
   const SimAllocation allocation = *found.allocation;
   if (std::find(allowed.begin(), allowed.end(), allocation.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
   if (takes_capacity(allocation.kind)) refund_in_shard(found.shard, device_of(allocation), allocation.reserved);
-  if (allocation.pool != nullptr) allocation.pool->used -= allocation.reserved;
+  if (allocation.pool != nullptr) allocation.pool->refund(allocation.reserved);
   if (allocation.context != nullptr) unlist_allocation(allocation.context, found.shard, address);
   shards_[found.shard].allocations.erase(address);
   give_back(backing_of(address, allocation));

@@ -101,12 +101,21 @@ struct SimContext {
 // context's end, never by cuMemFree.
 enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer, Module };
 
+// Its device, kind and destroyed flag change only under the whole lock, so a shard's holder
+// reads them as they are; its counts change under any shard's lock, from many at once.
 struct SimPool {
   int device = 0;
   bool is_default = false;
-  bool destroyed = false;  // destroyed with allocations outstanding: released with the last
-  size_t used = 0;         // bytes allocated from it and not yet freed
-  size_t used_high = 0;
+  bool destroyed = false;       // destroyed with allocations outstanding: released with the last
+  std::atomic<size_t> used{0};  // bytes allocated from it and not yet freed
+  std::atomic<size_t> used_high{0};
+  void charge(size_t bytes) noexcept {
+    const size_t now = used.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    size_t high = used_high.load(std::memory_order_relaxed);
+    while (high < now && !used_high.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
+    }
+  }
+  void refund(size_t bytes) noexcept { used.fetch_sub(bytes, std::memory_order_relaxed); }
 };
 
 // VMM physical memory: a memfd, so that every mapping of it shares the same pages.
@@ -238,6 +247,10 @@ class SimDriver {
   CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void *value);
   // The pool a stream-ordered allocation may come from, or null if it is not one.
   SimPool *usable_pool_locked(CUmemoryPool pool) const;
+  // The pool a stream-ordered allocation in `ctx` comes from: `named`, if usable, or the
+  // context's device's default pool; nullptr if `named` is not usable. Under the whole lock or
+  // a shard's (pools are made and destroyed under the whole lock).
+  SimPool *allocating_pool_locked(CUcontext ctx, SimPool *named) const;
 
   // Virtual memory management (sim_vmm.cpp).
   static constexpr size_t kVmmGranularity = 2u << 20;
@@ -267,10 +280,11 @@ class SimDriver {
  private:
   SimDriver();
   // Allocation and free under the calling thread's shard alone; kUnderWholeLock where the
-  // call needs the whole lock (a pool's memory, a shard out of granted capacity, memory the
-  // host could not give): the caller then does it all again under it.
+  // call needs the whole lock (a shard out of granted capacity, memory the host could not
+  // give, a pool that is not usable: anything that fails): the caller then does it all again
+  // under it, which also decides which error comes first.
   static constexpr CUresult kUnderWholeLock = static_cast<CUresult>(-1);
-  CUresult allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_t *address);
+  CUresult allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool);
   CUresult release_in_shards(uint64_t address, std::initializer_list<MemoryKind> allowed);
   CUresult allocate_locked(size_t bytes, MemoryKind kind, uint64_t *address, SimPool *pool, bool in_context);
   CUresult release_locked(uint64_t address, std::initializer_list<MemoryKind> allowed);

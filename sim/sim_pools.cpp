@@ -21,6 +21,11 @@ SimPool *SimDriver::usable_pool_locked(CUmemoryPool pool) const {
   return candidate->destroyed ? nullptr : candidate;
 }
 
+SimPool *SimDriver::allocating_pool_locked(CUcontext ctx, SimPool *named) const {
+  if (named != nullptr) return usable_pool_locked(reinterpret_cast<CUmemoryPool>(named));
+  return default_pools_[static_cast<size_t>(reinterpret_cast<SimContext *>(ctx)->device)];
+}
+
 CUresult SimDriver::create_pool(const CUmemPoolProps *props, CUmemoryPool *out) {
   if (props == nullptr || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
@@ -59,9 +64,9 @@ CUresult SimDriver::pool_attribute(CUmemoryPool handle, CUmemPool_attribute attr
   auto *out = static_cast<cuuint64_t *>(value);
   switch (attribute) {
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = pool->used; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = pool->used.load(std::memory_order_relaxed); return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *out = pool->used_high; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *out = pool->used_high.load(std::memory_order_relaxed); return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *out = 0; return CUDA_SUCCESS;
     default: *static_cast<int *>(value) = 1; return CUDA_SUCCESS;  // the reuse flags
   }

@@ -218,6 +218,63 @@ TEST_F(Sim, ThreadsAllocatingAtOnceGetExactlyTheCapacity) {
   EXPECT_EQ(free_now, free_before);
 }
 
+// Stream-ordered allocations are made in the calling thread's shard too: their pools' counts,
+// shared by every shard, stay exact with threads allocating and freeing at once.
+TEST_F(Sim, ThreadsMakingStreamOrderedAllocationsAtOnceKeepTheirPoolsCountsExact) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool made = nullptr, default_pool = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&made, &props), CUDA_SUCCESS);
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&default_pool, 0), CUDA_SUCCESS);
+  auto used = [](CUmemoryPool pool, CUmemPool_attribute attribute = CU_MEMPOOL_ATTR_USED_MEM_CURRENT) {
+    cuuint64_t bytes = 0;
+    EXPECT_EQ(cuMemPoolGetAttribute(pool, attribute, &bytes), CUDA_SUCCESS);
+    return static_cast<size_t>(bytes);
+  };
+  const size_t default_before = used(default_pool);
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_before, &total), CUDA_SUCCESS);
+  constexpr int kThreads = 4, kEach = 2000;
+  constexpr size_t kFromDefault = 1000, kFromMade = 3000;  // 1 KiB and 3 KiB with the granule
+  std::vector<std::vector<CUdeviceptr>> held(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, &kept = held[static_cast<size_t>(t)]] {
+      ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+      for (int i = 0; i < kEach; ++i) {
+        CUdeviceptr pointer = 0;
+        ASSERT_EQ(cuMemAllocAsync(&pointer, kFromDefault, nullptr), CUDA_SUCCESS);
+        kept.push_back(pointer);
+        ASSERT_EQ(cuMemAllocFromPoolAsync(&pointer, kFromMade, made, nullptr), CUDA_SUCCESS);
+        kept.push_back(pointer);
+      }
+    });
+  for (auto &thread : threads) thread.join();
+  threads.clear();
+  EXPECT_EQ(used(default_pool), default_before + size_t{kThreads} * kEach * 1024);
+  EXPECT_EQ(used(made), size_t{kThreads} * kEach * 3072);
+  EXPECT_EQ(used(made, CU_MEMPOOL_ATTR_USED_MEM_HIGH), size_t{kThreads} * kEach * 3072);
+  size_t free_now = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_now, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_now, free_before - size_t{kThreads} * kEach * (1024 + 3072));
+  // Each thread frees the next one's, then the first of them again: not the driver's any more.
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([this, &kept = held[static_cast<size_t>(t + 1) % kThreads]] {
+      ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+      for (CUdeviceptr pointer : kept) ASSERT_EQ(cuMemFreeAsync(pointer, nullptr), CUDA_SUCCESS);
+      EXPECT_EQ(cuMemFreeAsync(kept.front(), nullptr), CUDA_ERROR_INVALID_VALUE);
+    });
+  for (auto &thread : threads) thread.join();
+  EXPECT_EQ(used(default_pool), default_before);
+  EXPECT_EQ(used(made), 0u);
+  EXPECT_EQ(used(made, CU_MEMPOOL_ATTR_USED_MEM_HIGH), size_t{kThreads} * kEach * 3072);
+  ASSERT_EQ(cuMemGetInfo_v2(&free_now, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_now, free_before);
+  EXPECT_EQ(cuMemPoolDestroy(made), CUDA_SUCCESS);
+}
+
 // A context's destroy frees what every thread allocated in it, whichever shard holds it.
 TEST_F(Sim, AContextsDestroyFreesWhatEveryThreadAllocatedInIt) {
   size_t free_before = 0, total = 0;
