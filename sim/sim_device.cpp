@@ -630,7 +630,7 @@ CUresult SimDriver::allocate_in_own_shard(size_t bytes, MemoryKind kind, uint64_
       SimAllocation allocation = allocation_on(backing, bytes, kind, reinterpret_cast<SimContext *>(ctx));
       if (kind == MemoryKind::Async) {
         allocation.pool = pool;
-        pool->charge(backing.reserved);
+        pool->used_in[shard].bytes += backing.reserved;
       }
       add_allocation_locked(shard, *address, allocation);
     }
@@ -661,7 +661,8 @@ CUresult SimDriver::allocate_locked(size_t bytes, MemoryKind kind, uint64_t *add
   if (takes_capacity(kind)) charge_shard_locked(shard, device_of(allocation), backing.reserved);
   if (kind == MemoryKind::Async) {
     allocation.pool = pool;
-    pool->charge(backing.reserved);
+    pool->used_in[shard].bytes += backing.reserved;
+    pool->used_high = std::max(pool->used_high, pool->used_locked());
   }
   *address = reinterpret_cast<uint64_t>(backing.base);
   add_allocation_locked(shard, *address, allocation);
@@ -690,7 +691,7 @@ CUresult SimDriver::release_in_shards(uint64_t address, std::initializer_list<Me
       const SimAllocation &allocation = it->second;
       if (std::find(allowed.begin(), allowed.end(), allocation.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
       if (takes_capacity(allocation.kind)) refund_in_shard(shard, device_of(allocation), allocation.reserved);
-      if (allocation.pool != nullptr) allocation.pool->refund(allocation.reserved);
+      if (allocation.pool != nullptr) allocation.pool->used_in[shard].bytes -= allocation.reserved;
       if (allocation.context != nullptr) unlist_allocation(allocation.context, shard, address);
       backing = backing_of(address, allocation);
       allocations.erase(it);
@@ -708,7 +709,7 @@ CUresult SimDriver::release_locked(uint64_t address, std::initializer_list<Memor
   const SimAllocation allocation = *found.allocation;
   if (std::find(allowed.begin(), allowed.end(), allocation.kind) == allowed.end()) return CUDA_ERROR_INVALID_VALUE;
   if (takes_capacity(allocation.kind)) refund_in_shard(found.shard, device_of(allocation), allocation.reserved);
-  if (allocation.pool != nullptr) allocation.pool->refund(allocation.reserved);
+  if (allocation.pool != nullptr) allocation.pool->used_in[found.shard].bytes -= allocation.reserved;
   if (allocation.context != nullptr) unlist_allocation(allocation.context, found.shard, address);
   shards_[found.shard].allocations.erase(address);
   give_back(backing_of(address, allocation));

@@ -102,20 +102,27 @@ struct SimContext {
 enum class MemoryKind { Device, Pitched, Managed, Host, Async, Legacy32, Ipc, ExternalBuffer, Module };
 
 // Its device, kind and destroyed flag change only under the whole lock, so a shard's holder
-// reads them as they are; its counts change under any shard's lock, from many at once.
+// reads them as they are. What is allocated from it is counted in a row a shard (the shard
+// whose table lists the allocation, changed under its lock): threads allocating from one pool
+// at once share no cache line, as with cuMemAlloc. The rows are summed under the whole lock.
 struct SimPool {
   int device = 0;
   bool is_default = false;
-  bool destroyed = false;       // destroyed with allocations outstanding: released with the last
-  std::atomic<size_t> used{0};  // bytes allocated from it and not yet freed
-  std::atomic<size_t> used_high{0};
-  void charge(size_t bytes) noexcept {
-    const size_t now = used.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    size_t high = used_high.load(std::memory_order_relaxed);
-    while (high < now && !used_high.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
-    }
+  bool destroyed = false;  // destroyed with allocations outstanding: released with the last
+  struct alignas(64) Row {
+    size_t bytes = 0;
+  };
+  std::array<Row, DriverLock::kShards> used_in{};  // bytes allocated from it and not yet freed
+  // The most in use at once, as seen under the whole lock (by an allocation made under it
+  // and by every query): exact for a program that asks while its use is highest, and never
+  // more than the real high-water mark (threads allocating in their shards at once may pass
+  // it, and come back, between two looks).
+  size_t used_high = 0;
+  size_t used_locked() const noexcept {  // under the whole lock
+    size_t sum = 0;
+    for (const Row &row : used_in) sum += row.bytes;
+    return sum;
   }
-  void refund(size_t bytes) noexcept { used.fetch_sub(bytes, std::memory_order_relaxed); }
 };
 
 // VMM physical memory: a memfd, so that every mapping of it shares the same pages.

@@ -62,11 +62,13 @@ CUresult SimDriver::pool_attribute(CUmemoryPool handle, CUmemPool_attribute attr
   SimPool *pool = usable_pool_locked(handle);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto *out = static_cast<cuuint64_t *>(value);
+  const size_t used = pool->used_locked();
+  pool->used_high = std::max(pool->used_high, used);
   switch (attribute) {
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = pool->used.load(std::memory_order_relaxed); return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = used; return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *out = pool->used_high.load(std::memory_order_relaxed); return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *out = pool->used_high; return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *out = 0; return CUDA_SUCCESS;
     default: *static_cast<int *>(value) = 1; return CUDA_SUCCESS;  // the reuse flags
   }

@@ -218,8 +218,9 @@ TEST_F(Sim, ThreadsAllocatingAtOnceGetExactlyTheCapacity) {
   EXPECT_EQ(free_now, free_before);
 }
 
-// Stream-ordered allocations are made in the calling thread's shard too: their pools' counts,
-// shared by every shard, stay exact with threads allocating and freeing at once.
+// Stream-ordered allocations are made in the calling thread's shard too, which counts its part
+// of each pool: the pools' counts stay exact with threads allocating and freeing at once, and
+// the high-water mark is what the first query saw at the top.
 TEST_F(Sim, ThreadsMakingStreamOrderedAllocationsAtOnceKeepTheirPoolsCountsExact) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
