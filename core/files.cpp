@@ -181,6 +181,17 @@ bool read_regular_file(const std::string &path, std::string &text, std::string &
   return true;
 }
 
+bool write_all(int fd, const std::string &text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t written = ::write(fd, text.data() + done, text.size() - done);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    done += static_cast<size_t>(written);
+  }
+  return true;
+}
+
 std::string absolute_path(const std::string &path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[4096];

@@ -36,6 +36,10 @@ int open_regular_file(const std::string &path, std::string &error);
 // The whole of `path`, read as open_regular_file opens it; false and one line in `error`.
 bool read_regular_file(const std::string &path, std::string &text, std::string &error);
 
+// Writes all of `text` to `fd`, again after a short write or EINTR; false (errno set) if a
+// write fails or writes nothing.
+bool write_all(int fd, const std::string &text);
+
 // `path` made absolute against the working directory.
 std::string absolute_path(const std::string &path);
 

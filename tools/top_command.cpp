@@ -6,7 +6,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "daemon/authority_socket.h"
 #include "daemon/live_bytes.h"
 #include "daemon/process_table.h"
+#include "files.h"
 #include "journal_format.h"
 #include "run_directories.h"
 
@@ -175,15 +175,6 @@ std::string render(const Snapshot &snapshot) {
   return out;
 }
 
-void write_whole(int fd, const std::string &text) {
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t written = write(fd, text.data() + done, text.size() - done);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return;  // the terminal is gone: nothing to draw on
-    done += static_cast<size_t>(written);
-  }
-}
-
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
 
@@ -218,7 +209,8 @@ int top_command(const TopOptions &options) {
   while (!g_stop) {
     // One write a frame: a terminal (or a reader of its screen) never sees half of one, which
     // stdout's line buffering would show between the frame's last line and its footer.
-    write_whole(STDOUT_FILENO, "\x1b[H\x1b[2J" + render(take()) + "\n(q quits)");
+    // A terminal gone is nothing to draw on: q, ^C or SIGTERM still end the loop.
+    write_all(STDOUT_FILENO, "\x1b[H\x1b[2J" + render(take()) + "\n(q quits)");
     pollfd key{STDIN_FILENO, POLLIN, 0};
     if (poll(&key, raw ? 1 : 0, 1000) > 0) {
       char pressed = 0;

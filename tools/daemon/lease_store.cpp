@@ -27,17 +27,6 @@ std::string system_error(const std::string &what) { return what + ": " + std::st
 
 std::string lease_file(uint64_t id) { return std::string(kLeasePrefix) + std::to_string(id); }
 
-bool write_all(int fd, const std::string &text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t written = ::write(fd, text.data() + done, text.size() - done);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return false;
-    done += static_cast<size_t>(written);
-  }
-  return true;
-}
-
 // The whole of a regular file in the directory, not following a symlink; false if it is
 // not one or is too large.
 bool read_file_at(int directory_fd, const char *name, std::string &contents) {

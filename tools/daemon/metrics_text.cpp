@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "files.h"
+
 namespace leaseguard::authority {
 namespace {
 
@@ -91,14 +93,7 @@ bool write_textfile(const std::string &path, const std::string &text, std::strin
     error = "cannot write " + temporary + ": " + std::strerror(errno);
     return false;
   }
-  size_t done = 0;
-  bool ok = true;
-  while (ok && done < text.size()) {
-    const ssize_t written = write(fd, text.data() + done, text.size() - done);
-    if (written < 0 && errno == EINTR) continue;
-    ok = written > 0;
-    if (ok) done += static_cast<size_t>(written);
-  }
+  bool ok = write_all(fd, text);
   ok = close(fd) == 0 && ok;
   if (!ok || rename(temporary.c_str(), path.c_str()) != 0) {
     error = "cannot write " + path + ": " + std::strerror(errno);
