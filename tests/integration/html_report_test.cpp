@@ -234,8 +234,10 @@ TEST_F(Html, StaysUsefulAtAHundredThousandLeaks) {
   look_at(page, kPhone, "100k", false);
 }
 
-// Three leases of a fraction of a millisecond after 200 ms with nothing happening: the idle
-// stretch is cut to a marked break, so each lease's bar is wide enough to see and label.
+// Three leases after 200 ms with nothing happening, two of a fraction of a millisecond and one
+// that allocates every 3 ms for 30 ms: the idle stretch is cut to a marked break and no
+// stretch between two moments is drawn narrower than 24 pixels (while there is room), so
+// each lease's bar is wide enough to see and label however long its busy neighbour runs.
 TEST_F(Html, ShortLeasesAfterALongIdleStretchAreDrawnLegibly) {
   const std::string page = dir / "report.html";
   auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + page, "--",

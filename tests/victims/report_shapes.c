@@ -2,8 +2,10 @@
  *   many N [S]   N leaks (default 100000) from S distinct stacks (default N, at most 131072):
  *                leak i goes through level k by call site 1 or 2 as bit k of i % S says, 17
  *                levels deep, all stacks sharing their 34 frames;
- *   short_leases a long stretch with nothing happening, then three short leases that each
- *                leak 1 KiB, crowded into the last moments of the process lease. */
+ *   short_leases a long stretch with nothing happening, then three leases that each leak
+ *                1 KiB, crowded into the last moments of the process lease: two short ones
+ *                and one that works for a hundred times longer, replacing its buffer every
+ *                3 ms. */
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -45,19 +47,33 @@ LEVEL(2, level3)
 LEVEL(1, level2)
 LEVEL(0, level1)
 
-static VICTIM_NOINLINE void short_lease(const char *name) {
-  leaseguard_lease_t lease = leaseguard_lease_begin(name, 0, LEASEGUARD_REPORT);
-  if (lease == 0 || leaseguard_lease_enter(lease) != 0) exit(10);
-  CUdeviceptr buffer;
-  CHECK(cuMemAlloc_v2(&buffer, 1024));
-  if (leaseguard_lease_leave() != 0) exit(11);
-  if (leaseguard_lease_end(lease) != 1) exit(12);
-}
-
 static double now_ms(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
+}
+
+static void spin_for_ms(double span) {
+  double start = now_ms();
+  while (now_ms() - start < span) {
+  }
+}
+
+/* A lease that leaks the last of its `steps` + 1 buffers. */
+static VICTIM_NOINLINE void lease_at_work(const char *name, int steps) {
+  leaseguard_lease_t lease = leaseguard_lease_begin(name, 0, LEASEGUARD_REPORT);
+  if (lease == 0 || leaseguard_lease_enter(lease) != 0) exit(10);
+  CUdeviceptr buffer;
+  CHECK(cuMemAlloc_v2(&buffer, 1024));
+  for (int step = 0; step < steps; ++step) {
+    spin_for_ms(3);
+    CUdeviceptr next;
+    CHECK(cuMemAlloc_v2(&next, 1024));
+    CHECK(cuMemFree_v2(buffer));
+    buffer = next;
+  }
+  if (leaseguard_lease_leave() != 0) exit(11);
+  if (leaseguard_lease_end(lease) != 1) exit(12);
 }
 
 int main(int argc, char **argv) {
@@ -72,17 +88,16 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "short_leases") == 0) {
-    /* The stretch before the leases is the shape, not a synchronisation: any length over
-     * a few times theirs makes them a sliver of a linear time axis. */
-    double start = now_ms();
+    /* The lengths are the shape, not a synchronisation: a stretch over a few times the
+     * leases' makes them a sliver of a linear time axis, and so does a busy neighbour that
+     * runs far longer (or a short one preempted on a loaded machine). */
     CUdeviceptr kept;
     CHECK(cuMemAlloc_v2(&kept, 4096));
     CHECK(cuMemFree_v2(kept));
-    while (now_ms() - start < 200) {
-    }
-    short_lease("parse");
-    short_lease("plan");
-    short_lease("execute");
+    spin_for_ms(200);
+    lease_at_work("parse", 0);
+    lease_at_work("plan", 0);
+    lease_at_work("execute", 10);
     printf("three short leases\n");
     return 0;
   }
