@@ -246,6 +246,8 @@ TEST_F(Html, ShortLeasesAfterALongIdleStretchAreDrawnLegibly) {
   for (const auto &[window, least] : {std::pair{kLaptop, 24.0}, std::pair{kPhone, 8.0}}) {
     const std::string dom = load(page, window);
     EXPECT_GE(occurrences(dom, "class=\"axis-break\""), 1u);
+    EXPECT_NE(dom.find("Moments too close to tell apart are drawn a few pixels apart."), std::string::npos)
+        << said_about_leases(dom);
     auto widths = lease_bar_widths(dom);
     for (const std::string lease : {"parse", "plan", "execute"}) {
       ASSERT_TRUE(widths.count(lease)) << lease << " has no bar at " << window.size();

@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
     lease_at_work("parse", 0);
     lease_at_work("plan", 0);
     lease_at_work("execute", 10);
-    printf("three short leases\n");
+    printf("two short leases and a busy one\n");
     return 0;
   }
   fprintf(stderr, "usage: report_shapes many [N [STACKS]] | short_leases\n");
