@@ -112,7 +112,7 @@ void LeaseRegistry::watch() {
       wake_.wait(lock);
       continue;
     }
-    uint64_t now = monotonic_ns();
+    uint64_t now = now_ns();
     if (now < earliest) {
       wake_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(earliest - now, 3'600'000'000'000ull)));
       continue;
@@ -134,6 +134,14 @@ void LeaseRegistry::stop_watchdog() {
   // Joined, so that no thread of ours outlives the end of recording (and a sanitizer sees
   // none leaked); never from the watchdog itself, which is left to finish on its own.
   watchdog_.join();
+}
+
+uint64_t LeaseRegistry::now_ns() const { return monotonic_ns() + clock_ahead_ns_; }
+
+void LeaseRegistry::advance_clock(uint64_t ns) {
+  std::lock_guard lock(mutex_);
+  clock_ahead_ns_ += ns;
+  wake_.notify_all();
 }
 
 void LeaseRegistry::suspend_watchdog() {

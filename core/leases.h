@@ -67,7 +67,12 @@ class LeaseRegistry {
   void suspend_watchdog();
   void resume_watchdog();
 
+  // Moves the watchdog's clock `ns` ahead of CLOCK_MONOTONIC and wakes it: a test lets a
+  // time-to-live pass at the moment it chooses, instead of racing a real one.
+  void advance_clock(uint64_t ns);
+
  private:
+  uint64_t now_ns() const;
   void arm(Lease &lease);
   void start_watchdog_locked();
   void watch();
@@ -81,6 +86,7 @@ class LeaseRegistry {
   bool watchdog_running_ = false;
   bool stopping_ = false;          // the watchdog leaves its loop
   bool stopped_for_good_ = false;  // and is never started again
+  uint64_t clock_ahead_ns_ = 0;    // advance_clock's; read under mutex_
   BackgroundThread watchdog_;      // joined by the destructor; never destroyed in the preload
 };
 

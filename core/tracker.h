@@ -88,6 +88,9 @@ class Tracker {
   // again after it: the program's system calls behave as without leaseguard.
   void suspend_threads() noexcept;
   void resume_threads() noexcept;
+  // Lets time pass for the lease watchdog alone, `ns` ahead of the clock (tests: a
+  // time-to-live ends at the moment the test chooses).
+  void advance_lease_clock(uint64_t ns) noexcept { leases_.advance_clock(ns); }
 
   // Called after the driver returned success for an allocation.
   void on_alloc(const AllocationEvent &event) noexcept;

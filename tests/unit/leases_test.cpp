@@ -57,5 +57,30 @@ TEST(Leases, WatchdogExpiresEachLeaseOnceInDeadlineOrder) {
   EXPECT_EQ(expired, (std::vector<uint32_t>{3, 2, last}));
 }
 
+// The watchdog's clock moved ahead (what tests use instead of waiting for a time-to-live):
+// each lease expires once its time has passed on that clock, the later one only then.
+TEST(Leases, TheWatchdogExpiresALeaseOnceItsClockIsMovedPastTheDeadline) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<uint32_t> expired;
+  LeaseRegistry registry(monotonic_ns(), 0, Policy::Report, [&](Lease &lease) {
+    std::lock_guard lock(mutex);
+    expired.push_back(lease.id);
+    changed.notify_all();
+  });
+  constexpr uint64_t kHourMs = 3'600'000;
+  const uint32_t hour = registry.begin("hour", kHourMs, Policy::Report, monotonic_ns()).id;
+  const uint32_t day = registry.begin("day", 24 * kHourMs, Policy::Report, monotonic_ns()).id;
+  registry.advance_clock((kHourMs + 1) * 1'000'000);
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return !expired.empty(); }));
+  EXPECT_EQ(expired, std::vector<uint32_t>{hour});
+  lock.unlock();
+  registry.advance_clock(24 * kHourMs * 1'000'000);
+  lock.lock();
+  ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return expired.size() >= 2; }));
+  EXPECT_EQ(expired, (std::vector<uint32_t>{hour, day}));
+}
+
 }  // namespace
 }  // namespace leaseguard

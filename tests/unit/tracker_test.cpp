@@ -772,13 +772,15 @@ TEST(Reclaim, ALeaseIsToldExpiredOnlyOnceItsLeaksAreGivenBack) {
   Tracker tracker(options_for(dir, 0));
   SlowBackend backend;
   tracker.set_reclaim_backend(&backend);
-  // Long enough that the lease is still open when its allocations are made, even on a
-  // loaded machine under a sanitizer; the test waits for the expiry however long it takes.
-  uint64_t lease = tracker.lease_begin("job", 300, Policy::Reclaim);
+  // An hour: the lease is open while its allocations are made however loaded the machine;
+  // then the watchdog's clock is moved past it, and the test waits for the expiry.
+  uint64_t lease = tracker.lease_begin("job", 3'600'000, Policy::Reclaim);
   ASSERT_EQ(tracker.lease_enter(lease), 0);
   tracker.on_alloc(event(0x1000, 10));
   tracker.on_alloc(event(0x2000, 20));
   ASSERT_EQ(tracker.lease_leave(), 0);
+  ASSERT_EQ(tracker.lease_state(lease), LeaseState::Open);
+  tracker.advance_lease_clock(uint64_t{3'600'001} * 1'000'000);
   LeaseState state = LeaseState::Open;
   for (int i = 0; i < 10000 && state == LeaseState::Open; ++i) {
     state = tracker.lease_state(lease);
