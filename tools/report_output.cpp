@@ -44,7 +44,9 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
     std::error_code code;
     fs::file_status status = fs::status(path, code);
     if (code || !fs::exists(status)) {
-      error = "cannot read " + path + ": no such file or directory";
+      // A path that is not there is no error to fs::status (ENOENT, ENOTDIR); one it cannot
+      // look at (EACCES, ELOOP) is, and says why.
+      error = "cannot read " + path + ": " + (code ? code.message() : std::string(std::strerror(ENOENT)));
       return false;
     }
     if (fs::is_directory(status)) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -51,6 +53,20 @@ TEST(Cli, UsageErrorsExit2WithOneLine) {
     EXPECT_EQ(result.exit_code, 2) << ::testing::PrintToString(arguments);
     EXPECT_EQ(result.err.rfind("leaseguard: error: ", 0), 0u) << result.err;
     EXPECT_LE(count_lines(result.err), 2) << result.err;  // the error, and "Try --help"
+  }
+}
+
+// A report of a path it cannot read says which path and why (the system's reason, not a
+// guess), in one line, with the usage error's code.
+TEST(Cli, AReportOfAPathItCannotReadSaysWhy) {
+  TempDir dir;
+  std::filesystem::create_symlink(dir / "loop", dir / "loop");
+  const std::vector<std::pair<std::string, std::string>> cases = {{dir / "missing", std::strerror(ENOENT)},
+                                                                  {dir / "loop", std::strerror(ELOOP)}};
+  for (const auto &[path, reason] : cases) {
+    auto result = leaseguard({"report", path});
+    EXPECT_EQ(result.exit_code, 2) << path;
+    EXPECT_EQ(result.err, "leaseguard: error: cannot read " + path + ": " + reason + "\n");
   }
 }
 
