@@ -44,8 +44,8 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
     std::error_code code;
     fs::file_status status = fs::status(path, code);
     if (code || !fs::exists(status)) {
-      // A path that is not there is no error to fs::status (ENOENT, ENOTDIR); one it cannot
-      // look at (EACCES, ELOOP) is, and says why.
+      // A path that is not there is no error to fs::status (ENOENT); one it cannot look at
+      // (ENOTDIR, EACCES, ELOOP) is, and says why.
       error = "cannot read " + path + ": " + (code ? code.message() : std::string(std::strerror(ENOENT)));
       return false;
     }
