@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "background_thread.h"
+#include "caller_stack.h"
 #include "driver_queries.h"
 #include "event_clock.h"
 #include "heap_tracker.h"
@@ -276,20 +277,24 @@ void add_thread_block(Prepared &prepared, uintptr_t stack_pointer, uintptr_t thr
 
 // The stopped phase: roots of every thread and the heap's blocks, then the classification.
 reachability::Statistics collect_and_classify(Prepared &prepared, const WorldStop &world, uintptr_t caller_frame,
-                                              const ucontext_t &own_registers, size_t tls_bytes, void *scratch,
-                                              size_t fixed_roots) noexcept {
+                                              const CallerStack &caller, const ucontext_t &own_registers,
+                                              size_t tls_bytes, void *scratch, size_t fixed_roots) noexcept {
   prepared.mappings.count =
       read_mappings(prepared.maps_text, prepared.maps_capacity, prepared.mappings.items, prepared.mappings.capacity);
   prepared.program_roots.count = fixed_roots;
   heap::for_each_block(add_block, &prepared);
-  // This thread: its registers as the exit handler was entered, its stack above leaseguard's frames.
+  // This thread: its stack from the program's first frame up, with the registers that frame
+  // has (caller_stack.h). Where no program frame was found: from leaseguard's caller up,
+  // with the registers as leaseguard was entered.
   if (caller_frame != 0) {
-    std::memcpy(prepared.registers, own_registers.uc_mcontext.gregs, sizeof(StoppedThread::registers));
-    prepared.program_roots.push(
-        MemoryRange{reinterpret_cast<uintptr_t>(prepared.registers),
-                    reinterpret_cast<uintptr_t>(prepared.registers) + sizeof(StoppedThread::registers)});
-    add_clamped(prepared, caller_frame, caller_frame, UINTPTR_MAX);
-    add_thread_block(prepared, caller_frame, thread_pointer(), tls_bytes);
+    const uintptr_t stack_begin = caller.found ? caller.begin : caller_frame;
+    if (caller.found) std::memcpy(prepared.registers, caller.registers, sizeof caller.registers);
+    else std::memcpy(prepared.registers, own_registers.uc_mcontext.gregs, sizeof(StoppedThread::registers));
+    const size_t register_bytes = caller.found ? sizeof caller.registers : sizeof(StoppedThread::registers);
+    prepared.program_roots.push(MemoryRange{reinterpret_cast<uintptr_t>(prepared.registers),
+                                            reinterpret_cast<uintptr_t>(prepared.registers) + register_bytes});
+    add_clamped(prepared, stack_begin, stack_begin, UINTPTR_MAX);
+    add_thread_block(prepared, stack_begin, thread_pointer(), tls_bytes);
   }
   for (size_t i = 0; i < world.count(); ++i) {
     const StoppedThread &thread = world.thread(i);
@@ -495,6 +500,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   dl_iterate_phdr(add_module, &modules);
   const size_t fixed_roots = prepared.program_roots.count;
   const size_t tls_bytes = static_tls_bytes();
+  const CallerStack caller = caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{};
   pid_t own_threads[16];
   const size_t own_thread_count = BackgroundThread::running_thread_ids(own_threads, std::size(own_threads));
   // The copies of the addresses must not be found as the program's: freed before the stop.
@@ -509,7 +515,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
     return;
   }
   costs.statistics =
-      collect_and_classify(prepared, world, caller_frame, own_registers, tls_bytes, scratch, fixed_roots);
+      collect_and_classify(prepared, world, caller_frame, caller, own_registers, tls_bytes, scratch, fixed_roots);
   const bool threads_stopped = world.stopped_all();
   costs.other_threads = world.count();
   world.resume();

@@ -183,6 +183,24 @@ TEST(Reachability, HandlesAreReachableWhereTheProgramKeepsTheirValues) {
   EXPECT_EQ(classes, expected) << run.result.err;
 }
 
+// The exit path's frames (exit, the handlers' runner) are laid over dead stack that still
+// holds copies of pointers the program dropped: never read as the program's, while the frame
+// that called exit() and the registers it kept are (interpose/caller_stack.h).
+TEST(Reachability, CopiesInTheDeadStackUnderTheExitPathHoldNothing) {
+  for (const char *mode : {"exit_path", "main_returns"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), mode});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    std::map<int, std::string> expected = {{1001, "reachable"}, {3009, "direct"}};
+    if (std::strcmp(mode, "exit_path") == 0) {
+      expected[1014] = "reachable";  // in the frame that called exit()
+      expected[1015] = "reachable";  // only in %rbx as that frame called exit()
+    }
+    EXPECT_EQ(classes_by_size(run.json["processes"][0]), expected) << run.result.err;
+  }
+}
+
 TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {
   if (!LEASEGUARD_HAVE_HIP) GTEST_SKIP() << "no HIP headers";
   TempDir dir;

@@ -8,7 +8,9 @@
 // reclaim) ends while the program runs: it waits for the expiry's reclaim to give the memory
 // back, then exits 0 (77: it started too late to be sure its allocations came before expiry);
 // "handles": arrays, VMM physical memory and pools, each once with its handle kept in a
-// global and once with it dropped.
+// global and once with it dropped; "exit_path" and "main_returns": copies of a dropped
+// allocation left in the dead stack that the exit path's frames come to occupy, by exit()
+// (exit_over_stale_copies) and by main's return (copies in main's own frame).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -55,6 +57,8 @@ enum Size : size_t {
   kReachableTable = 1011,
   kChildGlobal = 1012,
   kHeldArray = 1013,
+  kHeldByCallerOfExit = 1014,
+  kInCallerOfExitRegister = 1015,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -66,6 +70,7 @@ enum Size : size_t {
   kDropped = 3006,
   kChildDropped = 3007,
   kDroppedArray = 3008,
+  kStaleCopies = 3009,
 };
 
 // Held with external linkage and `used`: a global written and never read again is what
@@ -281,8 +286,8 @@ void *blocked_thread(void *) {
   return nullptr;
 }
 
-VICTIM_NOINLINE uint64_t allocate_and_forget_where() {
-  volatile CUdeviceptr pointer = allocate(kSpinningRegister);
+VICTIM_NOINLINE uint64_t allocate_and_forget_where(size_t bytes = kSpinningRegister) {
+  volatile CUdeviceptr pointer = allocate(bytes);
   const uint64_t value = pointer;
   pointer = 0;
   return value;
@@ -331,6 +336,31 @@ void catalogue() {
   start_thread(spinning_thread);
 }
 
+#ifndef CATALOGUE_HOST
+// Drops an allocation whose copies stay in the dead stack below the caller: where the exit
+// path's frames (exit, the handlers' runner, leaseguard's handler) lie once the caller calls
+// exit().
+VICTIM_NOINLINE void leave_stale_copies() {
+  volatile CUdeviceptr copies[512];
+  const CUdeviceptr dropped = allocate(kStaleCopies);
+  for (auto &copy : copies) copy = dropped;
+}
+
+// "exit_path": calls exit() holding one allocation in its frame and one only in %rbx, which
+// the exit path saves in its own frames, with copies of a dropped one below.
+[[noreturn]] VICTIM_NOINLINE void exit_over_stale_copies() {
+  g_global = allocate(kGlobal);
+  volatile CUdeviceptr held = allocate(kHeldByCallerOfExit);
+  register uint64_t in_register asm("rbx") = allocate_and_forget_where(kInCallerOfExitRegister);
+  asm volatile("" : "+r"(in_register));
+  scrub_stack();
+  leave_stale_copies();
+  asm volatile("" : "+r"(in_register));
+  (void)held;
+  std::exit(0);
+}
+#endif
+
 [[maybe_unused]] VICTIM_NOINLINE void child() {
   g_global = allocate(kChildGlobal);
   drop(kChildDropped);
@@ -369,6 +399,15 @@ int main(int argc, char **argv) {
 #ifndef CATALOGUE_HOST
   if (std::strcmp(mode, "ttl") == 0) return outlive_the_process_lease();
   if (std::strcmp(mode, "handles") == 0) return keep_and_drop_handles();
+  if (std::strcmp(mode, "exit_path") == 0) exit_over_stale_copies();
+  if (std::strcmp(mode, "main_returns") == 0) {
+    // main's own locals, dead once it returns: the exit path's frames lie over them.
+    volatile CUdeviceptr dropped[64];
+    g_global = allocate(kGlobal);
+    const CUdeviceptr pointer = allocate(kStaleCopies);
+    for (auto &copy : dropped) copy = pointer;
+    return 0;
+  }
 #endif
   if (std::strcmp(mode, "gate") == 0) {
     g_global = allocate(kGlobal);
