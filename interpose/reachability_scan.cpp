@@ -22,6 +22,7 @@
 #include "background_thread.h"
 #include "caller_stack.h"
 #include "driver_queries.h"
+#include "exit_order.h"
 #include "event_clock.h"
 #include "heap_tracker.h"
 #include "hook_table.h"
@@ -443,7 +444,7 @@ void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags)
 
 std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification ran
 
-void classify_at_exit() {
+void classify_at_exit(void *) {
   if (g_classified_in.exchange(getpid()) == getpid()) return;
   if (Tracker *tracker = Tracker::instance())
     classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
@@ -454,7 +455,7 @@ void classify_at_exit() {
 void arrange_classification_at_exit() noexcept {
   Tracker *tracker = Tracker::instance();
   if (tracker == nullptr || tracker->options().reachability == ReachabilityMode::Off) return;
-  std::atexit(classify_at_exit);
+  run_first_at_exit(classify_at_exit);
 }
 
 void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {

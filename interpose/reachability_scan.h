@@ -22,8 +22,8 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
 void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept;
 
 // Run when a process's journal opens: arranges classify_live_memory at its exit, before
-// the static destructors of what it constructed so far (which would free the containers
-// that hold its device memory).
+// every static destructor, those of what it constructs later included (exit_order.h): they
+// would free the containers that hold its device memory.
 void arrange_classification_at_exit() noexcept;
 
 }  // namespace leaseguard::interpose

@@ -59,6 +59,7 @@ enum Size : size_t {
   kHeldArray = 1013,
   kHeldByCallerOfExit = 1014,
   kInCallerOfExitRegister = 1015,
+  kLazyStatic = 1016,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -123,6 +124,13 @@ VICTIM_NOINLINE void scrub_stack() {
 VICTIM_NOINLINE void static_local() {
   static volatile CUdeviceptr held = allocate(kStaticLocal);
   (void)held;
+}
+
+// A cache made on first use, after the first allocation: its destructor is registered after
+// the exit classification's and would run before it, freeing the vector's buffer.
+VICTIM_NOINLINE std::vector<CUdeviceptr> &lazy_cache() {
+  static std::vector<CUdeviceptr> blocks;
+  return blocks;
 }
 
 VICTIM_NOINLINE void store_pointer_in_device(CUdeviceptr table, CUdeviceptr pointer) {
@@ -319,6 +327,7 @@ void catalogue() {
   g_vector.push_back(0);
   g_vector.push_back(allocate(kVector));
   g_map[7] = allocate(kMap);
+  lazy_cache().push_back(allocate(kLazyStatic));
   t_tls = allocate(kTls);
   g_interior = reinterpret_cast<char *>(allocate(kInterior)) + 100;
   g_table = allocate(kReachableTable);

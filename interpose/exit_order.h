@@ -1,0 +1,25 @@
+// The exit classification ahead of every static destructor, those registered after it too.
+//
+// The classification runs in an exit handler, and glibc runs exit handlers in the reverse
+// order of their registration: one registered when the journal opens (the first
+// allocation) runs after the destructors of every static constructed later. A cache or
+// singleton that a function makes on first use (`static std::vector<void *> blocks;`) is
+// constructed later, and its destructor, run first, would free the container that holds the
+// program's device pointers: the memory it kept on purpose would read lost.
+//
+// So __cxa_atexit (through which atexit and every static destructor are registered) is
+// interposed: once the handler is armed, each registration that follows is followed by the
+// handler's own, which thus stays the last registered and runs first. It runs once (the
+// handler guards itself); each later registration costs one more entry in libc's list, up
+// to a bound (exit_order.cpp).
+//
+// Destructors of the exiting thread's thread_local objects run before every exit handler
+// (glibc's exit calls them first) and are not reordered.
+#pragma once
+
+namespace leaseguard::interpose {
+
+// Registers `handler` to run at exit, and again after every later registration.
+void run_first_at_exit(void (*handler)(void *)) noexcept;
+
+}  // namespace leaseguard::interpose
