@@ -33,7 +33,7 @@ class CudaBackend final : public DeviceBackend {
                     resolve(alloc_, api_name(kAlloc).data()) && resolve(free_, api_name(kFree).data()) &&
                     resolve(write_, "cuMemcpyHtoD_v2") && resolve(read_, "cuMemcpyDtoH_v2") &&
                     resolve(set_, "cuMemsetD8_v2") && resolve(load_, "cuModuleLoadData") &&
-                    resolve(unload_, "cuModuleUnload") && resolve(function_, "cuModuleGetFunction") &&
+                    resolve(unload_, api_name(kUnloadModule).data()) && resolve(function_, "cuModuleGetFunction") &&
                     resolve(launch_, "cuLaunchKernel") && resolve(error_name_, "cuGetErrorName") &&
                     resolve(driver_version_, "cuDriverGetVersion");
     if (!complete) {

@@ -23,7 +23,10 @@
 //                  what was made in it), Maps / Unmaps (VMM mappings, which a reservation's
 //                  reclaim undoes), LooksUp (cuGetProcAddress), SetsContext (changes which
 //                  context is current on the calling thread: the preload keeps each thread's
-//                  current context and asks the driver again after one of these)
+//                  current context and asks the driver again after one of these),
+//                  LocatesGlobal (hands out where a module's global variable lives: device
+//                  memory the reachability scan reads as the program's roots), UnloadsCode
+//                  (a module or library unloaded: its globals are gone)
 //   family         what it creates or releases (resource_rules.h): a release frees only
 //                  values of its own family (cuMemFree does not close an IPC mapping)
 //   kind           what an allocation is, in reports (Allocates only; Kind::Count otherwise)
@@ -78,7 +81,17 @@ enum class Family : uint8_t {
 };
 
 enum class Vendor : uint8_t { Cuda, Hip };
-enum class Role : uint8_t { Allocates, Releases, EndsContext, Maps, Unmaps, LooksUp, SetsContext };
+enum class Role : uint8_t {
+  Allocates,
+  Releases,
+  EndsContext,
+  Maps,
+  Unmaps,
+  LooksUp,
+  SetsContext,
+  LocatesGlobal,
+  UnloadsCode
+};
 enum class AtContextEnd : uint8_t { Dies, Outlives };
 
 // clang-format off
@@ -196,7 +209,13 @@ enum class AtContextEnd : uint8_t { Dies, Outlives };
   X(cuCtxPushCurrent,            94, Cuda, SetsContext, Context,    Count,   cuCtxPushCurrent,     Dies,     "cuCtxPushCurrent",        2000,  false, "") \
   X(cuCtxPushCurrent_v2,         95, Cuda, SetsContext, Context,    Count,   cuCtxPushCurrent_v2,  Dies,     "cuCtxPushCurrent",        4000,  false, "") \
   X(cuCtxPopCurrent,             96, Cuda, SetsContext, Context,    Count,   cuCtxPopCurrent,      Dies,     "cuCtxPopCurrent",         2000,  false, "") \
-  X(cuCtxPopCurrent_v2,          97, Cuda, SetsContext, Context,    Count,   cuCtxPopCurrent_v2,   Dies,     "cuCtxPopCurrent",         4000,  false, "")
+  X(cuCtxPopCurrent_v2,          97, Cuda, SetsContext, Context,    Count,   cuCtxPopCurrent_v2,   Dies,     "cuCtxPopCurrent",         4000,  false, "") \
+  /* CUDA: where modules' global variables (__device__, __constant__, __managed__) live */ \
+  X(cuModuleGetGlobal_v2,        98, Cuda, LocatesGlobal, Other,    Count,   cuModuleGetGlobal_v2, Dies,     "cuModuleGetGlobal",       3020,  false, "") \
+  X(cuLibraryGetGlobal,          99, Cuda, LocatesGlobal, Other,    Count,   cuLibraryGetGlobal,   Dies,     "cuLibraryGetGlobal",      12000, false, "") \
+  X(cuLibraryGetManaged,        100, Cuda, LocatesGlobal, Other,    Count,   cuLibraryGetManaged,  Dies,     "cuLibraryGetManaged",     12000, false, "") \
+  X(cuModuleUnload,             101, Cuda, UnloadsCode, Other,      Count,   cuModuleUnload,       Dies,     "cuModuleUnload",          2000,  false, "") \
+  X(cuLibraryUnload,            102, Cuda, UnloadsCode, Other,      Count,   cuLibraryUnload,      Dies,     "cuLibraryUnload",         12000, false, "")
 // clang-format on
 
 // clang-format off
@@ -261,6 +280,9 @@ inline constexpr Api kDeviceFree[] = {Api::cuMemFree_v2, Api::hipFree};
 // C++ API run a call in a given context (CUDA) and leave the thread's own current after it.
 inline constexpr Api kPushContext = Api::cuCtxPushCurrent_v2;
 inline constexpr Api kPopContext = Api::cuCtxPopCurrent_v2;
+
+// The driver's unload of a module: how the C++ API gives back the code it loaded to launch.
+inline constexpr Api kUnloadModule = Api::cuModuleUnload;
 
 // The first row of `vendor` with `role` (Api::Unknown if none): a vendor's Unmaps, say.
 constexpr Api first_with(Role role, Vendor vendor) noexcept {

@@ -1,9 +1,11 @@
 // The preload's definitions of the CUDA driver's other allocation families: virtual memory
-// management, pools, arrays, IPC mappings, host registrations and external memory.
+// management, pools, arrays, IPC mappings, host registrations and external memory; and where
+// modules keep their global variables (device_globals.h).
 //
 // Each hook passes its arguments to the template for its shape (hook_support.h), reading a
 // descriptor or a property only after the driver succeeded, and only if non-NULL. What
 // each value is and which call releases it is in the table (core/entry_points.h).
+#include "device_globals.h"
 #include "hook_support.h"
 #include "lg_array_bytes.h"
 #include "vmm_mappings.h"
@@ -197,3 +199,40 @@ LG_EXPORT CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPtr, CUextern
 LG_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
   return release<Api::cuDestroyExternalMemory>(extMem);
 }
+
+// --- Modules' global variables ---------------------------------------------------------------
+
+namespace {
+
+// Where a module's global variable lives, kept for the reachability scan (device_globals.h).
+// Either out-parameter may be NULL: the driver is then handed a place of leaseguard's own, so
+// the variable's address and size are both known; the caller's are passed as they are.
+template <Api A, typename Owner>
+LG_ALWAYS_INLINE CUresult global_lookup(CUdeviceptr *dptr, size_t *bytes, Owner owner, const char *name) {
+  CUdeviceptr own_address = 0;
+  size_t own_size = 0;
+  CUdeviceptr *address = dptr != nullptr ? dptr : &own_address;
+  size_t *size = bytes != nullptr ? bytes : &own_size;
+  return call_then<A>([&] { note_device_global(A, value_of(owner), *address, *size); }, address, size, owner, name);
+}
+
+// Forgotten before the driver unloads: a classification must never read what it freed.
+template <Api A, typename Owner>
+LG_ALWAYS_INLINE CUresult code_unload(Owner owner) {
+  forget_device_globals_of(value_of(owner));
+  return call_then<A>([] {}, owner);
+}
+
+}  // namespace
+
+LG_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) {
+  return global_lookup<Api::cuModuleGetGlobal_v2>(dptr, bytes, hmod, name);
+}
+LG_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
+  return global_lookup<Api::cuLibraryGetGlobal>(dptr, bytes, library, name);
+}
+LG_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
+  return global_lookup<Api::cuLibraryGetManaged>(dptr, bytes, library, name);
+}
+LG_EXPORT CUresult cuModuleUnload(CUmodule hmod) { return code_unload<Api::cuModuleUnload>(hmod); }
+LG_EXPORT CUresult cuLibraryUnload(CUlibrary library) { return code_unload<Api::cuLibraryUnload>(library); }

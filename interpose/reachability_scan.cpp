@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "background_thread.h"
+#include "device_globals.h"
 #include "caller_stack.h"
 #include "driver_queries.h"
 #include "exit_order.h"
@@ -110,17 +111,16 @@ bool read_in_place(Kind kind) noexcept {
 // Reads device memory back through the driver's own copy functions (not hooks), found once.
 class DeviceReader {
  public:
-  bool read(const Tracker::LiveMemory &allocation, void *into) noexcept {
-    const auto *from = reinterpret_cast<const void *>(allocation.address);
-    if (vendor_of(allocation.api) == Vendor::Hip) {
-      if (hip_copy_ == nullptr)
-        hip_copy_ = reinterpret_cast<HipCopy>(driver_symbol(anchor(allocation.api), "hipMemcpy"));
+  // `bytes` at `address`, of memory an entry point `api` handed out.
+  bool read(Api api, uint64_t address, uint64_t bytes, void *into) noexcept {
+    const auto *from = reinterpret_cast<const void *>(address);
+    if (vendor_of(api) == Vendor::Hip) {
+      if (hip_copy_ == nullptr) hip_copy_ = reinterpret_cast<HipCopy>(driver_symbol(anchor(api), "hipMemcpy"));
       constexpr int kDeviceToHost = 2;  // hipMemcpyDeviceToHost
-      return hip_copy_ != nullptr && hip_copy_(into, from, allocation.bytes, kDeviceToHost) == 0;
+      return hip_copy_ != nullptr && hip_copy_(into, from, bytes, kDeviceToHost) == 0;
     }
-    if (cuda_copy_ == nullptr)
-      cuda_copy_ = reinterpret_cast<CudaCopy>(driver_symbol(anchor(allocation.api), "cuMemcpyDtoH_v2"));
-    return cuda_copy_ != nullptr && cuda_copy_(into, allocation.address, allocation.bytes) == CUDA_SUCCESS;
+    if (cuda_copy_ == nullptr) cuda_copy_ = reinterpret_cast<CudaCopy>(driver_symbol(anchor(api), "cuMemcpyDtoH_v2"));
+    return cuda_copy_ != nullptr && cuda_copy_(into, address, bytes) == CUDA_SUCCESS;
   }
 
  private:
@@ -364,9 +364,7 @@ void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
 // A node for each live allocation, its memory read back now (the driver cannot be called
 // while the threads are stopped) within the bound. Returns journal::kReachability* flags.
 uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tracker::LiveMemory> &live,
-                          const Options &options) noexcept {
-  DeviceReader device_copies;
-  uint64_t budget = options.device_scan_total_bytes;
+                          const Options &options, DeviceReader &device_copies, uint64_t &budget) noexcept {
   uint32_t flags = 0;
   for (const Tracker::LiveMemory &allocation : live) {
     Node node;
@@ -386,7 +384,7 @@ uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tr
     } else if (allocation.bytes > options.device_scan_allocation_bytes || allocation.bytes > budget) {
       flags |= journal::kReachabilityDeviceBounded;
     } else if (void *copy = arena.take<char>(allocation.bytes); copy != nullptr) {
-      if (device_copies.read(allocation, copy)) {
+      if (device_copies.read(allocation.api, allocation.address, allocation.bytes, copy)) {
         node.contents = copy;
         node.contents_bytes = allocation.bytes;
         budget -= allocation.bytes;
@@ -397,6 +395,46 @@ uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tr
     prepared.nodes.push(node);
   }
   prepared.device_nodes = prepared.nodes.count;
+  return flags;
+}
+
+// The modules' global variables in device memory (device_globals.h), read back into one
+// block of the arena: the program's roots, as its host globals are. They share the bounds of
+// the device allocations' reading.
+uint32_t add_device_global_roots(Prepared &prepared, Arena &arena, const Options &options, DeviceReader &device_copies,
+                                 uint64_t &budget) noexcept {
+  std::vector<DeviceGlobal> globals;
+  try {
+    globals = device_globals();
+  } catch (...) {
+    return journal::kReachabilityDeviceBounded;
+  }
+  uint32_t flags = 0;
+  uint64_t total = 0;
+  for (DeviceGlobal &global : globals) {
+    const uint64_t rounded = (global.bytes + 7) & ~uint64_t{7};  // each starts 8-aligned
+    if (global.bytes > options.device_scan_allocation_bytes || total + rounded > budget) {
+      flags |= journal::kReachabilityDeviceBounded;
+      global.bytes = 0;  // not read: as holding no pointers
+      continue;
+    }
+    total += rounded;
+  }
+  if (total == 0) return flags;
+  auto *copies = arena.take<char>(total);
+  if (copies == nullptr) return flags | journal::kReachabilityDeviceBounded;
+  uint64_t at = 0;
+  for (const DeviceGlobal &global : globals) {
+    if (global.bytes == 0) continue;
+    if (!device_copies.read(global.located_by, global.address, global.bytes, copies + at)) {
+      std::memset(copies + at, 0, global.bytes);
+      flags |= journal::kReachabilityDeviceBounded;
+    }
+    at += (global.bytes + 7) & ~uint64_t{7};
+  }
+  budget -= total;
+  const auto begin = reinterpret_cast<uintptr_t>(copies);
+  prepared.program_roots.push(MemoryRange{begin, begin + total});
   return flags;
 }
 
@@ -492,7 +530,10 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
     log_warning("no memory to classify live allocations: they are reported unchecked");
     return;
   }
-  uint32_t flags = add_device_nodes(prepared, arena, live, options);
+  DeviceReader device_copies;
+  uint64_t device_budget = options.device_scan_total_bytes;
+  uint32_t flags = add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
+  flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
 
   // Globals of every module, sorted into the program's and the owners'.
   uintptr_t owner_bases[64];

@@ -202,6 +202,21 @@ TEST(Reachability, CopiesInTheDeadStackUnderTheExitPathHoldNothing) {
   }
 }
 
+// Modules' global variables (`__device__`, `__managed__`) are the program's roots while their
+// module is loaded (interpose/device_globals.h); an unloaded one's are never read.
+TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("device_globals")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(classes_by_size(process),
+            (std::map<int, std::string>{
+                {1201, "reachable"}, {1202, "reachable"}, {1203, "reachable"}, {3201, "direct"}, {3202, "direct"}}))
+      << run.result.err;
+  // Had the unloaded module's variable been read, the driver would have refused the copy.
+  EXPECT_FALSE(process["reachability"]["device_scan_bounded"].as_bool()) << run.result.err;
+}
+
 TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {
   if (!LEASEGUARD_HAVE_HIP) GTEST_SKIP() << "no HIP headers";
   TempDir dir;

@@ -80,6 +80,24 @@ TEST(Runtime, LeaksAreFoundExactlyAndNamedByTheProgramsFunctions) {
   }
 }
 
+// The runtime asks the driver where each variable it copies to or from lives, and where each
+// __managed__ variable is: those are the program's roots, as its host globals are.
+TEST(Runtime, DeviceMemoryHeldByDeviceAndManagedVariablesIsReachable) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *runtime : kRuntimes) {
+    SCOPED_TRACE(runtime);
+    TempDir out;
+    auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "globals"});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_NE(run.result.out.find("globals: ok"), std::string::npos) << run.result.out;
+    std::map<int, std::string> classes;
+    for (const JsonValue *leak : all_leaks(run.json))
+      classes[static_cast<int>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+    EXPECT_EQ(classes, (std::map<int, std::string>{{1301, "reachable"}, {1302, "reachable"}, {3301, "direct"}}))
+        << run.result.err;
+  }
+}
+
 TEST(Runtime, DeviceResetFreesWhatTheDriverFreesAsAContextDestroy) {
   SKIP_WITHOUT_NVCC();
   for (const char *runtime : kRuntimes) {

@@ -19,6 +19,8 @@
 //            runtime; scale, device code only, fails to launch and the program goes on;
 //            __device__, __constant__ and __managed__ variables read and written through the
 //            runtime
+//   globals  device memory held only by a __device__ pointer (set with cudaMemcpyToSymbol)
+//            and by a __managed__ one, and one buffer dropped
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -342,6 +344,27 @@ static int kernels() {
   return variables();
 }
 
+__device__ void *g_device_table;    // device memory a kernel would follow
+__managed__ void *g_managed_table;  // the same, in a managed variable
+
+__attribute__((noinline)) static int hold_in_device_globals() {
+  void *table = nullptr, *managed = nullptr, *dropped = nullptr;
+  CHECK(cudaMalloc(&table, 1301));
+  CHECK(cudaMemcpyToSymbol(g_device_table, &table, sizeof table));
+  CHECK(cudaMalloc(&managed, 1302));
+  g_managed_table = managed;
+  CHECK(cudaMalloc(&dropped, 3301));
+  void *back = nullptr;
+  CHECK(cudaMemcpyFromSymbol(&back, g_device_table, sizeof back));
+  printf("globals: %s\n", back == table ? "ok" : "WRONG");
+  return 0;
+}
+
+__attribute__((noinline)) static void scrub_stack() {
+  volatile char area[16384];
+  for (size_t i = 0; i < sizeof area; ++i) area[i] = 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "leaks";
   if (strcmp(mode, "leaks") == 0) return leaks();
@@ -352,6 +375,11 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "shapes") == 0) return shapes();
   if (strcmp(mode, "kernels") == 0) return kernels();
   if (strcmp(mode, "devices") == 0) return devices();
-  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|shapes|kernels|devices\n", argv[0]);
+  if (strcmp(mode, "globals") == 0) {
+    const int status = hold_in_device_globals();
+    scrub_stack();
+    return status;
+  }
+  fprintf(stderr, "usage: %s leaks|reset|streams|threads|fork|shapes|kernels|devices|globals\n", argv[0]);
   return 2;
 }
