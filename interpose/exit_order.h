@@ -1,4 +1,5 @@
-// The exit classification ahead of every static destructor, those registered after it too.
+// The exit classification ahead of every static destructor, those registered after it too,
+// and of the exiting thread's thread_local destructors.
 //
 // The classification runs in an exit handler, and glibc runs exit handlers in the reverse
 // order of their registration: one registered when the journal opens (the first
@@ -13,13 +14,17 @@
 // handler guards itself); each later registration costs one more entry in libc's list, up
 // to a bound (exit_order.cpp).
 //
-// Destructors of the exiting thread's thread_local objects run before every exit handler
-// (glibc's exit calls them first) and are not reordered.
+// The exiting thread's thread_local objects are destroyed before every exit handler (glibc's
+// exit calls their destructors first), and in the reverse order of their registration too:
+// __cxa_thread_atexit_impl is interposed the same way, each registration on a thread followed
+// by one of the handler's own. A thread's destructors also run when the thread ends, so that
+// one runs the handler only where the thread is in exit() (libc's exit is among its callers).
 #pragma once
 
 namespace leaseguard::interpose {
 
-// Registers `handler` to run at exit, and again after every later registration.
+// Registers `handler` to run at exit, and again after every later registration (its argument
+// is always nullptr).
 void run_first_at_exit(void (*handler)(void *)) noexcept;
 
 }  // namespace leaseguard::interpose

@@ -60,6 +60,7 @@ enum Size : size_t {
   kHeldByCallerOfExit = 1014,
   kInCallerOfExitRegister = 1015,
   kLazyStatic = 1016,
+  kThreadLocalVector = 1017,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -91,6 +92,7 @@ HELD Cache *g_cache;
 HELD std::vector<CUdeviceptr> g_vector;
 HELD std::unordered_map<int, CUdeviceptr> g_map;
 HELD thread_local CUdeviceptr t_tls;
+HELD thread_local std::vector<CUdeviceptr> t_cache;  // destroyed as the exiting thread runs exit()
 HELD char *g_interior;
 HELD CUdeviceptr g_table;  // device memory holding a device pointer
 HELD uintptr_t g_disguised;
@@ -328,6 +330,7 @@ void catalogue() {
   g_vector.push_back(allocate(kVector));
   g_map[7] = allocate(kMap);
   lazy_cache().push_back(allocate(kLazyStatic));
+  t_cache.push_back(allocate(kThreadLocalVector));
   t_tls = allocate(kTls);
   g_interior = reinterpret_cast<char *>(allocate(kInterior)) + 100;
   g_table = allocate(kReachableTable);
