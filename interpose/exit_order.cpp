@@ -102,7 +102,7 @@ void run_if_exiting(void *) {
 
 // The handler's registrations on one thread, at most (as kMostRepeats, for a thread).
 constexpr uint32_t kMostThreadRepeats = 1 << 12;
-thread_local uint32_t t_thread_repeats = 0;
+thread_local uint32_t t_thread_repeats __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace
 
