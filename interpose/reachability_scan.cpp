@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "background_thread.h"
-#include "device_globals.h"
 #include "caller_stack.h"
+#include "device_globals.h"
 #include "driver_queries.h"
-#include "exit_order.h"
 #include "event_clock.h"
+#include "exit_order.h"
 #include "heap_tracker.h"
 #include "hook_table.h"
 #include "journal_format.h"
