@@ -50,6 +50,25 @@ int index_of(int signal_number) {
 
 void on_termination_signal(int signal_number, siginfo_t *info, void *context);
 
+// What the kernel takes of a program's action: its handler, flags and the signals of its
+// mask (glibc puts its own restorer in). Never the whole struct: glibc's sigemptyset clears
+// only the words of the mask that signals use, and nothing sets the restorer, so the rest of a `struct sigaction` built on the stack holds
+// whatever the stack held, pointers to the program's heap included. Kept in this library's
+// globals, they would make the blocks they point to leaseguard's own at a classification
+// (reachability_scan.cpp: its globals are owners' roots), and every device allocation that
+// only those blocks' contents reach would read lost: all of a Python program's objects
+// were, through the handler the interpreter installs for SIGINT.
+struct sigaction meaningful_part(const struct sigaction &action) {
+  struct sigaction kept {};
+  if (action.sa_flags & SA_SIGINFO) kept.sa_sigaction = action.sa_sigaction;
+  else kept.sa_handler = action.sa_handler;
+  kept.sa_flags = action.sa_flags;
+  sigemptyset(&kept.sa_mask);
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number)
+    if (sigismember(&action.sa_mask, signal_number) == 1) sigaddset(&kept.sa_mask, signal_number);
+  return kept;
+}
+
 // leaseguard's handler, with the program's flags and mask: whether a system call the signal
 // interrupts is restarted (SA_RESTART) or fails with EINTR, the alternate stack, and what
 // is blocked while the handler runs are the program's choices, and the kernel applies them
@@ -140,7 +159,7 @@ extern "C" __attribute__((visibility("default"))) int sigaction(int signal_numbe
   if (old_action != nullptr) *old_action = g_dispositions[index].program;
   int result = 0;
   if (action != nullptr) {
-    g_dispositions[index].program = *action;
+    g_dispositions[index].program = meaningful_part(*action);
     result = apply(index);
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);

@@ -203,6 +203,18 @@ TEST(Reachability, CopiesInTheDeadStackUnderTheExitPathHoldNothing) {
   }
 }
 
+// The program's SIGTERM action, built on its stack: the mask's words the kernel never reads
+// hold copies of a held block's address. leaseguard keeps the action (interpose/signal_hooks.cpp)
+// in its own globals, which are the owners' roots: had it kept those bytes, the block would
+// have read as its own, and the allocation only that block holds as lost.
+TEST(Reachability, StaleBytesInTheProgramsSignalActionMakeNothingLeaseguards) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "signal_action"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json["processes"][0]), (std::map<int, std::string>{{1018, "reachable"}}))
+      << run.result.err;
+}
+
 // Modules' global variables (`__device__`, `__managed__`) are the program's roots while their
 // module is loaded (interpose/device_globals.h); an unloaded one's are never read.
 TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {

@@ -10,7 +10,9 @@
 // "handles": arrays, VMM physical memory and pools, each once with its handle kept in a
 // global and once with it dropped; "exit_path" and "main_returns": copies of a dropped
 // allocation left in the dead stack that the exit path's frames come to occupy, by exit()
-// (exit_over_stale_copies) and by main's return (copies in main's own frame).
+// (exit_over_stale_copies) and by main's return (copies in main's own frame);
+// "signal_action": a held block whose address the bytes of a SIGTERM action's mask that the
+// kernel never reads also hold (install_action_over_stale_bytes).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -61,6 +63,7 @@ enum Size : size_t {
   kInCallerOfExitRegister = 1015,
   kLazyStatic = 1016,
   kThreadLocalVector = 1017,
+  kBesideSignalAction = 1018,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -371,6 +374,26 @@ VICTIM_NOINLINE void leave_stale_copies() {
   (void)held;
   std::exit(0);
 }
+
+// "signal_action": installs a SIGTERM handler from a `struct sigaction` built on the stack,
+// as programs build it. glibc's sigemptyset clears only the mask's first word; the rest keeps
+// what the stack held before, here copies of a held block's address. The block must stay
+// the program's, with the allocation it holds.
+void on_sigterm(int) {}
+
+VICTIM_NOINLINE int install_action_over_stale_bytes() {
+  g_cache = static_cast<Cache *>(std::calloc(1, sizeof(Cache)));
+  g_cache->blocks[0] = allocate(kBesideSignalAction);
+  struct sigaction action;
+  for (size_t at = 0; at + sizeof g_cache <= sizeof action; at += sizeof g_cache)
+    std::memcpy(reinterpret_cast<char *>(&action) + at, &g_cache, sizeof g_cache);
+  action.sa_handler = on_sigterm;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  if (sigaction(SIGTERM, &action, nullptr) != 0) return 2;
+  scrub_stack();
+  return 0;
+}
 #endif
 
 [[maybe_unused]] VICTIM_NOINLINE void child() {
@@ -412,6 +435,7 @@ int main(int argc, char **argv) {
   if (std::strcmp(mode, "ttl") == 0) return outlive_the_process_lease();
   if (std::strcmp(mode, "handles") == 0) return keep_and_drop_handles();
   if (std::strcmp(mode, "exit_path") == 0) exit_over_stale_copies();
+  if (std::strcmp(mode, "signal_action") == 0) return install_action_over_stale_bytes();
   if (std::strcmp(mode, "main_returns") == 0) {
     // main's own locals, dead once it returns: the exit path's frames lie over them.
     volatile CUdeviceptr dropped[64];
