@@ -114,7 +114,8 @@ size_t round_up(size_t value, size_t to) { return (value + to - 1) / to * to; }
 }  // namespace
 
 SimDriver &SimDriver::instance() {
-  static SimDriver *driver = new SimDriver;  // never destroyed: late frees at exit stay valid
+  static SimDriver *driver =
+      new (cleared_memory_for<SimDriver>()) SimDriver;  // never destroyed: late frees at exit stay valid
   return *driver;
 }
 
@@ -127,7 +128,7 @@ SimDriver::SimDriver() {
   // Small enough that the shards' unused grants are a small part of a small test device.
   grant_step_ = std::min(kMaxGrantStep, capacity_ / (4 * DriverLock::kShards));
   for (int d = 0; d < device_count_; ++d) {
-    auto *primary = new SimContext;
+    auto *primary = new (cleared_memory_for<SimContext>()) SimContext;
     primary->device = d;
     primary->primary = true;
     primary->alive = false;
@@ -135,7 +136,7 @@ SimDriver::SimDriver() {
     contexts_.push_back(primary);
   }
   for (int d = 0; d < device_count_; ++d) {
-    auto *pool = new SimPool;
+    auto *pool = new (cleared_memory_for<SimPool>()) SimPool;
     pool->device = d;
     pool->is_default = true;
     default_pools_.push_back(pool);
@@ -181,7 +182,7 @@ CUresult SimDriver::create_context(int device, CUcontext *out) {
     }
   }
   if (context == nullptr) {
-    context = new SimContext;
+    context = new (cleared_memory_for<SimContext>()) SimContext;
     contexts_.push_back(context);
   }
   context->device = device;
@@ -200,6 +201,8 @@ void list_allocation(SimContext *context, size_t shard, uint64_t address) {
     void *grown = std::realloc(list.addresses, capacity * sizeof(uint64_t));
     if (grown == nullptr) return;
     list.addresses = static_cast<uint64_t *>(grown);
+    // Cleared past the count, as the rest of the driver's memory is (cleared_memory_for).
+    std::memset(list.addresses + list.count, 0, (capacity - list.count) * sizeof(uint64_t));
     list.capacity = capacity;
   }
   list.addresses[list.count++] = address;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lg_cuda.h"
+#include "sim_cleared.h"
 
 namespace leaseguard::sim {
 
@@ -83,7 +84,7 @@ struct SimContext {
   size_t limits[10] = {1024, 1u << 20, 8u << 20, 2, 2048, 32, 0, 0, 0, 0};
   int cache_config = 0;
   int shared_config = 0;
-  std::vector<CUcontext> peers;  // contexts whose memory this one may access (cuCtxEnablePeerAccess)
+  ClearedVector<CUcontext> peers;  // contexts whose memory this one may access (cuCtxEnablePeerAccess)
   std::vector<StorageEntry> storage;
   // The context's allocations, in host memory the context points to, as a real driver keeps
   // them (malloc'd as a C driver does): a leak checker that scans the program's memory
@@ -356,10 +357,10 @@ class SimDriver {
         if (visit(address, allocation)) return;
   }
 
-  std::vector<SimContext *> contexts_;    // never deleted: handles stay comparable (or are reused on request)
-  std::vector<SimContext *> primaries_;   // one per device
-  std::vector<SimPool *> default_pools_;  // one per device
-  std::vector<SimPool *> pools_;          // every pool ever made; never deleted
+  ClearedVector<SimContext *> contexts_;    // never deleted: handles stay comparable (or are reused on request)
+  ClearedVector<SimContext *> primaries_;   // one per device
+  ClearedVector<SimPool *> default_pools_;  // one per device
+  ClearedVector<SimPool *> pools_;          // every pool ever made; never deleted
   std::unordered_map<uint64_t, SimPhysical *> physicals_;  // by handle value
   std::map<uint64_t, size_t> reservations_;                // base -> size
   std::map<uint64_t, SimMapping> mappings_;                // base -> mapping

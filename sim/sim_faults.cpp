@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "sim_cleared.h"
+
 namespace leaseguard::sim {
 namespace {
 
@@ -103,10 +105,10 @@ struct CallCounts {
 
 struct CallRegistry {
   std::mutex mutex;
-  std::vector<EntryPoint *> entry_points;  // index order
-  std::vector<CallCounts *> live;          // the rows of running threads
-  std::vector<CallCounts *> spare;         // rows of exited threads, zeroed
-  uint64_t retired[kMaxEntryPoints] = {};  // what exited threads counted
+  ClearedVector<EntryPoint *> entry_points;  // index order
+  ClearedVector<CallCounts *> live;          // the rows of running threads
+  ClearedVector<CallCounts *> spare;         // rows of exited threads, zeroed
+  uint64_t retired[kMaxEntryPoints] = {};    // what exited threads counted
   pthread_key_t exit_key{};
   bool has_exit_key = false;
 };
@@ -116,7 +118,7 @@ void retire_row(void *row);
 // Never destroyed: threads may still exit, and count, after static destructors ran.
 CallRegistry &registry() {
   static CallRegistry *instance = [] {
-    auto *created = new CallRegistry;
+    auto *created = new (cleared_memory_for<CallRegistry>()) CallRegistry;
     created->has_exit_key = pthread_key_create(&created->exit_key, retire_row) == 0;
     // A fork while another thread holds the lock would leave the child's copy held forever.
     pthread_atfork([] { registry().mutex.lock(); }, [] { registry().mutex.unlock(); },

@@ -33,7 +33,7 @@ CUresult SimDriver::create_pool(const CUmemPoolProps *props, CUmemoryPool *out) 
   std::lock_guard lock(driver_lock_);
   if (!initialized_) return CUDA_ERROR_NOT_INITIALIZED;
   if (props->location.id < 0 || props->location.id >= device_count_) return CUDA_ERROR_INVALID_DEVICE;
-  auto *pool = new SimPool;  // never deleted: a stale handle stays recognisable
+  auto *pool = new (cleared_memory_for<SimPool>()) SimPool;  // never deleted: a stale handle stays recognisable
   pool->device = props->location.id;
   pools_.push_back(pool);
   *out = reinterpret_cast<CUmemoryPool>(pool);

@@ -215,6 +215,18 @@ TEST(Reachability, StaleBytesInTheProgramsSignalActionMakeNothingLeaseguards) {
       << run.result.err;
 }
 
+// The driver's objects made from blocks the program filled with a held block's address and
+// freed: what the driver never writes of them (padding, spare room) must not make the block
+// the driver's, and the allocation only it holds lost. The simulator clears its long-lived
+// memory as a C driver's calloc does (sim/sim_cleared.h).
+TEST(Reachability, TheDriversUnwrittenBytesMakeNothingTheDrivers) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "dirty_heap"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json["processes"][0]), (std::map<int, std::string>{{1019, "reachable"}}))
+      << run.result.err;
+}
+
 // Modules' global variables (`__device__`, `__managed__`) are the program's roots while their
 // module is loaded (interpose/device_globals.h); an unloaded one's are never read.
 TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {

@@ -12,7 +12,8 @@
 // allocation left in the dead stack that the exit path's frames come to occupy, by exit()
 // (exit_over_stale_copies) and by main's return (copies in main's own frame);
 // "signal_action": a held block whose address the bytes of a SIGTERM action's mask that the
-// kernel never reads also hold (install_action_over_stale_bytes).
+// kernel never reads also hold (install_action_over_stale_bytes); "dirty_heap": the driver
+// set up over freed blocks that held a held block's address (drive_over_a_dirty_heap).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -64,6 +65,7 @@ enum Size : size_t {
   kLazyStatic = 1016,
   kThreadLocalVector = 1017,
   kBesideSignalAction = 1018,
+  kOverADirtyHeap = 1019,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -396,6 +398,42 @@ VICTIM_NOINLINE int install_action_over_stale_bytes() {
 }
 #endif
 
+#ifndef CATALOGUE_HOST
+// "dirty_heap": the program fills blocks of many sizes with a held block's address and frees
+// them, then starts the driver, whose objects and tables the allocator makes from that
+// memory. What the driver does not write of them (padding, a container's spare room) keeps
+// the address: the driver's memory must not make the block its own.
+VICTIM_NOINLINE int drive_over_a_dirty_heap() {
+  g_cache = static_cast<Cache *>(std::calloc(1, sizeof(Cache)));
+  std::vector<void *> dirty;
+  for (size_t round = 0; round < 2; ++round)
+    for (size_t bytes = 16; bytes <= 16384; bytes += 16) {
+      auto *block = static_cast<Cache **>(std::malloc(bytes));
+      for (size_t i = 0; i < bytes / sizeof block[0]; ++i) block[i] = g_cache;
+      dirty.push_back(block);
+    }
+  // Kept: the freed blocks would otherwise join the heap's top, which glibc gives back to the
+  // kernel, and the driver's memory would come back zeroed.
+  static void *const fence = std::malloc(64);
+  (void)fence;
+  for (void *block : dirty) std::free(block);
+  std::vector<void *>().swap(dirty);
+  g_context = victim_primary_context();
+  CUcontext created = nullptr;
+  CHECK(cuCtxCreate_v2(&created, 0, 0));
+  CHECK(cuCtxSetCurrent(g_context));
+  CUmemPoolProps properties{};
+  properties.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  CUmemoryPool pool = nullptr;
+  CHECK(cuMemPoolCreate(&pool, &properties));
+  g_cache->blocks[0] = allocate(kOverADirtyHeap);
+  CHECK(cuMemPoolDestroy(pool));
+  scrub_stack();
+  return 0;
+}
+#endif
+
 [[maybe_unused]] VICTIM_NOINLINE void child() {
   g_global = allocate(kChildGlobal);
   drop(kChildDropped);
@@ -413,6 +451,7 @@ int main(int argc, char **argv) {
   (void)argv;
   return 0;
 #else
+  if (argc > 1 && std::strcmp(argv[1], "dirty_heap") == 0) return drive_over_a_dirty_heap();
   g_context = victim_primary_context();
 #endif
   const char *mode = argc > 1 ? argv[1] : "";
