@@ -8,6 +8,7 @@
 // the program's memory read as the driver's.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -34,7 +35,7 @@ struct ClearedAllocator {
   ClearedAllocator(const ClearedAllocator<U> &) noexcept {}
   T *allocate(size_t count) {
     T *memory = std::allocator<T>().allocate(count);
-    std::memset(static_cast<void *>(memory), 0, count * sizeof(T));
+    std::fill(reinterpret_cast<unsigned char *>(memory), reinterpret_cast<unsigned char *>(memory + count), 0);
     return memory;
   }
   void deallocate(T *memory, size_t count) noexcept { std::allocator<T>().deallocate(memory, count); }
