@@ -280,6 +280,9 @@ inline constexpr uint32_t kReachabilityDeviceBounded = 1;  // some device memory
 inline constexpr uint32_t kReachabilityThreadsNotStopped =
     2;  // lost ones are unchecked: a thread could not be stopped or read
 inline constexpr uint32_t kReachabilityHeapUntracked = 4;  // lost ones are unchecked: the host heap was not tracked
+// Lost ones are unchecked: a Python interpreter's objects could not be read (its own allocator,
+// or finalized before the classification).
+inline constexpr uint32_t kReachabilityPythonObjectsUnread = 8;
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 

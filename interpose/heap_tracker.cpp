@@ -124,6 +124,17 @@ void insert(uintptr_t address, size_t bytes) noexcept {
   }
 }
 
+bool contains(uintptr_t address) noexcept {
+  const uint64_t mixed = mix(address);
+  Shard &shard = shard_of(mixed);
+  std::lock_guard lock(shard.lock);
+  if (shard.entries == nullptr) return false;
+  const size_t mask = (size_t{1} << shard.capacity_log2) - 1;
+  for (size_t i = home_of(mixed, mask); shard.entries[i].address != 0; i = (i + 1) & mask)
+    if (shard.entries[i].address == address) return true;
+  return false;
+}
+
 // The erased block's size, or 0 if it was not tracked.
 size_t erase(uintptr_t address) noexcept {
   const uint64_t mixed = mix(address);
@@ -286,6 +297,8 @@ void after_fork_in_child() noexcept {
 bool complete() noexcept {
   return g_tracking && (g_program_uses_ours || g_hooks_installed) && !g_lost_blocks.load(std::memory_order_relaxed);
 }
+
+bool tracks(uintptr_t address) noexcept { return g_tracking && contains(address); }
 
 size_t live_blocks() noexcept {
   size_t count = 0;

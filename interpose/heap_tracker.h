@@ -22,6 +22,9 @@ namespace leaseguard::interpose::heap {
 bool complete() noexcept;
 size_t live_blocks() noexcept;
 
+// True if a live block in the table starts at `address`.
+bool tracks(uintptr_t address) noexcept;
+
 // Calls visit(context, address, bytes) for every live block. Only while every other thread
 // is stopped (or in tests): it takes no lock.
 void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes), void *context) noexcept;

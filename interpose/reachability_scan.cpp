@@ -29,6 +29,7 @@
 #include "hook_table.h"
 #include "journal_format.h"
 #include "log.h"
+#include "python_interpreter.h"
 #include "reachability.h"
 #include "resource_rules.h"
 #include "tracker.h"
@@ -458,11 +459,11 @@ void log_costs(const Prepared &prepared, const Costs &costs) noexcept {
       static_cast<double>(resident_now - std::min(costs.resident_before, resident_now)) / (1 << 20));
 }
 
-// Journals each device allocation's class; where a thread could not be stopped or the heap
-// was not tracked, what was not found reachable is unchecked, never guessed lost.
+// Journals each device allocation's class; where a thread could not be stopped, the heap
+// was not tracked or a Python interpreter's objects could not be read, what was not found reachable is unchecked, never guessed lost.
 void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags) noexcept {
-  const bool lost_unchecked =
-      (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked)) != 0;
+  const bool lost_unchecked = (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked |
+                                        journal::kReachabilityPythonObjectsUnread)) != 0;
   std::vector<std::pair<uint64_t, uint8_t>> classes;
   try {
     classes.reserve(prepared.device_nodes);
@@ -482,11 +483,15 @@ void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags)
 
 std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification ran
 
-void classify_at_exit(void *) {
+// The process's classification at its exit, once: from libc's exit handlers, or earlier,
+// from Python's (python_interpreter.h).
+__attribute__((noinline)) void classify_process_at_exit() {
   if (g_classified_in.exchange(getpid()) == getpid()) return;
   if (Tracker *tracker = Tracker::instance())
     classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
 }
+
+void classify_at_exit(void *) { classify_process_at_exit(); }
 
 }  // namespace
 
@@ -494,6 +499,7 @@ void arrange_classification_at_exit() noexcept {
   Tracker *tracker = Tracker::instance();
   if (tracker == nullptr || tracker->options().reachability == ReachabilityMode::Off) return;
   run_first_at_exit(classify_at_exit);
+  python::classify_before_finalization(classify_process_at_exit);
 }
 
 void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
@@ -534,6 +540,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   uint64_t device_budget = options.device_scan_total_bytes;
   uint32_t flags = add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
   flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
+  if (python::objects_unreadable()) flags |= journal::kReachabilityPythonObjectsUnread;
 
   // Globals of every module, sorted into the program's and the owners'.
   uintptr_t owner_bases[64];

@@ -2,6 +2,7 @@
 // (and its HIP and C++ API counterparts) must get exactly its class, in JSON and in text,
 // and --fail-on-leak must concern lost memory only.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -225,6 +226,43 @@ TEST(Reachability, TheDriversUnwrittenBytesMakeNothingTheDrivers) {
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_EQ(classes_by_size(run.json["processes"][0]), (std::map<int, std::string>{{1019, "reachable"}}))
       << run.result.err;
+}
+
+// Device memory a Python program's objects hold (tests/victims/python_holds.py): classified
+// from Python's atexit callbacks, before the interpreter frees its objects, and read where they
+// live in the tracked heap (PYTHONMALLOC=malloc). In pymalloc's arenas they cannot be read:
+// what was not found reachable is then unchecked, and the report says why
+// (interpose/python_interpreter.h).
+TEST(Reachability, DeviceMemoryThatPythonObjectsHoldIsReachable) {
+  const std::string python = "/usr/bin/python3";
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
+  const std::vector<std::string> command = {python,
+                                            std::string(LEASEGUARD_SOURCE_ROOT) + "/tests/victims/python_holds.py"};
+  {
+    TempDir dir;
+    auto run = run_under_leaseguard(dir.path(), command, {}, {{"PYTHONMALLOC", "malloc"}});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    const JsonValue &process = run.json["processes"][0];
+    EXPECT_EQ(classes_by_size(process),
+              (std::map<int, std::string>{{1111, "reachable"}, {2222, "reachable"}, {3333, "direct"}}))
+        << run.result.err;
+    EXPECT_FALSE(process["reachability"]["python_objects_unread"].as_bool());
+  }
+  {
+    TempDir dir;
+    auto run = run_under_leaseguard(dir.path(), command, {}, {{"PYTHONMALLOC", "pymalloc"}});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    const JsonValue &process = run.json["processes"][0];
+    EXPECT_EQ(classes_by_size(process),
+              (std::map<int, std::string>{{1111, "unchecked"}, {2222, "unchecked"}, {3333, "unchecked"}}))
+        << run.result.err;
+    EXPECT_TRUE(process["reachability"]["python_objects_unread"].as_bool());
+    EXPECT_NE(run.result.err.find("the program's Python objects could not be read (Python's own allocator keeps them "
+                                  "unless PYTHONMALLOC=malloc, or its interpreter had finalized): lost allocations "
+                                  "are unchecked"),
+              std::string::npos)
+        << run.result.err;
+  }
 }
 
 // Modules' global variables (`__device__`, `__managed__`) are the program's roots while their

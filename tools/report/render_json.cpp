@@ -185,6 +185,8 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("device_scan_bounded").value((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0);
   json.key("threads_not_stopped").value((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0);
   json.key("heap_untracked").value((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0);
+  json.key("python_objects_unread")
+      .value((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0);
   json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);

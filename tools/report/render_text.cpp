@@ -120,6 +120,10 @@ class TextReport {
       note += "a thread blocked the scan's signal or its stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
       note += "the program's host heap was not tracked (its own malloc): lost allocations are unchecked";
+    else if ((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0)
+      note +=
+          "the program's Python objects could not be read (Python's own allocator keeps them unless "
+          "PYTHONMALLOC=malloc, or its interpreter had finalized): lost allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the reachability scan was bounded: device memory past --device-scan was read as holding no pointers";

@@ -133,6 +133,8 @@ class JsonReportReader {
     if (flag(reachability["threads_not_stopped"]))
       process.reachability_flags |= journal::kReachabilityThreadsNotStopped;
     if (flag(reachability["heap_untracked"])) process.reachability_flags |= journal::kReachabilityHeapUntracked;
+    if (flag(reachability["python_objects_unread"]))
+      process.reachability_flags |= journal::kReachabilityPythonObjectsUnread;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {

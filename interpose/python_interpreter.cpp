@@ -1,0 +1,161 @@
+// The classification of a Python program before its interpreter finalizes, and whether its
+// objects can be read (python_interpreter.h).
+#include "python_interpreter.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <unwind.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "heap_tracker.h"
+#include "log.h"
+#include "real_dlsym.h"
+
+namespace leaseguard::interpose::python {
+namespace {
+
+// The parts of CPython's C API used here, as its stable ABI defines them: the preload needs
+// no Python headers, and serves whichever interpreter the process has loaded.
+using PyObject = void;
+struct PyMethodDef {
+  const char *name;
+  PyObject *(*method)(PyObject *self, PyObject *unused);
+  int flags;
+  const char *doc;
+};
+constexpr int kMethodWithoutArguments = 0x0004;  // METH_NOARGS
+struct PyMemAllocatorEx {
+  void *context;
+  void *(*malloc)(void *context, size_t bytes);
+  void *(*calloc)(void *context, size_t count, size_t bytes);
+  void *(*realloc)(void *context, void *pointer, size_t bytes);
+  void (*free)(void *context, void *pointer);
+};
+constexpr int kObjectDomain = 2;  // PYMEM_DOMAIN_OBJ: where objects are allocated
+
+struct Api {
+  int (*is_initialized)() = nullptr;
+  int (*add_pending_call)(int (*)(void *), void *) = nullptr;
+  PyObject *(*import_module)(const char *) = nullptr;
+  PyObject *(*new_function)(PyMethodDef *, PyObject *, PyObject *) = nullptr;
+  PyObject *(*call_method)(PyObject *, const char *, const char *, ...) = nullptr;
+  void (*increment)(PyObject *) = nullptr;
+  void (*decrement)(PyObject *) = nullptr;  // Py_DecRef: nullptr is allowed
+  void (*clear_error)() = nullptr;
+  void (*get_allocator)(int, PyMemAllocatorEx *) = nullptr;
+  PyObject *none = nullptr;
+  void *run_main = nullptr;  // Py_RunMain: the interpreter's main, which exits once it returns
+};
+
+template <typename Slot>
+bool find(Slot &slot, const char *name) noexcept {
+  slot = reinterpret_cast<Slot>(real_dlsym()(RTLD_DEFAULT, name));
+  return slot != nullptr;
+}
+
+bool resolve(Api &api) noexcept {
+  return find(api.is_initialized, "Py_IsInitialized") && find(api.add_pending_call, "Py_AddPendingCall") &&
+         find(api.import_module, "PyImport_ImportModule") && find(api.new_function, "PyCFunction_NewEx") &&
+         find(api.call_method, "PyObject_CallMethod") && find(api.increment, "Py_IncRef") &&
+         find(api.decrement, "Py_DecRef") && find(api.clear_error, "PyErr_Clear") &&
+         find(api.get_allocator, "PyMem_GetAllocator") && find(api.none, "_Py_NoneStruct") &&
+         find(api.run_main, "Py_RunMain");
+}
+
+// Whether the calling thread is inside `function` (its symbol's extent), by its unwound stack.
+bool called_from(void *function) noexcept {
+  Dl_info info{};
+  void *entry = nullptr;
+  if (dladdr1(function, &info, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr) return false;
+  const auto *symbol = static_cast<const ElfW(Sym) *>(entry);
+  struct Extent {
+    uintptr_t begin, end;
+    bool inside;
+  } extent{reinterpret_cast<uintptr_t>(function), reinterpret_cast<uintptr_t>(function) + symbol->st_size, false};
+  _Unwind_Backtrace(
+      [](_Unwind_Context *context, void *argument) {
+        auto *wanted = static_cast<Extent *>(argument);
+        const uintptr_t at = _Unwind_GetIP(context);
+        wanted->inside = at > wanted->begin && at <= wanted->end;
+        return wanted->inside ? _URC_END_OF_STACK : _URC_NO_REASON;
+      },
+      &extent);
+  return extent.inside;
+}
+
+Api g_api;                         // written once, before the pending call that reads it
+std::atomic<bool> g_asked{false};  // the pending call was added
+std::atomic<void (*)()> g_classify{nullptr};
+std::atomic<bool> g_objects_in_heap{false};  // objects are blocks of the tracked heap
+
+// Classifies where the interpreter finalizes because the process ends: inside Py_RunMain,
+// the interpreter's own main (`python3 script.py`, `-c`, `-m`). A program that embeds Python
+// and finalizes it early runs on, and is classified at its exit.
+PyObject *run_classification(PyObject *, PyObject *) {
+  void (*classify)() = g_classify.load(std::memory_order_acquire);
+  if (classify != nullptr && called_from(g_api.run_main)) classify();
+  else log_debug("Python finalizes outside its main: the classification waits for the process's exit");
+  g_api.increment(g_api.none);
+  return g_api.none;
+}
+
+PyMethodDef g_method{"leaseguard_classify", run_classification, kMethodWithoutArguments, nullptr};
+
+// Whether an object the interpreter allocates is a block of the tracked heap: under
+// PYTHONMALLOC=malloc it is one, under malloc_debug it lies 16 bytes into one (the debug
+// hooks' header). pymalloc's objects lie in arenas it maps itself.
+bool objects_in_tracked_heap() noexcept {
+  PyMemAllocatorEx allocator{};
+  g_api.get_allocator(kObjectDomain, &allocator);
+  if (allocator.malloc == nullptr || allocator.free == nullptr) return false;
+  void *probe = allocator.malloc(allocator.context, 64);
+  if (probe == nullptr) return false;
+  const auto address = reinterpret_cast<uintptr_t>(probe);
+  const bool tracked = heap::tracks(address) || heap::tracks(address - 2 * sizeof(size_t));
+  allocator.free(allocator.context, probe);
+  return tracked;
+}
+
+// Runs on the interpreter's main thread, with its lock held, between two bytecodes. Never
+// fails: an exception here would be raised in the program.
+int register_at_exit(void *) {
+  g_objects_in_heap.store(objects_in_tracked_heap(), std::memory_order_release);
+  PyObject *atexit = g_api.import_module("atexit");
+  PyObject *function = atexit != nullptr ? g_api.new_function(&g_method, nullptr, nullptr) : nullptr;
+  PyObject *result = function != nullptr ? g_api.call_method(atexit, "register", "(O)", function) : nullptr;
+  if (result == nullptr) {
+    g_api.clear_error();
+    log_warning("could not register with Python's atexit: memory only its objects hold may read lost at exit");
+  }
+  g_api.decrement(result);
+  g_api.decrement(function);
+  g_api.decrement(atexit);
+  return 0;
+}
+
+}  // namespace
+
+void classify_before_finalization(void (*classify)()) noexcept {
+  if (g_asked.load(std::memory_order_acquire)) return;
+  int (*is_initialized)() = nullptr;
+  if (!find(is_initialized, "Py_IsInitialized") || is_initialized() == 0) return;
+  if (g_asked.exchange(true, std::memory_order_acq_rel)) return;
+  if (!resolve(g_api)) {
+    log_debug("a Python interpreter without the calls leaseguard needs: it classifies at C's exit");
+    return;
+  }
+  g_classify.store(classify, std::memory_order_release);
+  if (g_api.add_pending_call(register_at_exit, nullptr) != 0)
+    log_debug("Python's queue of pending calls is full: the classification runs at C's exit");
+}
+
+bool objects_unreadable() noexcept {
+  int (*is_initialized)() = nullptr;
+  if (!find(is_initialized, "Py_IsInitialized")) return false;  // no interpreter here
+  return is_initialized() == 0 || !g_objects_in_heap.load(std::memory_order_acquire);
+}
+
+}  // namespace leaseguard::interpose::python

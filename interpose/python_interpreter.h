@@ -1,0 +1,34 @@
+// A Python interpreter in the process: its objects hold device memory too (a module global, a
+// dict, a pool's chunks), and the scan can read them only while they exist and only where they
+// live in the tracked heap.
+//
+// They exist until the interpreter finalizes (Py_FinalizeEx clears the modules and frees their
+// objects), which happens before C's exit handlers run: at the exit classification that
+// leaseguard registers with libc, whatever only Python objects held reads lost. Python's own
+// `atexit` callbacks run first in its finalization, with every module intact, so the preload
+// asks the interpreter to run the classification as one of them: Py_AddPendingCall, which any
+// thread may call without holding the interpreter's lock, has the main thread register it at
+// its next check between bytecodes. It classifies only where the interpreter finalizes because
+// the process ends (inside Py_RunMain, the interpreter's own main): a program that embeds
+// Python and finalizes it early runs on, and is classified at its exit.
+//
+// Small objects live in Python's own allocator (pymalloc: arenas it maps itself, whose live
+// blocks the scan cannot tell from freed ones), unless the program runs with
+// PYTHONMALLOC=malloc. Where the interpreter's objects cannot be read, a classification says
+// so (journal::kReachabilityPythonObjectsUnread) and what it did not find reachable is
+// unchecked, never guessed lost.
+#pragma once
+
+namespace leaseguard::interpose::python {
+
+// Where an initialized interpreter is in the process, asks it to call `classify` from an
+// `atexit` callback. Never blocks and takes no interpreter lock; does nothing without one.
+void classify_before_finalization(void (*classify)()) noexcept;
+
+// True if a Python interpreter is in the process and its objects cannot be read now: it
+// has finalized, or its object allocator is not the tracked malloc, or that is not known
+// yet (the callback above was not registered). Resolves symbols: call it before the world
+// stop.
+bool objects_unreadable() noexcept;
+
+}  // namespace leaseguard::interpose::python
