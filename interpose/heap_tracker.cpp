@@ -249,7 +249,14 @@ thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 
 
 class TrackedCall {
  public:
-  TrackedCall() noexcept { ++t_in_call; }
+  TrackedCall() noexcept : nested_(t_in_call++ != 0) {}
+  // A call made while another is in progress on this thread comes from a signal handler
+  // that interrupted it, maybe inside the table with a shard's lock held: it leaves the table
+  // alone, and the heap counts as incomplete (lost allocations are then unchecked).
+  bool nested() const noexcept {
+    if (__builtin_expect(nested_, false)) g_lost_blocks.store(true, std::memory_order_relaxed);
+    return nested_;
+  }
   ~TrackedCall() {
     if (--t_in_call == 0 && __builtin_expect(t_deferred_signal != 0, false)) {
       t_deferred_signal = 0;
@@ -258,6 +265,9 @@ class TrackedCall {
   }
   TrackedCall(const TrackedCall &) = delete;
   TrackedCall &operator=(const TrackedCall &) = delete;
+
+ private:
+  bool nested_;
 };
 
 void *track(void *pointer, size_t bytes) noexcept {
@@ -339,6 +349,7 @@ __attribute__((visibility("default"))) void *malloc(size_t bytes) {
   if (!ready()) return bootstrap_allocate(bytes);
   if (!g_tracking) return g_next.malloc(bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.malloc(bytes);
   return track(g_next.malloc(bytes), bytes);
 }
 
@@ -346,6 +357,7 @@ __attribute__((visibility("default"))) void free(void *pointer) {
   if (pointer == nullptr || from_bootstrap(pointer)) return;
   if (!ready() || !g_tracking) return g_next.free(pointer);
   TrackedCall call;
+  if (call.nested()) return g_next.free(pointer);
   // Out of the table before the allocator may hand the address to another thread.
   erase(reinterpret_cast<uintptr_t>(pointer));
   g_next.free(pointer);
@@ -361,6 +373,7 @@ __attribute__((visibility("default"))) void *calloc(size_t count, size_t bytes) 
   }
   if (!g_tracking) return g_next.calloc(count, bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.calloc(count, bytes);
   return track(g_next.calloc(count, bytes), count * bytes);
 }
 
@@ -374,6 +387,7 @@ __attribute__((visibility("default"))) void *realloc(void *pointer, size_t bytes
   if (!g_tracking) return g_next.realloc(pointer, bytes);
   // One tracked call from the old block to the new: no stop finds the contents in neither.
   TrackedCall call;
+  if (call.nested()) return g_next.realloc(pointer, bytes);
   const size_t old_bytes = pointer != nullptr ? erase(reinterpret_cast<uintptr_t>(pointer)) : 0;
   void *moved = g_next.realloc(pointer, bytes);
   if (moved != nullptr) return track(moved, bytes);
@@ -394,6 +408,7 @@ __attribute__((visibility("default"))) void *memalign(size_t alignment, size_t b
   if (!ready()) return nullptr;
   if (!g_tracking) return g_next.memalign(alignment, bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.memalign(alignment, bytes);
   return track(g_next.memalign(alignment, bytes), bytes);
 }
 
@@ -401,6 +416,7 @@ __attribute__((visibility("default"))) void *aligned_alloc(size_t alignment, siz
   if (!ready()) return nullptr;
   if (!g_tracking) return g_next.aligned_alloc(alignment, bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.aligned_alloc(alignment, bytes);
   return track(g_next.aligned_alloc(alignment, bytes), bytes);
 }
 
@@ -408,6 +424,7 @@ __attribute__((visibility("default"))) int posix_memalign(void **out, size_t ali
   if (!ready()) return ENOMEM;
   if (!g_tracking) return g_next.posix_memalign(out, alignment, bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.posix_memalign(out, alignment, bytes);
   const int status = g_next.posix_memalign(out, alignment, bytes);
   if (status == 0) track(*out, bytes);
   return status;
@@ -417,6 +434,7 @@ __attribute__((visibility("default"))) void *valloc(size_t bytes) {
   if (!ready()) return nullptr;
   if (!g_tracking) return g_next.valloc(bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.valloc(bytes);
   return track(g_next.valloc(bytes), bytes);
 }
 
@@ -424,6 +442,7 @@ __attribute__((visibility("default"))) void *pvalloc(size_t bytes) {
   if (!ready()) return nullptr;
   if (!g_tracking) return g_next.pvalloc(bytes);
   TrackedCall call;
+  if (call.nested()) return g_next.pvalloc(bytes);
   return track(g_next.pvalloc(bytes), bytes);
 }
 

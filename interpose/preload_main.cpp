@@ -3,6 +3,7 @@
 #include "authority_registration.h"
 #include "driver_queries.h"
 #include "heap_tracker.h"
+#include "log.h"
 #include "preload_state.h"
 #include "process_start.h"
 #include "reachability_scan.h"
@@ -32,7 +33,17 @@ __attribute__((constructor(101))) void preload_start() {
 __attribute__((destructor(101))) void preload_finish() {
   // Runs after the program's atexit handlers and static destructors (which may still free
   // device memory), so what is live now was really leaked.
-  if (Tracker *tracker = recording_tracker()) tracker->finish_process(loaded_drivers());
+  Tracker *tracker = recording_tracker();
+  if (tracker == nullptr) return;
+  if (inside_leaseguard()) {
+    // Ending the leases takes the core's locks, which the interrupted frames may hold. The
+    // journal then reads as a killed process's: every allocation it recorded is reported.
+    log_warning(
+        "exit() was called from a signal handler that interrupted leaseguard on this thread: "
+        "the process's end is not recorded, and its live allocations are reported unclassified");
+    return;
+  }
+  tracker->finish_process(loaded_drivers());
 }
 
 }  // namespace

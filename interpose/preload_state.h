@@ -1,6 +1,7 @@
 // What every hook needs to know: whether to record, and the thread's re-entry depth.
 #pragma once
 
+#include "heap_tracker.h"
 #include "tracker.h"
 
 namespace leaseguard::interpose {
@@ -21,11 +22,18 @@ class ReentryGuard {
   ReentryGuard(const ReentryGuard &) = delete;
   ReentryGuard &operator=(const ReentryGuard &) = delete;
   bool outermost() const noexcept { return outermost_; }
+  static bool inside() noexcept { return t_depth != 0; }
 
  private:
   static thread_local int t_depth __attribute__((tls_model("initial-exec")));
   bool outermost_;
 };
+
+// True where this thread is inside one of leaseguard's hooks or tracked heap calls. exit()
+// called now comes from a signal handler that interrupted it (`signal(SIGINT, handler)`
+// whose handler calls exit() is common): the frames below may hold the core's locks or a
+// heap table shard's, and exit work that takes them would wait forever on its own thread.
+inline bool inside_leaseguard() noexcept { return ReentryGuard::inside() || heap::in_tracked_call(); }
 
 // The tracker for this call if it should be recorded (outermost hook, recording on).
 inline Tracker *tracker_for(const ReentryGuard &guard) noexcept {

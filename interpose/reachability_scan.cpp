@@ -29,6 +29,7 @@
 #include "hook_table.h"
 #include "journal_format.h"
 #include "log.h"
+#include "preload_state.h"
 #include "python_interpreter.h"
 #include "reachability.h"
 #include "resource_rules.h"
@@ -487,6 +488,10 @@ std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification
 // from Python's (python_interpreter.h).
 __attribute__((noinline)) void classify_process_at_exit() {
   if (g_classified_in.exchange(getpid()) == getpid()) return;
+  // exit() from a signal handler that interrupted leaseguard on this thread: its locks may be
+  // held below. Not classified (the live allocations are reported unchecked); preload_finish
+  // says why.
+  if (inside_leaseguard()) return;
   if (Tracker *tracker = Tracker::instance())
     classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
 }

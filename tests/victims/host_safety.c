@@ -12,7 +12,9 @@
  *                    malloc of 240 MiB
  *   unshare          leaseguard's threads running, then unshare(CLONE_NEWUSER)
  *   exit_race FILE   threads allocate while main returns (up to kRaceCap each); FILE counts
- *                    the allocations each thread began and completed */
+ *                    the allocations each thread began and completed
+ *   exit_in_handler  a SIGINT handler that calls exit(0), and a thread that sends SIGINT while
+ *                    main allocates and frees: the signal mostly lands inside leaseguard */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -244,6 +246,40 @@ static int exit_race(const char *counts_path) {
   return 0; /* main returns while they go on */
 }
 
+/* exit() from a signal handler is not async-signal-safe, and common all the same. Here the
+ * signal lands while main is inside leaseguard's hooks or heap table most of the time, with
+ * their locks held below the handler: leaseguard's exit work must not wait for them (a minute's
+ * alarm turns such a wait into a failure). */
+static void exit_on_signal(int signal_number) {
+  (void)signal_number;
+  exit(0);
+}
+
+static long g_pairs;
+
+static void *interrupt_main(void *main_thread) {
+  while (__atomic_load_n(&g_pairs, __ATOMIC_SEQ_CST) < 1000) sched_yield();
+  pthread_kill(*(pthread_t *)main_thread, SIGINT);
+  return NULL;
+}
+
+static void exit_in_handler(void) {
+  signal(SIGINT, exit_on_signal);
+  leak(5001);
+  alarm(60);
+  static pthread_t main_thread;
+  main_thread = pthread_self();
+  pthread_t helper;
+  if (pthread_create(&helper, NULL, interrupt_main, &main_thread) != 0) exit(10);
+  for (;;) {
+    CUdeviceptr pointer;
+    CHECK(cuMemAlloc_v2(&pointer, 4096));
+    free(malloc(100));
+    CHECK(cuMemFree_v2(pointer));
+    __atomic_add_fetch(&g_pairs, 1, __ATOMIC_SEQ_CST);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -256,6 +292,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "as_limit") == 0) as_limit();
   else if (strcmp(mode, "unshare") == 0) unshare_user();
   else if (strcmp(mode, "exit_race") == 0) return exit_race(path);
+  else if (strcmp(mode, "exit_in_handler") == 0) exit_in_handler();
   else return 2;
   return 0;
 }
