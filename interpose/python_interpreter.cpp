@@ -86,8 +86,9 @@ bool called_from(void *function) noexcept {
   return extent.inside;
 }
 
-Api g_api;                         // written once, before the pending call that reads it
-std::atomic<bool> g_asked{false};  // the pending call was added
+Api g_api;                                // written once, before the pending call that reads it
+std::atomic<bool> g_asked{false};         // the pending call was added
+std::atomic<bool> g_seen_running{false};  // the interpreter was initialized at the first allocation
 std::atomic<void (*)()> g_classify{nullptr};
 std::atomic<bool> g_objects_in_heap{false};  // objects are blocks of the tracked heap
 
@@ -142,6 +143,7 @@ void classify_before_finalization(void (*classify)()) noexcept {
   if (g_asked.load(std::memory_order_acquire)) return;
   int (*is_initialized)() = nullptr;
   if (!find(is_initialized, "Py_IsInitialized") || is_initialized() == 0) return;
+  g_seen_running.store(true, std::memory_order_release);
   if (g_asked.exchange(true, std::memory_order_acq_rel)) return;
   if (!resolve(g_api)) {
     log_debug("a Python interpreter without the calls leaseguard needs: it classifies at C's exit");
@@ -155,7 +157,11 @@ void classify_before_finalization(void (*classify)()) noexcept {
 bool objects_unreadable() noexcept {
   int (*is_initialized)() = nullptr;
   if (!find(is_initialized, "Py_IsInitialized")) return false;  // no interpreter here
-  return is_initialized() == 0 || !g_objects_in_heap.load(std::memory_order_acquire);
+  const bool running = is_initialized() != 0;
+  // A program that links Python and never starts it (or had finalized it before it allocated
+  // device memory) has no objects that could hold any.
+  if (!running && !g_seen_running.load(std::memory_order_acquire)) return false;
+  return !running || !g_objects_in_heap.load(std::memory_order_acquire);
 }
 
 }  // namespace leaseguard::interpose::python

@@ -26,9 +26,10 @@ namespace leaseguard::interpose::python {
 void classify_before_finalization(void (*classify)()) noexcept;
 
 // True if a Python interpreter is in the process and its objects cannot be read now: it
-// has finalized, or its object allocator is not the tracked malloc, or that is not known
-// yet (the callback above was not registered). Resolves symbols: call it before the world
-// stop.
+// has finalized since it ran at the first allocation, or its object allocator is not the
+// tracked malloc, or that is not known yet (the callback above was not registered). A
+// program that links Python and never starts it has no objects to read. Resolves symbols:
+// call it before the world stop.
 bool objects_unreadable() noexcept;
 
 }  // namespace leaseguard::interpose::python

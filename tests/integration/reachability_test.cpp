@@ -265,6 +265,19 @@ TEST(Reachability, DeviceMemoryThatPythonObjectsHoldIsReachable) {
   }
 }
 
+// A program with libpython loaded and never started: nothing is unreadable, and what it
+// dropped is direct, as in any program.
+TEST(Reachability, AnInterpreterNeverStartedHidesNothing) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("python_linked")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  if (run.result.out == "no libpython\n") GTEST_SKIP() << "no libpython3.11.so.1.0 or libpython3.so";
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(classes_by_size(process), (std::map<int, std::string>{{1401, "reachable"}, {3401, "direct"}}))
+      << run.result.err;
+  EXPECT_FALSE(process["reachability"]["python_objects_unread"].as_bool());
+}
+
 // Modules' global variables (`__device__`, `__managed__`) are the program's roots while their
 // module is loaded (interpose/device_globals.h); an unloaded one's are never read.
 TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {
