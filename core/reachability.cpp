@@ -23,6 +23,8 @@ namespace {
 constexpr uint32_t kNone = UINT32_MAX;
 
 enum State : uint8_t { kLost = 0, kOwned = 1, kReachable = 2, kIgnored = 3 };
+// What a node is (Scratch::device).
+enum NodeKind : uint8_t { kHostNode = 0, kDeviceNode = 1, kOwnHostNode = 2 };
 
 // Reads the words of memory the program may have poisoned for a sanitizer (stack redzones,
 // freed-but-quarantined blocks it still points into): reading them is the point.
@@ -60,7 +62,7 @@ struct Scratch {
   // from each other, and every read of one there would miss the cache.
   const void **contents;
   uint64_t *contents_bytes;
-  uint8_t *device;  // 1: a device allocation
+  uint8_t *device;  // NodeKind
   uint8_t *state;
   uint8_t *has_lost_predecessor;  // by component
   // Used only after the sort; before it, the same memory holds the sort's two arrays.
@@ -162,7 +164,12 @@ class Classifier {
     const uint64_t started = now_ns();
     prepare();
     const uint64_t sorted = now_ns();
-    // 1. What leaseguard and the driver reach from their own roots is theirs.
+    // 1. What leaseguard and the driver reach from their own roots is theirs; leaseguard's
+    // reach only the blocks it allocated.
+    only_leaseguards_ = true;
+    for (size_t i = 0; i < snapshot.own_root_count; ++i) scan_range(snapshot.own_roots[i], kOwned);
+    flood(kOwned);
+    only_leaseguards_ = false;
     for (size_t i = 0; i < snapshot.owner_root_count; ++i) scan_range(snapshot.owner_roots[i], kOwned);
     flood(kOwned);
     // 2. What the program reaches.
@@ -203,7 +210,7 @@ class Classifier {
       s_.sizes[i] = here.bytes;
       s_.contents[i] = nodes_[here.node].contents;
       s_.contents_bytes[i] = nodes_[here.node].contents_bytes;
-      s_.device[i] = here.host == 0 ? 1 : 0;
+      s_.device[i] = here.host == 0 ? kDeviceNode : nodes_[here.node].leaseguard_own ? kOwnHostNode : kHostNode;
       s_.state[i] = kLost;
       s_.has_lost_predecessor[i] = 0;
       // Nodes overlap where device memory lives in a host block of the driver's (a
@@ -328,7 +335,9 @@ class Classifier {
 
   void mark_found(uint32_t target, State as) noexcept {
     if (target == kNone || s_.state[target] != kLost) return;
-    if (as == kOwned && s_.device[target] != 0) return;  // device memory is never owned
+    // Device memory is never owned; leaseguard's roots own only what it allocated.
+    if (as == kOwned && (s_.device[target] == kDeviceNode || (only_leaseguards_ && s_.device[target] != kOwnHostNode)))
+      return;
     s_.state[target] = as;
     s_.work[work_size_++] = target;
   }
@@ -450,6 +459,7 @@ class Classifier {
   size_t count_;
   Scratch s_;
   size_t work_size_ = 0;
+  bool only_leaseguards_ = false;  // marking from leaseguard's roots: its own blocks only
   uint64_t low_ = 0, span_ = 0;
   size_t sample_count_ = 0;
   mutable size_t last_sample_ = 0;  // stretch_of()'s last answer

@@ -11,7 +11,10 @@
 //   1. Owned: host blocks reachable from leaseguard's and the driver's roots are theirs (a
 //      driver's table of the context's allocations, leaseguard's handle table). They are
 //      never entered from the program's side, so their copies of device pointers never
-//      count. Device allocations are never owned: they are the program's.
+//      count. Device allocations are never owned: they are the program's. From leaseguard's
+//      roots only blocks it allocated itself are followed (Node::leaseguard_own): a handle
+//      it keeps of another library's (the loader's record of the driver), or a stale word,
+//      never makes the program's memory its own.
 //   2. Reachable: everything reachable from the program's roots through nodes not owned.
 //   3. The rest is lost. Within it, a node that another lost node points to is `indirect`,
 //      unless the two are in one cycle that nothing else lost points to: each such cycle
@@ -42,7 +45,8 @@ struct Node {
   // read back), or nullptr: treated as holding no pointers (beyond the device bound).
   const void *contents = nullptr;
   uint64_t contents_bytes = 0;
-  uint64_t allocation_id = 0;  // the device allocation's id; 0 for a host heap block
+  uint64_t allocation_id = 0;   // the device allocation's id; 0 for a host heap block
+  bool leaseguard_own = false;  // a host block leaseguard allocated for itself
   Class result = Class::Unchecked;
 };
 
@@ -53,6 +57,8 @@ struct Snapshot {
   size_t owner_root_count = 0;
   Node *nodes = nullptr;  // in any order; a host block overlapped by another node is left out
   size_t node_count = 0;
+  const MemoryRange *own_roots = nullptr;  // leaseguard's: they reach only its own blocks
+  size_t own_root_count = 0;
 };
 
 struct Statistics {

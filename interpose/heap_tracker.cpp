@@ -25,8 +25,9 @@ namespace {
 
 struct Entry {
   uintptr_t address;  // 0: empty
-  size_t bytes;
+  size_t bytes;       // with kOwnBlock where leaseguard allocated the block for itself
 };
+constexpr size_t kOwnBlock = size_t{1} << 63;
 
 struct alignas(64) Shard {
   SpinLock lock;
@@ -124,14 +125,20 @@ void insert(uintptr_t address, size_t bytes) noexcept {
   }
 }
 
-bool contains(uintptr_t address) noexcept {
+// Calls change(entry) on the entry of the block at `address`, under its shard's lock; false
+// if there is none.
+template <typename Change>
+bool with_entry(uintptr_t address, Change change) noexcept {
   const uint64_t mixed = mix(address);
   Shard &shard = shard_of(mixed);
   std::lock_guard lock(shard.lock);
   if (shard.entries == nullptr) return false;
   const size_t mask = (size_t{1} << shard.capacity_log2) - 1;
   for (size_t i = home_of(mixed, mask); shard.entries[i].address != 0; i = (i + 1) & mask)
-    if (shard.entries[i].address == address) return true;
+    if (shard.entries[i].address == address) {
+      change(shard.entries[i]);
+      return true;
+    }
   return false;
 }
 
@@ -147,7 +154,7 @@ size_t erase(uintptr_t address) noexcept {
     if (shard.entries[hole].address == 0) return 0;  // not tracked (allocated before, or elsewhere)
     if (shard.entries[hole].address == address) break;
   }
-  const size_t bytes = shard.entries[hole].bytes;
+  const size_t bytes = shard.entries[hole].bytes & ~kOwnBlock;
   // Backward-shift deletion: no tombstones, so probes stay short however often blocks churn.
   for (size_t next = (hole + 1) & mask; shard.entries[next].address != 0; next = (next + 1) & mask) {
     const size_t home = home_of(mix(shard.entries[next].address), mask);
@@ -308,7 +315,14 @@ bool complete() noexcept {
   return g_tracking && (g_program_uses_ours || g_hooks_installed) && !g_lost_blocks.load(std::memory_order_relaxed);
 }
 
-bool tracks(uintptr_t address) noexcept { return g_tracking && contains(address); }
+bool tracks(uintptr_t address) noexcept {
+  return g_tracking && with_entry(address, [](Entry &) {});
+}
+
+void mark_own(const void *block) noexcept {
+  if (g_tracking && block != nullptr)
+    with_entry(reinterpret_cast<uintptr_t>(block), [](Entry &entry) { entry.bytes |= kOwnBlock; });
+}
 
 size_t live_blocks() noexcept {
   size_t count = 0;
@@ -316,12 +330,14 @@ size_t live_blocks() noexcept {
   return count;
 }
 
-void for_each_block(void (*visit)(void *, uintptr_t, size_t), void *context) noexcept {
+void for_each_block(void (*visit)(void *, uintptr_t, size_t, bool), void *context) noexcept {
   for (const Shard &shard : g_shards) {
     if (shard.entries == nullptr) continue;
     const size_t capacity = size_t{1} << shard.capacity_log2;
-    for (size_t i = 0; i < capacity; ++i)
-      if (shard.entries[i].address != 0) visit(context, shard.entries[i].address, shard.entries[i].bytes);
+    for (size_t i = 0; i < capacity; ++i) {
+      const Entry &entry = shard.entries[i];
+      if (entry.address != 0) visit(context, entry.address, entry.bytes & ~kOwnBlock, (entry.bytes & kOwnBlock) != 0);
+    }
   }
 }
 

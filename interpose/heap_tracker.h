@@ -25,9 +25,14 @@ size_t live_blocks() noexcept;
 // True if a live block in the table starts at `address`.
 bool tracks(uintptr_t address) noexcept;
 
-// Calls visit(context, address, bytes) for every live block. Only while every other thread
-// is stopped (or in tests): it takes no lock.
-void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes), void *context) noexcept;
+// Marks the live block at `block` as leaseguard's own (interpose/own_memory.cpp): the
+// reachability scan follows only such blocks from leaseguard's roots.
+void mark_own(const void *block) noexcept;
+
+// Calls visit(context, address, bytes, leaseguard_own) for every live block. Only while every
+// other thread is stopped (or in tests): it takes no lock.
+void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes, bool leaseguard_own),
+                    void *context) noexcept;
 
 // For the world stop's signal handler: a thread inside a tracked call is not stopped there;
 // its stop is marked pending and taken when the call ends (by raising the signal again).

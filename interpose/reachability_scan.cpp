@@ -138,7 +138,8 @@ class DeviceReader {
 struct ModuleRanges {
   Array<MemoryRange> *program;
   Array<MemoryRange> *owner;
-  const uintptr_t *owner_bases;
+  Array<MemoryRange> *own;       // leaseguard's
+  const uintptr_t *owner_bases;  // leaseguard's first, then the drivers'
   size_t owner_base_count;
 };
 
@@ -146,13 +147,14 @@ struct ModuleRanges {
 // the drivers' own where the module is one of theirs.
 int add_module(dl_phdr_info *info, size_t, void *context) {
   auto &ranges = *static_cast<ModuleRanges *>(context);
-  bool owned = false;
-  for (size_t i = 0; i < ranges.owner_base_count; ++i) owned = owned || ranges.owner_bases[i] == info->dlpi_addr;
+  Array<MemoryRange> *roots = ranges.program;
+  for (size_t i = 0; i < ranges.owner_base_count; ++i)
+    if (ranges.owner_bases[i] == info->dlpi_addr) roots = i == 0 ? ranges.own : ranges.owner;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) &header = info->dlpi_phdr[i];
     if (header.p_type != PT_LOAD || (header.p_flags & PF_W) == 0) continue;
     const uintptr_t begin = info->dlpi_addr + header.p_vaddr;
-    (owned ? ranges.owner : ranges.program)->push(MemoryRange{begin, begin + header.p_memsz});
+    roots->push(MemoryRange{begin, begin + header.p_memsz});
   }
   return 0;
 }
@@ -236,6 +238,7 @@ struct Prepared {
   Array<Node> nodes;
   Array<MemoryRange> program_roots;
   Array<MemoryRange> owner_roots;
+  Array<MemoryRange> own_roots;  // leaseguard's module's
   Array<MemoryRange> mappings;
   char *maps_text = nullptr;
   size_t maps_capacity = 0;
@@ -245,13 +248,14 @@ struct Prepared {
   bool roots_unread = false;  // a thread's stack could not be found (/proc/self/maps unreadable)
 };
 
-void add_block(void *context, uintptr_t address, size_t bytes) {
+void add_block(void *context, uintptr_t address, size_t bytes, bool leaseguard_own) {
   auto &prepared = *static_cast<Prepared *>(context);
   Node node;
   node.address = address;
   node.bytes = bytes;
   node.contents = reinterpret_cast<const void *>(address);
   node.contents_bytes = bytes;
+  node.leaseguard_own = leaseguard_own;
   if (!prepared.nodes.push(node)) prepared.heap_overflow = true;
 }
 
@@ -313,7 +317,8 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
   }
   reachability::Snapshot snapshot{prepared.program_roots.items, prepared.program_roots.count,
                                   prepared.owner_roots.items,   prepared.owner_roots.count,
-                                  prepared.nodes.items,         prepared.nodes.count};
+                                  prepared.nodes.items,         prepared.nodes.count,
+                                  prepared.own_roots.items,     prepared.own_roots.count};
   return reachability::classify(snapshot, scratch);
 }
 
@@ -354,7 +359,8 @@ void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
   void *scratch = arena.take<uint64_t>(reachability::scratch_bytes(node_room) / 8 + 1);
   if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
       !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
-      !prepared.mappings.take(arena, kMaxMappings) || (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
+      !prepared.own_roots.take(arena, kMaxRoots) || !prepared.mappings.take(arena, kMaxMappings) ||
+      (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
       (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr)
     return nullptr;
   prepared.maps_capacity = kMapsText;
@@ -449,8 +455,9 @@ void log_costs(const Prepared &prepared, const Costs &costs) noexcept {
       "reachability: %zu node(s) (%zu device), %zu root range(s), %zu owned, %zu other thread(s); "
       "%llu owned block(s), %llu lost component(s); %.1f MiB scanned in %.1f ms stopped (%.2f GB/s); "
       "sort %.1f ms, floods %.1f ms (%.2f GB/s), lost %.1f ms; %.1f ms in all; %.1f MiB more resident",
-      prepared.nodes.count, prepared.device_nodes, prepared.program_roots.count, prepared.owner_roots.count,
-      costs.other_threads, static_cast<unsigned long long>(statistics.owned_blocks),
+      prepared.nodes.count, prepared.device_nodes, prepared.program_roots.count,
+      prepared.owner_roots.count + prepared.own_roots.count, costs.other_threads,
+      static_cast<unsigned long long>(statistics.owned_blocks),
       static_cast<unsigned long long>(statistics.lost_components),
       static_cast<double>(statistics.scanned_bytes) / (1 << 20), stopped_ns / 1e6,
       static_cast<double>(statistics.scanned_bytes) / (stopped_ns + 1), statistics.sort_ns / 1e6,
@@ -549,7 +556,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
 
   // Globals of every module, sorted into the program's and the owners'.
   uintptr_t owner_bases[64];
-  ModuleRanges modules{&prepared.program_roots, &prepared.owner_roots, owner_bases,
+  ModuleRanges modules{&prepared.program_roots, &prepared.owner_roots, &prepared.own_roots, owner_bases,
                        owner_module_bases(owner_bases, std::size(owner_bases))};
   dl_iterate_phdr(add_module, &modules);
   const size_t fixed_roots = prepared.program_roots.count;

@@ -39,11 +39,12 @@ Node device(const Memory &memory, uint64_t id) {
 struct Case {
   std::vector<MemoryRange> program_roots, owner_roots;
   std::vector<Node> nodes;
+  std::vector<MemoryRange> own_roots = {};  // leaseguard's
 
   // The class of the node with `id` (device) or at `address` (host) after classifying.
   std::vector<Node> classify() {
-    Snapshot snapshot{program_roots.data(), program_roots.size(), owner_roots.data(),
-                      owner_roots.size(),   nodes.data(),         nodes.size()};
+    Snapshot snapshot{program_roots.data(), program_roots.size(), owner_roots.data(), owner_roots.size(),
+                      nodes.data(),         nodes.size(),         own_roots.data(),   own_roots.size()};
     std::vector<uint64_t> scratch(scratch_bytes(nodes.size()) / 8 + 1);
     reachability::classify(snapshot, scratch.data());
     return nodes;
@@ -128,6 +129,28 @@ TEST(Reachability, TheDriversTablesNeverCountEvenReachedFromTheProgram) {
   Case c{{program_global.range()}, {driver_global.range()}, {host_block(context), host_block(list), device(a, 1)}};
   c.classify();
   EXPECT_EQ(c.of(1), Class::Direct);
+}
+
+// leaseguard's roots reach only the blocks it allocated itself: its handle of another
+// library's object, or a stale word in its memory, never makes the program's block its own
+// (and the device memory only that block holds lost). Its own blocks still hide their copies
+// of device pointers.
+TEST(Reachability, LeaseguardsRootsOwnOnlyTheBlocksItAllocated) {
+  Memory program_global, leaseguard_global, program_block, own_table, held, only_in_own_table;
+  program_global.words[0] = program_block.at(0);
+  program_block.words[2] = held.at(0);
+  leaseguard_global.words[0] = program_block.at(8);  // a stale word, or another library's object
+  leaseguard_global.words[1] = own_table.at(0);
+  program_global.words[1] = own_table.at(0);  // a stale copy on the program's side
+  own_table.words[0] = only_in_own_table.at(0);
+  Node table = host_block(own_table);
+  table.leaseguard_own = true;
+  Case c{
+      {program_global.range()}, {}, {host_block(program_block), table, device(held, 1), device(only_in_own_table, 2)}};
+  c.own_roots = {leaseguard_global.range()};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+  EXPECT_EQ(c.of(2), Class::Direct);
 }
 
 TEST(Reachability, DisguisedPointersAndUnscannedDeviceMemoryHoldNoPointers) {
