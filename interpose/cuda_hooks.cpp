@@ -13,7 +13,8 @@ using namespace leaseguard::interpose;
 
 namespace leaseguard::interpose {
 thread_local int ReentryGuard::t_depth __attribute__((tls_model("initial-exec"))) = 0;
-}
+thread_local const void *ReentryGuard::t_frames[kFramesKept] __attribute__((tls_model("initial-exec"))) = {};
+}  // namespace leaseguard::interpose
 
 namespace {
 

@@ -16,6 +16,7 @@
 
 #include "real_dlsym.h"
 #include "spin_lock.h"
+#include "stack_jump.h"
 #include "world_stop.h"
 
 namespace leaseguard::interpose::heap {
@@ -253,10 +254,14 @@ bool ready() noexcept {
 
 thread_local int t_in_call __attribute__((tls_model("initial-exec"))) = 0;
 thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 0;
+// The outermost tracked call's frame, for a jump that leaves it (stack_jump.h).
+thread_local const void *t_call_frame __attribute__((tls_model("initial-exec"))) = nullptr;
 
 class TrackedCall {
  public:
-  TrackedCall() noexcept : nested_(t_in_call++ != 0) {}
+  TrackedCall() noexcept : nested_(t_in_call++ != 0) {
+    if (!nested_) t_call_frame = this;
+  }
   // A call made while another is in progress on this thread comes from a signal handler
   // that interrupted it, maybe inside the table with a shard's lock held: it leaves the table
   // alone, and the heap counts as incomplete (lost allocations are then unchecked).
@@ -343,6 +348,15 @@ void for_each_block(void (*visit)(void *, uintptr_t, size_t, bool), void *contex
 
 bool in_tracked_call() noexcept { return t_in_call != 0; }
 void defer_stop(int signal_number) noexcept { t_deferred_signal = signal_number; }
+
+void jumping_to(const StackJump &jump) noexcept {
+  if (t_in_call == 0 || !jump.leaves(t_call_frame)) return;
+  t_in_call = 0;  // the calls nested in it are deeper still
+  if (t_deferred_signal != 0) {
+    t_deferred_signal = 0;
+    park_after_deferred_stop();
+  }
+}
 
 void start() noexcept {
   ready();

@@ -15,6 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace leaseguard::interpose {
+class StackJump;
+}
+
 namespace leaseguard::interpose::heap {
 
 // True if every block the program allocates is in the table (tracking on, and the
@@ -38,6 +42,10 @@ void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes
 // its stop is marked pending and taken when the call ends (by raising the signal again).
 bool in_tracked_call() noexcept;
 void defer_stop(int signal_number) noexcept;
+
+// The tracked calls a jump out of a signal handler leaves end here (stack_jump.h), and a
+// stop deferred to their end is taken now.
+void jumping_to(const StackJump &jump) noexcept;
 
 // Called from the preload's constructor: the forked child's repair of the table (a shard
 // locked at the fork), and the sanitizer hooks where they apply.

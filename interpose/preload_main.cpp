@@ -10,6 +10,7 @@
 #include "real_dlsym.h"
 #include "reclaim.h"
 #include "signal_hooks.h"
+#include "stack_jump.h"
 
 namespace leaseguard::interpose {
 
@@ -19,6 +20,7 @@ namespace {
 
 __attribute__((constructor(101))) void preload_start() {
   leaseguard_resolve_real_dlsym();
+  resolve_jump_functions();
   // Never destroyed: a lease may expire on the watchdog thread while the process exits.
   static auto *backend = new DriverReclaimBackend;
   heap::start();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "heap_tracker.h"
+#include "stack_jump.h"
 #include "tracker.h"
 
 namespace leaseguard::interpose {
@@ -12,20 +13,36 @@ extern bool g_pass_through;
 // The tracker to record into, or nullptr for pure forwarding.
 inline Tracker *recording_tracker() noexcept { return g_pass_through ? nullptr : Tracker::instance(); }
 
-// A hook called from inside another hook (a driver that calls its own exported entry
-// points, or another interposer between us and the driver) forwards without recording,
-// so one allocation is recorded once.
+// A hook called from inside another hook (a driver that calls its own exported entry points,
+// or another interposer between us and the driver) forwards without recording, so one
+// allocation is recorded once.
 class ReentryGuard {
  public:
-  ReentryGuard() noexcept : outermost_(t_depth++ == 0) {}
+  ReentryGuard() noexcept : outermost_(enter(this)) {}
   ~ReentryGuard() { --t_depth; }
   ReentryGuard(const ReentryGuard &) = delete;
   ReentryGuard &operator=(const ReentryGuard &) = delete;
   bool outermost() const noexcept { return outermost_; }
   static bool inside() noexcept { return t_depth != 0; }
 
+  // The hooks a jump out of a signal handler leaves were never left (stack_jump.h): they
+  // end here, innermost first. Deeper than the frames kept, the depth stays as it is.
+  static void jumping_to(const StackJump &jump) noexcept {
+    while (t_depth > 0 && t_depth <= kFramesKept && jump.leaves(t_frames[t_depth - 1])) --t_depth;
+  }
+
  private:
+  static constexpr int kFramesKept = 4;
+
+  static bool enter(const ReentryGuard *guard) noexcept {
+    const int depth = t_depth++;
+    if (depth < kFramesKept) t_frames[depth] = guard;
+    return depth == 0;
+  }
+
   static thread_local int t_depth __attribute__((tls_model("initial-exec")));
+  // Where each hook in progress on the thread keeps its guard: its frame, for a jump.
+  static thread_local const void *t_frames[kFramesKept] __attribute__((tls_model("initial-exec")));
   bool outermost_;
 };
 

@@ -121,6 +121,23 @@ TEST(HostSafety, ExitFromASignalHandlerThatInterruptedLeaseguardNeverHangs) {
   }
 }
 
+// A SIGUSR1 handler that siglongjmp()s out of a context destroy while the driver is still
+// in it (a timeout giving up on a stuck call): the hook the call went through never returns.
+// What the thread allocates afterwards is recorded, and the exit is classified as usual.
+TEST(HostSafety, AJumpOutOfADriverCallLosesNothingAfterIt) {
+  for (const std::string where : {"", "altstack"}) {
+    SCOPED_TRACE(where);
+    TempDir dir;
+    auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "jump_out", where}, {},
+                                    {{"LEASEGUARD_SIM_DESTROY_LINGER_MS", "60000"}});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_EQ(leaked_sizes(run.json), (std::multiset<uint64_t>{5001, 6001})) << run.result.err;
+    for (const JsonValue *leak : all_leaks(run.json)) EXPECT_EQ((*leak)["reachability"].as_string(), "direct");
+    EXPECT_TRUE(run.json["processes"][0]["complete"].as_bool()) << run.result.err;
+    EXPECT_FALSE(contains(run.result.err, "warning")) << run.result.err;
+  }
+}
+
 // A SIGTERM handler installed without SA_RESTART: the program's blocking read() must fail
 // with EINTR when SIGTERM comes, as without leaseguard (forced SA_RESTART would block it
 // forever). The victim's alarm(60) turns a hang into a failure.

@@ -14,18 +14,24 @@
  *   exit_race FILE   threads allocate while main returns (up to kRaceCap each); FILE counts
  *                    the allocations each thread began and completed
  *   exit_in_handler  a SIGINT handler that calls exit(0), and a thread that sends SIGINT while
- *                    main allocates and frees: the signal mostly lands inside leaseguard */
+ *                    main allocates and frees: the signal mostly lands inside leaseguard
+ *   jump_out [altstack]  a SIGUSR1 handler (on an alternate signal stack if asked) that
+ *                    siglongjmp()s out of a context destroy the driver is still in
+ *                    (LEASEGUARD_SIM_DESTROY_LINGER_MS), then allocates on */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -280,6 +286,65 @@ static void exit_in_handler(void) {
   }
 }
 
+/* A timeout that jumps out of a driver call is how some programs give up on a stuck GPU:
+ * siglongjmp() from a signal handler, back past the hook the call went through. leaseguard
+ * must record what the thread allocates afterwards, and classify at exit as usual. */
+static sigjmp_buf g_jump;
+static pid_t g_main_tid;
+
+static void jump_out_of_the_call(int signal_number) {
+  (void)signal_number;
+  siglongjmp(g_jump, 1);
+}
+
+/* Whether the thread is in a sleep system call: the driver's linger after a destroy. */
+static int sleeping_in_the_driver(pid_t tid) {
+  char path[64], line[64] = "";
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  FILE *file = fopen(path, "r");
+  if (file == NULL) return 0;
+  if (fgets(line, sizeof line, file) == NULL) line[0] = '\0';
+  fclose(file);
+  const long number = strtol(line, NULL, 10);
+  return number == 35 || number == 230; /* nanosleep, clock_nanosleep */
+}
+
+static void *interrupt_the_destroy(void *main_thread) {
+  while (!sleeping_in_the_driver(g_main_tid)) sched_yield();
+  pthread_kill(*(pthread_t *)main_thread, SIGUSR1);
+  return NULL;
+}
+
+static void jump_out(const char *where) {
+  leak(5001);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = jump_out_of_the_call;
+  if (strcmp(where, "altstack") == 0) {
+    static char alternate[64 * 1024];
+    stack_t stack = {.ss_sp = alternate, .ss_size = sizeof alternate, .ss_flags = 0};
+    if (sigaltstack(&stack, NULL) != 0) exit(12);
+    action.sa_flags = SA_ONSTACK;
+  }
+  sigaction(SIGUSR1, &action, NULL);
+  CUcontext own;
+  CHECK(cuCtxCreate(&own, 0, 0));
+  static pthread_t main_thread;
+  main_thread = pthread_self();
+  g_main_tid = (pid_t)syscall(SYS_gettid);
+  if (sigsetjmp(g_jump, 1) == 0) {
+    pthread_t helper;
+    if (pthread_create(&helper, NULL, interrupt_the_destroy, &main_thread) != 0) exit(10);
+    pthread_detach(helper);
+    cuCtxDestroy(own); /* lingers until the signal jumps back to sigsetjmp */
+    exit(11);
+  }
+  CHECK(cuCtxSetCurrent(g_context));
+  churn(100);
+  leak(6001);
+  free(malloc(100));
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -293,6 +358,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "unshare") == 0) unshare_user();
   else if (strcmp(mode, "exit_race") == 0) return exit_race(path);
   else if (strcmp(mode, "exit_in_handler") == 0) exit_in_handler();
+  else if (strcmp(mode, "jump_out") == 0) jump_out(path);
   else return 2;
   return 0;
 }

@@ -1,0 +1,102 @@
+// The preload's longjmp, _longjmp, siglongjmp and __longjmp_chk: each tells the hooks and the
+// heap table which of their calls the jump leaves (stack_jump.h), then makes the C library's
+// jump. A thread inside none of them jumps at once.
+#include <dlfcn.h>
+
+#include <csetjmp>
+#include <csignal>
+
+#include "heap_tracker.h"
+#include "preload_state.h"
+#include "real_dlsym.h"
+#include "stack_jump.h"
+
+extern "C" void __longjmp_chk(struct __jmp_buf_tag env[1], int value) __attribute__((noreturn));
+
+namespace leaseguard::interpose {
+
+StackJump::StackJump(uintptr_t target_stack_pointer) noexcept : target_(target_stack_pointer) {
+  stack_t alternate{};
+  if (sigaltstack(nullptr, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK) != 0) {
+    alternate_low_ = reinterpret_cast<uintptr_t>(alternate.ss_sp);
+    alternate_bytes_ = alternate.ss_size;
+  }
+}
+
+bool StackJump::leaves(const void *address) const noexcept {
+  const auto frame = reinterpret_cast<uintptr_t>(address);
+  const bool target_on_alternate = on_alternate_stack(target_);
+  if (on_alternate_stack(frame) != target_on_alternate) return !target_on_alternate;
+  return frame < target_;  // stacks grow down: a frame below the target is a callee's
+}
+
+void jumping_to(const StackJump &jump) noexcept {
+  ReentryGuard::jumping_to(jump);
+  heap::jumping_to(jump);
+}
+
+namespace {
+
+using JumpFunction = void (*)(struct __jmp_buf_tag *, int);
+
+struct JumpFunctions {
+  JumpFunction longjmp_ = nullptr;
+  JumpFunction underscore_longjmp = nullptr;
+  JumpFunction siglongjmp_ = nullptr;
+  JumpFunction longjmp_chk = nullptr;
+};
+JumpFunctions g_next;
+
+JumpFunction next_jump(const char *name) noexcept {
+  return reinterpret_cast<JumpFunction>(real_dlsym()(RTLD_NEXT, name));
+}
+
+// The stack pointer a jump buffer restores. glibc keeps it mangled with the thread's pointer
+// guard (x86-64: xor with %fs:0x30, then rotated left by 17). Elsewhere 0: nothing is taken
+// as left.
+uintptr_t target_stack_pointer(const struct __jmp_buf_tag *env) noexcept {
+#if defined(__x86_64__) && defined(__GLIBC__)
+  auto pointer = static_cast<uintptr_t>(env->__jmpbuf[6]);
+  asm("ror $0x11, %0\n\txor %%fs:0x30, %0" : "+r"(pointer));
+  return pointer;
+#else
+  (void)env;
+  return 0;
+#endif
+}
+
+[[noreturn]] void jump(JumpFunction &next, const char *name, struct __jmp_buf_tag *env, int value) noexcept {
+  if (__builtin_expect(inside_leaseguard(), false)) {
+    if (const uintptr_t target = target_stack_pointer(env); target != 0) jumping_to(StackJump(target));
+  }
+  if (__builtin_expect(next == nullptr, false)) next = next_jump(name);
+  next(env, value);
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+void resolve_jump_functions() noexcept {
+  g_next.longjmp_ = next_jump("longjmp");
+  g_next.underscore_longjmp = next_jump("_longjmp");
+  g_next.siglongjmp_ = next_jump("siglongjmp");
+  g_next.longjmp_chk = next_jump("__longjmp_chk");
+}
+
+}  // namespace leaseguard::interpose
+
+using leaseguard::interpose::g_next;
+using leaseguard::interpose::jump;
+
+extern "C" __attribute__((visibility("default"))) void longjmp(struct __jmp_buf_tag env[1], int value) {
+  jump(g_next.longjmp_, "longjmp", env, value);
+}
+extern "C" __attribute__((visibility("default"))) void _longjmp(struct __jmp_buf_tag env[1], int value) {
+  jump(g_next.underscore_longjmp, "_longjmp", env, value);
+}
+extern "C" __attribute__((visibility("default"))) void siglongjmp(struct __jmp_buf_tag env[1], int value) {
+  jump(g_next.siglongjmp_, "siglongjmp", env, value);
+}
+extern "C" __attribute__((visibility("default"))) void __longjmp_chk(struct __jmp_buf_tag env[1], int value) {
+  jump(g_next.longjmp_chk, "__longjmp_chk", env, value);
+}
