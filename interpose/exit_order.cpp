@@ -24,7 +24,7 @@ template <typename Function>
 Function next_definition(std::atomic<Function> &slot, const char *name) noexcept {
   Function found = slot.load(std::memory_order_acquire);
   if (found == nullptr) {
-    found = reinterpret_cast<Function>(real_dlsym()(RTLD_NEXT, name));
+    found = real_symbol<Function>(RTLD_NEXT, name);
     slot.store(found, std::memory_order_release);
   }
   return found;

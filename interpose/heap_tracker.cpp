@@ -213,11 +213,6 @@ size_t bootstrap_size(const void *pointer) noexcept {
   return bytes;
 }
 
-template <typename Function>
-void find_next(Function &slot, const char *name) noexcept {
-  slot = reinterpret_cast<Function>(real_dlsym()(RTLD_NEXT, name));
-}
-
 bool tracking_wanted() noexcept {
   const char *value = getenv("LEASEGUARD_REACHABILITY");
   const char *disabled = getenv("LEASEGUARD_DISABLE");
@@ -233,15 +228,15 @@ bool ready() noexcept {
   int expected = 0;
   if (g_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     g_resolver = pthread_self();
-    find_next(g_next.malloc, "malloc");
-    find_next(g_next.free, "free");
-    find_next(g_next.calloc, "calloc");
-    find_next(g_next.realloc, "realloc");
-    find_next(g_next.memalign, "memalign");
-    find_next(g_next.posix_memalign, "posix_memalign");
-    find_next(g_next.aligned_alloc, "aligned_alloc");
-    find_next(g_next.valloc, "valloc");
-    find_next(g_next.pvalloc, "pvalloc");
+    find_symbol(g_next.malloc, RTLD_NEXT, "malloc");
+    find_symbol(g_next.free, RTLD_NEXT, "free");
+    find_symbol(g_next.calloc, RTLD_NEXT, "calloc");
+    find_symbol(g_next.realloc, RTLD_NEXT, "realloc");
+    find_symbol(g_next.memalign, RTLD_NEXT, "memalign");
+    find_symbol(g_next.posix_memalign, RTLD_NEXT, "posix_memalign");
+    find_symbol(g_next.aligned_alloc, RTLD_NEXT, "aligned_alloc");
+    find_symbol(g_next.valloc, RTLD_NEXT, "valloc");
+    find_symbol(g_next.pvalloc, RTLD_NEXT, "pvalloc");
     g_tracking = tracking_wanted();
     g_state.store(2, std::memory_order_release);
     return true;

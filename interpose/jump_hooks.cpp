@@ -47,10 +47,6 @@ struct JumpFunctions {
 };
 JumpFunctions g_next;
 
-JumpFunction next_jump(const char *name) noexcept {
-  return reinterpret_cast<JumpFunction>(real_dlsym()(RTLD_NEXT, name));
-}
-
 // The stack pointer a jump buffer restores. glibc keeps it mangled with the thread's pointer
 // guard (x86-64: xor with %fs:0x30, then rotated left by 17). Elsewhere 0: nothing is taken
 // as left.
@@ -69,7 +65,7 @@ uintptr_t target_stack_pointer(const struct __jmp_buf_tag *env) noexcept {
   if (__builtin_expect(inside_leaseguard(), false)) {
     if (const uintptr_t target = target_stack_pointer(env); target != 0) jumping_to(StackJump(target));
   }
-  if (__builtin_expect(next == nullptr, false)) next = next_jump(name);
+  if (__builtin_expect(next == nullptr, false)) next = real_symbol<JumpFunction>(RTLD_NEXT, name);
   next(env, value);
   __builtin_unreachable();
 }
@@ -77,10 +73,10 @@ uintptr_t target_stack_pointer(const struct __jmp_buf_tag *env) noexcept {
 }  // namespace
 
 void resolve_jump_functions() noexcept {
-  g_next.longjmp_ = next_jump("longjmp");
-  g_next.underscore_longjmp = next_jump("_longjmp");
-  g_next.siglongjmp_ = next_jump("siglongjmp");
-  g_next.longjmp_chk = next_jump("__longjmp_chk");
+  find_symbol(g_next.longjmp_, RTLD_NEXT, "longjmp");
+  find_symbol(g_next.underscore_longjmp, RTLD_NEXT, "_longjmp");
+  find_symbol(g_next.siglongjmp_, RTLD_NEXT, "siglongjmp");
+  find_symbol(g_next.longjmp_chk, RTLD_NEXT, "__longjmp_chk");
 }
 
 }  // namespace leaseguard::interpose

@@ -18,11 +18,6 @@
 namespace leaseguard::interpose {
 namespace {
 
-template <typename Function>
-Function next_definition(const char *name) {
-  return reinterpret_cast<Function>(real_dlsym()(RTLD_NEXT, name));
-}
-
 // Runs `call` with leaseguard's threads joined if `single_threaded_only`.
 template <typename Call>
 int with_threads_suspended(bool single_threaded_only, Call call) {
@@ -42,7 +37,7 @@ using namespace leaseguard::interpose;
 
 extern "C" __attribute__((visibility("default"))) int unshare(int flags) {
   using UnshareFunction = int (*)(int);
-  static const UnshareFunction real = next_definition<UnshareFunction>("unshare");
+  static const UnshareFunction real = real_symbol<UnshareFunction>(RTLD_NEXT, "unshare");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -53,7 +48,7 @@ extern "C" __attribute__((visibility("default"))) int unshare(int flags) {
 
 extern "C" __attribute__((visibility("default"))) int setns(int fd, int nstype) {
   using SetnsFunction = int (*)(int, int);
-  static const SetnsFunction real = next_definition<SetnsFunction>("setns");
+  static const SetnsFunction real = real_symbol<SetnsFunction>(RTLD_NEXT, "setns");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;

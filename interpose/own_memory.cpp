@@ -26,11 +26,6 @@
 namespace leaseguard::interpose {
 namespace {
 
-template <typename Function>
-Function global_definition(const char *name) noexcept {
-  return reinterpret_cast<Function>(real_dlsym()(RTLD_DEFAULT, name));
-}
-
 using New = void *(*)(std::size_t);
 using AlignedNew = void *(*)(std::size_t, std::align_val_t);
 using NothrowNew = void *(*)(std::size_t, const std::nothrow_t &) noexcept;
@@ -49,46 +44,48 @@ void *cleared(void *memory, std::size_t bytes) noexcept {
 using leaseguard::interpose::AlignedNew;
 using leaseguard::interpose::AlignedNothrowNew;
 using leaseguard::interpose::cleared;
-using leaseguard::interpose::global_definition;
 using leaseguard::interpose::New;
 using leaseguard::interpose::NothrowNew;
+using leaseguard::interpose::real_symbol;
 
 void *operator new(std::size_t bytes) {
-  static const New next = global_definition<New>("_Znwm");
+  static const New next = real_symbol<New>(RTLD_DEFAULT, "_Znwm");
   return cleared(next(bytes), bytes);
 }
 
 void *operator new[](std::size_t bytes) {
-  static const New next = global_definition<New>("_Znam");
+  static const New next = real_symbol<New>(RTLD_DEFAULT, "_Znam");
   return cleared(next(bytes), bytes);
 }
 
 void *operator new(std::size_t bytes, std::align_val_t alignment) {
-  static const AlignedNew next = global_definition<AlignedNew>("_ZnwmSt11align_val_t");
+  static const AlignedNew next = real_symbol<AlignedNew>(RTLD_DEFAULT, "_ZnwmSt11align_val_t");
   return cleared(next(bytes, alignment), bytes);
 }
 
 void *operator new[](std::size_t bytes, std::align_val_t alignment) {
-  static const AlignedNew next = global_definition<AlignedNew>("_ZnamSt11align_val_t");
+  static const AlignedNew next = real_symbol<AlignedNew>(RTLD_DEFAULT, "_ZnamSt11align_val_t");
   return cleared(next(bytes, alignment), bytes);
 }
 
 void *operator new(std::size_t bytes, const std::nothrow_t &tag) noexcept {
-  static const NothrowNew next = global_definition<NothrowNew>("_ZnwmRKSt9nothrow_t");
+  static const NothrowNew next = real_symbol<NothrowNew>(RTLD_DEFAULT, "_ZnwmRKSt9nothrow_t");
   return cleared(next(bytes, tag), bytes);
 }
 
 void *operator new[](std::size_t bytes, const std::nothrow_t &tag) noexcept {
-  static const NothrowNew next = global_definition<NothrowNew>("_ZnamRKSt9nothrow_t");
+  static const NothrowNew next = real_symbol<NothrowNew>(RTLD_DEFAULT, "_ZnamRKSt9nothrow_t");
   return cleared(next(bytes, tag), bytes);
 }
 
 void *operator new(std::size_t bytes, std::align_val_t alignment, const std::nothrow_t &tag) noexcept {
-  static const AlignedNothrowNew next = global_definition<AlignedNothrowNew>("_ZnwmSt11align_val_tRKSt9nothrow_t");
+  static const AlignedNothrowNew next =
+      real_symbol<AlignedNothrowNew>(RTLD_DEFAULT, "_ZnwmSt11align_val_tRKSt9nothrow_t");
   return cleared(next(bytes, alignment, tag), bytes);
 }
 
 void *operator new[](std::size_t bytes, std::align_val_t alignment, const std::nothrow_t &tag) noexcept {
-  static const AlignedNothrowNew next = global_definition<AlignedNothrowNew>("_ZnamSt11align_val_tRKSt9nothrow_t");
+  static const AlignedNothrowNew next =
+      real_symbol<AlignedNothrowNew>(RTLD_DEFAULT, "_ZnamSt11align_val_tRKSt9nothrow_t");
   return cleared(next(bytes, alignment, tag), bytes);
 }

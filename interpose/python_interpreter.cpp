@@ -52,8 +52,7 @@ struct Api {
 
 template <typename Slot>
 bool find(Slot &slot, const char *name) noexcept {
-  slot = reinterpret_cast<Slot>(real_dlsym()(RTLD_DEFAULT, name));
-  return slot != nullptr;
+  return find_symbol(slot, RTLD_DEFAULT, name);
 }
 
 bool resolve(Api &api) noexcept {

@@ -17,6 +17,20 @@ inline DlsymFunction real_dlsym() noexcept {
   return reinterpret_cast<DlsymFunction>(function);
 }
 
+// `name` as dlsym(handle, name) finds it (RTLD_NEXT, RTLD_DEFAULT or an object's handle),
+// typed as the function it is; nullptr where there is none.
+template <typename Function>
+Function real_symbol(void *handle, const char *name) noexcept {
+  return reinterpret_cast<Function>(real_dlsym()(handle, name));
+}
+
+// The same, kept in `slot`; whether it was found.
+template <typename Function>
+bool find_symbol(Function &slot, void *handle, const char *name) noexcept {
+  slot = real_symbol<Function>(handle, name);
+  return slot != nullptr;
+}
+
 // A dlopen handle for the already-loaded object containing `address`, or nullptr. A
 // link_map from dladdr1 is not usable as a handle for objects loaded at start-up (their
 // search list is empty); dlopen with RTLD_NOLOAD builds it. Takes the loader's lock: never

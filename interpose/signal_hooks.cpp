@@ -28,7 +28,7 @@ namespace {
 using SigactionFunction = int (*)(int, const struct sigaction *, struct sigaction *);
 
 SigactionFunction real_sigaction() {
-  static SigactionFunction function = reinterpret_cast<SigactionFunction>(real_dlsym()(RTLD_NEXT, "sigaction"));
+  static SigactionFunction function = real_symbol<SigactionFunction>(RTLD_NEXT, "sigaction");
   return function;
 }
 
