@@ -101,9 +101,11 @@ class TextReport {
            "\n";
     out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
            how_it_ended(process) + "\n";
+    // An exit code without a signal: `_exit`, or an exit leaseguard stood aside from (called
+    // from a signal handler that interrupted it). "Died" would contradict the code above.
     if (!process.complete)
-      out +=
-          tag + "the process died before it could end its leases; its live allocations are reported from the journal\n";
+      out += tag + (process.exit_code && !process.exit_signal ? "the process exited" : "the process died") +
+             " before it could end its leases; its live allocations are reported from the journal\n";
     if (const std::string note = reachability_note(process); !note.empty()) out += tag + note + "\n";
     for (const SignalArrival &arrival : process.signals)
       out += tag + "signal " + std::to_string(arrival.signal) + " arrived at " + milliseconds(arrival.time_ms) +
