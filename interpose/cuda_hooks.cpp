@@ -13,7 +13,7 @@ using namespace leaseguard::interpose;
 
 namespace leaseguard::interpose {
 thread_local int ReentryGuard::t_depth __attribute__((tls_model("initial-exec"))) = 0;
-thread_local const void *ReentryGuard::t_frames[kFramesKept] __attribute__((tls_model("initial-exec"))) = {};
+thread_local uintptr_t ReentryGuard::t_outermost_frame __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace leaseguard::interpose
 
 namespace {

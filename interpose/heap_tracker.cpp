@@ -250,12 +250,12 @@ bool ready() noexcept {
 thread_local int t_in_call __attribute__((tls_model("initial-exec"))) = 0;
 thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 0;
 // The outermost tracked call's frame, for a jump that leaves it (stack_jump.h).
-thread_local const void *t_call_frame __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uintptr_t t_call_frame __attribute__((tls_model("initial-exec"))) = 0;
 
 class TrackedCall {
  public:
   TrackedCall() noexcept : nested_(t_in_call++ != 0) {
-    if (!nested_) t_call_frame = this;
+    if (!nested_) t_call_frame = stack_pointer();
   }
   // A call made while another is in progress on this thread comes from a signal handler
   // that interrupted it, maybe inside the table with a shard's lock held: it leaves the table

@@ -23,8 +23,7 @@ StackJump::StackJump(uintptr_t target_stack_pointer) noexcept : target_(target_s
   }
 }
 
-bool StackJump::leaves(const void *address) const noexcept {
-  const auto frame = reinterpret_cast<uintptr_t>(address);
+bool StackJump::leaves(uintptr_t frame) const noexcept {
   const bool target_on_alternate = on_alternate_stack(target_);
   if (on_alternate_stack(frame) != target_on_alternate) return !target_on_alternate;
   return frame < target_;  // stacks grow down: a frame below the target is a callee's

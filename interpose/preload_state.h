@@ -18,31 +18,24 @@ inline Tracker *recording_tracker() noexcept { return g_pass_through ? nullptr :
 // allocation is recorded once.
 class ReentryGuard {
  public:
-  ReentryGuard() noexcept : outermost_(enter(this)) {}
+  ReentryGuard() noexcept : outermost_(t_depth++ == 0) {
+    if (outermost_) t_outermost_frame = stack_pointer();
+  }
   ~ReentryGuard() { --t_depth; }
   ReentryGuard(const ReentryGuard &) = delete;
   ReentryGuard &operator=(const ReentryGuard &) = delete;
   bool outermost() const noexcept { return outermost_; }
   static bool inside() noexcept { return t_depth != 0; }
 
-  // The hooks a jump out of a signal handler leaves were never left (stack_jump.h): they
-  // end here, innermost first. Deeper than the frames kept, the depth stays as it is.
+  // A jump out of a signal handler that leaves the outermost hook in progress on this thread
+  // (stack_jump.h) ends it, and every hook nested in it, which lie deeper still.
   static void jumping_to(const StackJump &jump) noexcept {
-    while (t_depth > 0 && t_depth <= kFramesKept && jump.leaves(t_frames[t_depth - 1])) --t_depth;
+    if (t_depth != 0 && jump.leaves(t_outermost_frame)) t_depth = 0;
   }
 
  private:
-  static constexpr int kFramesKept = 4;
-
-  static bool enter(const ReentryGuard *guard) noexcept {
-    const int depth = t_depth++;
-    if (depth < kFramesKept) t_frames[depth] = guard;
-    return depth == 0;
-  }
-
   static thread_local int t_depth __attribute__((tls_model("initial-exec")));
-  // Where each hook in progress on the thread keeps its guard: its frame, for a jump.
-  static thread_local const void *t_frames[kFramesKept] __attribute__((tls_model("initial-exec")));
+  static thread_local uintptr_t t_outermost_frame __attribute__((tls_model("initial-exec")));
   bool outermost_;
 };
 

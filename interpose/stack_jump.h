@@ -18,10 +18,10 @@ class StackJump {
   // `target_stack_pointer`: the stack pointer the jump restores.
   explicit StackJump(uintptr_t target_stack_pointer) noexcept;
 
-  // Whether the frame holding `address` (a local of the call) is left behind: below the
-  // target on the same stack, or on the alternate signal stack the handler runs on while the
-  // target is not.
-  bool leaves(const void *address) const noexcept;
+  // Whether the frame at `address` (the stack pointer inside a call) is left behind: below
+  // the target on the same stack, or on the alternate signal stack the handler runs on while
+  // the target is not.
+  bool leaves(uintptr_t address) const noexcept;
 
  private:
   bool on_alternate_stack(uintptr_t address) const noexcept { return address - alternate_low_ < alternate_bytes_; }
@@ -30,6 +30,17 @@ class StackJump {
   uintptr_t alternate_low_ = 0;    // the alternate signal stack, where the thread runs on it now
   uintptr_t alternate_bytes_ = 0;  // 0: not on one
 };
+
+// The stack pointer where it is called: one instruction, and nothing made to live in memory.
+inline __attribute__((always_inline)) uintptr_t stack_pointer() noexcept {
+#if defined(__x86_64__)
+  uintptr_t pointer;
+  asm volatile("mov %%rsp, %0" : "=r"(pointer));
+  return pointer;
+#else
+  return reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+#endif
+}
 
 // Called by the longjmp family with a jump's target: the thread's hooks and tracked heap calls
 // that the jump leaves are taken as ended.
