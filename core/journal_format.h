@@ -283,6 +283,9 @@ inline constexpr uint32_t kReachabilityHeapUntracked = 4;  // lost ones are unch
 // Lost ones are unchecked: a Python interpreter's objects could not be read (its own allocator,
 // or finalized before the classification).
 inline constexpr uint32_t kReachabilityPythonObjectsUnread = 8;
+// Some device memory could not be read back (the driver refused the copy: a context in an
+// error state, memory it no longer has): read as holding no pointers, as bounded memory is.
+inline constexpr uint32_t kReachabilityDeviceUnread = 16;
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 

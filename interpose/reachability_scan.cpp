@@ -397,7 +397,7 @@ uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tr
         node.contents_bytes = allocation.bytes;
         budget -= allocation.bytes;
       } else {
-        flags |= journal::kReachabilityDeviceBounded;
+        flags |= journal::kReachabilityDeviceUnread;
       }
     }
     prepared.nodes.push(node);
@@ -436,7 +436,7 @@ uint32_t add_device_global_roots(Prepared &prepared, Arena &arena, const Options
     if (global.bytes == 0) continue;
     if (!device_copies.read(global.located_by, global.address, global.bytes, copies + at)) {
       std::memset(copies + at, 0, global.bytes);
-      flags |= journal::kReachabilityDeviceBounded;
+      flags |= journal::kReachabilityDeviceUnread;
     }
     at += (global.bytes + 7) & ~uint64_t{7};
   }

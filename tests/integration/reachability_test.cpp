@@ -301,6 +301,23 @@ TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {
   EXPECT_FALSE(process["reachability"]["device_scan_bounded"].as_bool()) << run.result.err;
 }
 
+// Device memory the driver refuses to copy back (a context in an error state) is read as
+// holding no pointers, and the report says the driver refused, not that a bound was met.
+TEST(Reachability, DeviceMemoryTheDriverWillNotCopyBackIsSaidSo) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "gate", "drop"}, {},
+                                  {{"LEASEGUARD_SIM_FAULTS", "cuMemcpyDtoH_v2:*=700"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_TRUE(process["reachability"]["device_unread"].as_bool()) << run.result.err;
+  EXPECT_FALSE(process["reachability"]["device_scan_bounded"].as_bool()) << run.result.err;
+  const std::string &text = run.result.err;
+  EXPECT_NE(text.find("the driver refused to copy some device memory back: it was read as holding no pointers"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("bounded"), std::string::npos) << text;
+}
+
 TEST(Reachability, HipAllocationsAreClassifiedAsCudaOnes) {
   if (!LEASEGUARD_HAVE_HIP) GTEST_SKIP() << "no HIP headers";
   TempDir dir;

@@ -187,6 +187,7 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("heap_untracked").value((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0);
   json.key("python_objects_unread")
       .value((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0);
+  json.key("device_unread").value((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0);
   json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);

@@ -129,6 +129,9 @@ class TextReport {
     if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the reachability scan was bounded: device memory past --device-scan was read as holding no pointers";
+    if ((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0)
+      note += std::string(note.empty() ? "" : "; ") +
+              "the driver refused to copy some device memory back: it was read as holding no pointers";
     return note;
   }
 

@@ -135,6 +135,7 @@ class JsonReportReader {
     if (flag(reachability["heap_untracked"])) process.reachability_flags |= journal::kReachabilityHeapUntracked;
     if (flag(reachability["python_objects_unread"]))
       process.reachability_flags |= journal::kReachabilityPythonObjectsUnread;
+    if (flag(reachability["device_unread"])) process.reachability_flags |= journal::kReachabilityDeviceUnread;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {
