@@ -186,9 +186,12 @@ size_t owner_module_bases(uintptr_t *bases, size_t capacity) noexcept {
   return count;
 }
 
-// /proc/self/maps, read with plain system calls into `text`: the readable mappings.
+// The process's mappings, read with plain system calls into `text`: the readable ones. Through
+// /proc/thread-self: /proc/self names the main thread, whose maps read empty once it has
+// called pthread_exit while other threads run on (then every root would be unread).
 size_t read_mappings(char *text, size_t capacity, MemoryRange *out, size_t out_capacity) noexcept {
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/maps", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC));
   if (fd < 0) return 0;
   size_t used = 0;
   for (ssize_t got; used + 1 < capacity && (got = read(fd, text + used, capacity - 1 - used)) > 0;) used += got;

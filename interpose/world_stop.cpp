@@ -161,10 +161,18 @@ uintptr_t blocked_stack_pointer(pid_t tid) noexcept {
   return count == 9 ? static_cast<uintptr_t>(std::strtoull(fields[7], nullptr, 16)) : 0;
 }
 
-bool task_exists(pid_t tid) noexcept {
-  char path[64];
+// Whether `tid` has exited: gone from /proc, or a zombie. A main thread that called
+// pthread_exit stays listed as a zombie until the last thread exits; it never runs a handler
+// again, and what its stack held is dead.
+bool task_exited(pid_t tid) noexcept {
+  char path[64], stat[512];
   task_path(path, tid, "stat");
-  return syscall(SYS_faccessat, AT_FDCWD, path, F_OK) == 0;
+  if (syscall(SYS_faccessat, AT_FDCWD, path, F_OK) != 0) return true;
+  if (!read_proc(path, stat, sizeof stat)) return false;  // no descriptor left: taken as alive
+  const char *name_end = std::strrchr(stat, ')');         // the name may hold spaces and parentheses
+  if (name_end == nullptr || name_end[1] != ' ') return false;
+  const char state = name_end[2];
+  return state == 'Z' || state == 'X' || state == 'x';
 }
 
 bool known(pid_t tid) noexcept {
@@ -198,7 +206,9 @@ long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexce
       slot.state.store(kSignalled, std::memory_order_relaxed);
       g_count.fetch_add(1, std::memory_order_release);
       ++added;
-      if (blocks_stop_signal(tid)) {
+      if (task_exited(tid)) {
+        slot.state.store(kGone, std::memory_order_release);
+      } else if (blocks_stop_signal(tid)) {
         slot.info.stack_pointer = blocked_stack_pointer(tid);
         slot.state.store(kNotStopped, std::memory_order_release);
       } else if (syscall(SYS_tgkill, g_pid, tid, g_signal) != 0) {
@@ -231,7 +241,7 @@ void wait_for_stops() noexcept {
       Slot &slot = g_slots[i];
       if (slot.state.load(std::memory_order_acquire) != kSignalled) continue;
       int expected = kSignalled;
-      if (!task_exists(slot.info.tid)) slot.state.compare_exchange_strong(expected, kGone);
+      if (task_exited(slot.info.tid)) slot.state.compare_exchange_strong(expected, kGone);
       else if (given_up && slot.state.compare_exchange_strong(expected, kNotStopped))
         slot.info.stack_pointer = blocked_stack_pointer(slot.info.tid);
     }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "process_runner.h"
@@ -136,6 +137,23 @@ TEST(HostSafety, AJumpOutOfADriverCallLosesNothingAfterIt) {
     EXPECT_TRUE(run.json["processes"][0]["complete"].as_bool()) << run.result.err;
     EXPECT_FALSE(contains(run.result.err, "warning")) << run.result.err;
   }
+}
+
+// main calls pthread_exit and another thread ends the process. The exit's classification
+// runs on that thread while the main thread is a zombie: its maps read empty through
+// /proc/self and it never takes the stop signal. Before, the scan found no roots and waited
+// five seconds for the main thread, and every lost allocation read unchecked.
+TEST(HostSafety, AProcessWhoseMainThreadExitedFirstIsClassified) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "main_exits"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_FALSE(process["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
+  std::map<uint64_t, std::string> classes;
+  for (const JsonValue *leak : all_leaks(run.json))
+    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5101, "reachable"}, {5102, "direct"}})) << run.result.err;
+  EXPECT_TRUE(contains(run.result.err, "in outlive_main")) << run.result.err;
 }
 
 // A SIGTERM handler installed without SA_RESTART: the program's blocking read() must fail

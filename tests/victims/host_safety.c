@@ -17,7 +17,9 @@
  *                    main allocates and frees: the signal mostly lands inside leaseguard
  *   jump_out [altstack]  a SIGUSR1 handler (on an alternate signal stack if asked) that
  *                    siglongjmp()s out of a context destroy the driver is still in
- *                    (LEASEGUARD_SIM_DESTROY_LINGER_MS), then allocates on */
+ *                    (LEASEGUARD_SIM_DESTROY_LINGER_MS), then allocates on
+ *   main_exits       main holds an allocation in a global and calls pthread_exit; a thread
+ *                    waits until main has exited, drops an allocation, and ends the process */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -345,6 +347,37 @@ static void jump_out(const char *where) {
   free(malloc(100));
 }
 
+/* main's pthread_exit leaves the process running on its other threads; the last one to end
+ * runs the exit handlers. /proc/self then names an exited (zombie) thread: its maps read empty
+ * and it takes no signal. */
+static CUdeviceptr g_held_by_main;
+
+static int main_thread_exited(void) {
+  char path[64], stat[512] = "";
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)getpid());
+  FILE *file = fopen(path, "r");
+  if (file == NULL) return 1;
+  if (fgets(stat, sizeof stat, file) == NULL) stat[0] = '\0';
+  fclose(file);
+  const char *name_end = strrchr(stat, ')');
+  return name_end != NULL && name_end[1] == ' ' && name_end[2] == 'Z';
+}
+
+static void *outlive_main(void *unused) {
+  (void)unused;
+  while (!main_thread_exited()) sched_yield();
+  CHECK(cuCtxSetCurrent(g_context));
+  leak(5102);
+  return NULL;
+}
+
+static void main_exits(void) {
+  CHECK(cuMemAlloc_v2(&g_held_by_main, 5101));
+  pthread_t last;
+  if (pthread_create(&last, NULL, outlive_main, NULL) != 0) exit(10);
+  pthread_exit(NULL);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -359,6 +392,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "exit_race") == 0) return exit_race(path);
   else if (strcmp(mode, "exit_in_handler") == 0) exit_in_handler();
   else if (strcmp(mode, "jump_out") == 0) jump_out(path);
+  else if (strcmp(mode, "main_exits") == 0) main_exits();
   else return 2;
   return 0;
 }
