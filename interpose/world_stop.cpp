@@ -34,7 +34,7 @@ std::atomic<size_t> g_count{0};
 std::atomic<uint32_t> g_resume_epoch{0};
 std::atomic<uint32_t> g_stop_events{0};
 std::atomic<bool> g_active{false};
-int g_signal = 0;
+std::atomic<int> g_signal{0};  // 0 until a stop first needs one; see program_sets_action
 pid_t g_pid = 0;
 
 pid_t current_tid() noexcept { return static_cast<pid_t>(syscall(SYS_gettid)); }
@@ -94,7 +94,7 @@ void on_stop_signal(int signal_number, siginfo_t *info, void *context) {
 // A real-time signal with no handler, chosen once and then kept: its handler stays
 // installed, so a stop signal still pending for a thread when the scan ended is ignored.
 bool install_handler() noexcept {
-  if (g_signal != 0) return true;
+  if (g_signal.load(std::memory_order_acquire) != 0) return true;
   for (int candidate = SIGRTMAX; candidate >= SIGRTMIN + 2; --candidate) {
     struct sigaction current {};
     if (sigaction(candidate, nullptr, &current) != 0) continue;
@@ -104,7 +104,7 @@ bool install_handler() noexcept {
     ours.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&ours.sa_mask);
     if (sigaction(candidate, &ours, nullptr) != 0) continue;
-    g_signal = candidate;
+    g_signal.store(candidate, std::memory_order_release);
     return true;
   }
   return false;
@@ -141,7 +141,7 @@ bool blocks_stop_signal(pid_t tid) noexcept {
   const char *line = std::strstr(status, "SigBlk:");
   if (line == nullptr) return true;
   const unsigned long long mask = std::strtoull(line + 7, nullptr, 16);
-  return (mask >> (g_signal - 1) & 1) != 0;
+  return (mask >> (g_signal.load(std::memory_order_relaxed) - 1) & 1) != 0;
 }
 
 // The stack pointer of a thread blocked in a system call (/proc/.../syscall: "nr args... sp
@@ -211,7 +211,7 @@ long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexce
       } else if (blocks_stop_signal(tid)) {
         slot.info.stack_pointer = blocked_stack_pointer(tid);
         slot.state.store(kNotStopped, std::memory_order_release);
-      } else if (syscall(SYS_tgkill, g_pid, tid, g_signal) != 0) {
+      } else if (syscall(SYS_tgkill, g_pid, tid, g_signal.load(std::memory_order_relaxed)) != 0) {
         slot.state.store(kGone, std::memory_order_release);
       }
     }
@@ -287,6 +287,11 @@ bool WorldStop::stopped_all() const noexcept {
   for (size_t i = 0; i < count; ++i)
     if (g_slots[i].state.load(std::memory_order_acquire) == kNotStopped) return false;
   return true;
+}
+
+void program_sets_action(int signal_number) noexcept {
+  int ours = signal_number;
+  g_signal.compare_exchange_strong(ours, 0, std::memory_order_acq_rel);
 }
 
 void park_after_deferred_stop() noexcept {

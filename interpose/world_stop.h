@@ -52,6 +52,11 @@ class WorldStop {
   bool stopped_all() const noexcept;
 };
 
+// The program set an action of its own for `signal_number` (signal_hooks.cpp). Where that is
+// the stop signal, which the program had left unhandled when a stop chose it, the next stop
+// chooses another: the program's handler must never be sent leaseguard's stops.
+void program_sets_action(int signal_number) noexcept;
+
 // Called by a thread leaving a tracked heap call whose stop was deferred (heap_tracker.cpp).
 void park_after_deferred_stop() noexcept;
 

@@ -156,6 +156,22 @@ TEST(HostSafety, AProcessWhoseMainThreadExitedFirstIsClassified) {
   EXPECT_TRUE(contains(run.result.err, "in outlive_main")) << run.result.err;
 }
 
+// The world stop takes a real-time signal nothing handles when it first needs one. A program
+// that later installs a handler of its own for that signal must never be sent leaseguard's
+// stops (before: its handler ran, and the stop waited five seconds for a thread that never
+// stopped); the next stop takes another signal.
+TEST(HostSafety, ARealTimeSignalTheProgramTakesLaterIsNeverSentToIt) {
+  TempDir dir;
+  auto run =
+      run_under_leaseguard(dir / "out", {victim("host_safety"), "realtime_handler"}, {"--reachability", "leases"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_FALSE(run.json["processes"][0]["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
+  std::map<uint64_t, std::string> classes;
+  for (const JsonValue *leak : all_leaks(run.json))
+    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5201, "direct"}, {5202, "direct"}})) << run.result.err;
+}
+
 // A SIGTERM handler installed without SA_RESTART: the program's blocking read() must fail
 // with EINTR when SIGTERM comes, as without leaseguard (forced SA_RESTART would block it
 // forever). The victim's alarm(60) turns a hang into a failure.

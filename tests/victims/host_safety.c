@@ -19,7 +19,10 @@
  *                    siglongjmp()s out of a context destroy the driver is still in
  *                    (LEASEGUARD_SIM_DESTROY_LINGER_MS), then allocates on
  *   main_exits       main holds an allocation in a global and calls pthread_exit; a thread
- *                    waits until main has exited, drops an allocation, and ends the process */
+ *                    waits until main has exited, drops an allocation, and ends the process
+ *   realtime_handler a lease ends (classified, with an idle thread stopped) before the
+ *                    program installs a handler of its own for SIGRTMAX, and another after;
+ *                    exits 20 if leaseguard's stops reached the program's handler */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -378,6 +381,41 @@ static void main_exits(void) {
   pthread_exit(NULL);
 }
 
+/* A program may take a real-time signal for itself at any time; leaseguard's world stop took
+ * one nothing handled when it first needed one (SIGRTMAX, the first it tries). */
+static volatile sig_atomic_t g_realtime_hits;
+
+static void count_realtime(int signal_number) {
+  (void)signal_number;
+  g_realtime_hits++;
+}
+
+static void *idle_thread(void *unused) {
+  (void)unused;
+  for (;;) pause();
+  return NULL;
+}
+
+static void lease_with_leak(size_t bytes) {
+  leaseguard_lease_t lease = LEASEGUARD_LEASE_BEGIN("job", 0, 0);
+  LEASEGUARD_LEASE_ENTER(lease);
+  leak(bytes);
+  LEASEGUARD_LEASE_LEAVE();
+  LEASEGUARD_LEASE_END(lease); /* classified now: --reachability leases */
+}
+
+static int realtime_handler(void) {
+  pthread_t idle;
+  if (pthread_create(&idle, NULL, idle_thread, NULL) != 0) exit(10);
+  lease_with_leak(5201);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = count_realtime;
+  sigaction(SIGRTMAX, &action, NULL);
+  lease_with_leak(5202);
+  return g_realtime_hits == 0 ? 0 : 20;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -393,6 +431,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "exit_in_handler") == 0) exit_in_handler();
   else if (strcmp(mode, "jump_out") == 0) jump_out(path);
   else if (strcmp(mode, "main_exits") == 0) main_exits();
+  else if (strcmp(mode, "realtime_handler") == 0) return realtime_handler();
   else return 2;
   return 0;
 }
