@@ -8,6 +8,7 @@
 #include <link.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -237,6 +238,9 @@ uintptr_t thread_pointer() noexcept {
   return pointer;
 }
 
+constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384,
+                 kRunningStackBytes = 8u << 20;
+
 struct Prepared {
   Array<Node> nodes;
   Array<MemoryRange> program_roots;
@@ -245,7 +249,9 @@ struct Prepared {
   Array<MemoryRange> mappings;
   char *maps_text = nullptr;
   size_t maps_capacity = 0;
-  uint64_t *registers = nullptr;  // each stopped thread's, in a row: roots too
+  uint64_t *registers = nullptr;   // each stopped thread's, in a row: roots too
+  char *running_stacks = nullptr;  // copies of the stacks of threads that could not be stopped
+  size_t running_stacks_used = 0;
   size_t device_nodes = 0;
   bool heap_overflow = false;
   bool roots_unread = false;  // a thread's stack could not be found (/proc/self/maps unreadable)
@@ -272,6 +278,30 @@ void add_clamped(Prepared &prepared, uintptr_t anchor, uintptr_t begin, uintptr_
   begin = std::max(begin, mapping->begin);
   end = std::min(end, mapping->end);
   if (begin < end) prepared.program_roots.push(MemoryRange{begin, end});
+}
+
+// The stack of a thread that could not be stopped, from the stack pointer the kernel reported
+// for it: that thread runs on, and may return and have its stack unmapped while the scan
+// reads. So the scan reads a copy, made with process_vm_readv, which fails where the memory
+// is gone rather than fault. Past the room for copies, the part nearest the stack's top (the
+// outer frames) is kept.
+void add_running_stack(Prepared &prepared, uintptr_t stack_pointer) noexcept {
+  const MemoryRange *mapping = mapping_containing(prepared.mappings.items, prepared.mappings.count, stack_pointer);
+  if (mapping == nullptr) {
+    prepared.roots_unread = true;
+    return;
+  }
+  const uintptr_t end = mapping->end;
+  const uintptr_t begin = std::max(stack_pointer - 128, mapping->begin);
+  const size_t bytes = std::min<size_t>(end - begin, kRunningStackBytes - prepared.running_stacks_used);
+  if (bytes == 0) return;
+  char *copy = prepared.running_stacks + prepared.running_stacks_used;
+  iovec local{copy, bytes}, remote{reinterpret_cast<void *>(end - bytes), bytes};
+  const long got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
+  if (got <= 0) return;  // gone already: nothing on it is live
+  prepared.running_stacks_used += (static_cast<size_t>(got) + 7) & ~size_t{7};
+  const auto at = reinterpret_cast<uintptr_t>(copy);
+  prepared.program_roots.push(MemoryRange{at, at + static_cast<size_t>(got)});
 }
 
 // A thread's static TLS and control block around its thread pointer. A thread that glibc
@@ -309,14 +339,17 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
   for (size_t i = 0; i < world.count(); ++i) {
     const StoppedThread &thread = world.thread(i);
     uint64_t *registers = prepared.registers + (i + 1) * 23;
-    if (thread.registers_read) {
+    const bool parked = world.parked(i);
+    if (parked && thread.registers_read) {
       std::memcpy(registers, thread.registers, sizeof thread.registers);
       prepared.program_roots.push(MemoryRange{reinterpret_cast<uintptr_t>(registers),
                                               reinterpret_cast<uintptr_t>(registers) + sizeof thread.registers});
       add_thread_block(prepared, thread.stack_pointer, thread.thread_pointer, tls_bytes);
     }
     // A leaf function's locals may sit in the 128-byte red zone below the stack pointer.
-    if (thread.stack_pointer != 0) add_clamped(prepared, thread.stack_pointer, thread.stack_pointer - 128, UINTPTR_MAX);
+    if (thread.stack_pointer == 0) continue;
+    if (parked) add_clamped(prepared, thread.stack_pointer, thread.stack_pointer - 128, UINTPTR_MAX);
+    else add_running_stack(prepared, thread.stack_pointer);
   }
   reachability::Snapshot snapshot{prepared.program_roots.items, prepared.program_roots.count,
                                   prepared.owner_roots.items,   prepared.owner_roots.count,
@@ -349,11 +382,10 @@ struct Costs {
   reachability::Statistics statistics;
 };
 
-constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384;
-
 size_t arena_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
-  return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + 2 * kMaxRoots * sizeof(MemoryRange) +
-         kMaxMappings * sizeof(MemoryRange) + kMapsText + (kMaxThreads + 1) * 23 * 8 + device_bytes + 4096;
+  return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + 3 * kMaxRoots * sizeof(MemoryRange) +
+         kMaxMappings * sizeof(MemoryRange) + kMapsText + (kMaxThreads + 1) * 23 * 8 + kRunningStackBytes +
+         device_bytes + 4096;
 }
 
 // Hands out the arena's parts to `prepared`, faults in the ones the classifier fills, and
@@ -364,7 +396,8 @@ void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
       !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
       !prepared.own_roots.take(arena, kMaxRoots) || !prepared.mappings.take(arena, kMaxMappings) ||
       (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
-      (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr)
+      (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr ||
+      (prepared.running_stacks = arena.take<char>(kRunningStackBytes)) == nullptr)
     return nullptr;
   prepared.maps_capacity = kMapsText;
   Arena::populate(scratch, reachability::scratch_bytes(node_room));

@@ -21,7 +21,9 @@
 namespace leaseguard::interpose {
 namespace {
 
-enum SlotState : int { kSignalled = 0, kStopped = 1, kNotStopped = 2, kGone = 3 };
+// kWaiting: listed and not yet sent the signal, which it blocks only for a moment (see
+// stop_signal_block); it is sent once it unblocks, or taken as gone once it exits.
+enum SlotState : int { kSignalled = 0, kStopped = 1, kNotStopped = 2, kGone = 3, kWaiting = 4 };
 
 struct Slot {
   std::atomic<int> state{kSignalled};
@@ -30,6 +32,10 @@ struct Slot {
 
 constexpr size_t kMaxThreads = 16384;
 Slot *g_slots = nullptr;
+// The threads the last stop parked. Resumed, each still leaves the handler, whose mask blocks
+// every signal, when the next stop may begin: that mask is not the program's.
+pid_t *g_last_parked = nullptr;
+size_t g_last_parked_count = 0;
 std::atomic<size_t> g_count{0};
 std::atomic<uint32_t> g_resume_epoch{0};
 std::atomic<uint32_t> g_stop_events{0};
@@ -133,15 +139,46 @@ void task_path(char *out, pid_t tid, const char *leaf) noexcept {
   *at = '\0';
 }
 
-// Whether `tid` blocks the stop signal (SigBlk in its status); true if it cannot be read.
-bool blocks_stop_signal(pid_t tid) noexcept {
+enum class SignalBlock { kNone, kExiting, kForAMoment, kByProgram };
+
+bool parked_last_time(pid_t tid) noexcept {
+  for (size_t i = 0; i < g_last_parked_count; ++i)
+    if (g_last_parked[i] == tid) return true;
+  return false;
+}
+
+// Whether `tid` blocks the stop signal (SigBlk in its status), and why. glibc blocks signals
+// for a moment around work a signal must not interrupt, and blocks SIGCANCEL (32) then too,
+// which a program cannot block through glibc (its sigprocmask and sigfillset leave it out):
+// with SIGSETXID (33) unblocked, the thread is past its start routine's return and on its way
+// to the exit system call, and nothing on its stack is live any more; with SIGSETXID blocked
+// too, a thread is being made (pthread_create, and the new thread until it starts). A thread
+// the last stop parked may still be leaving its handler. Unreadable: exiting if the thread has
+// ended, else taken as the program's.
+bool task_exited(pid_t tid) noexcept;
+
+SignalBlock stop_signal_block(pid_t tid) noexcept {
   char path[64], status[4096];
   task_path(path, tid, "status");
-  if (!read_proc(path, status, sizeof status)) return true;
+  // A thread that ended since it was listed has no status left to read.
+  auto unread = [tid] { return task_exited(tid) ? SignalBlock::kExiting : SignalBlock::kByProgram; };
+  if (!read_proc(path, status, sizeof status)) return unread();
   const char *line = std::strstr(status, "SigBlk:");
-  if (line == nullptr) return true;
+  if (line == nullptr) return unread();
   const unsigned long long mask = std::strtoull(line + 7, nullptr, 16);
-  return (mask >> (g_signal.load(std::memory_order_relaxed) - 1) & 1) != 0;
+  if ((mask >> (g_signal.load(std::memory_order_relaxed) - 1) & 1) == 0) return SignalBlock::kNone;
+  constexpr unsigned long long kCancelSignal = 1ull << (32 - 1), kSetxidSignal = 1ull << (33 - 1);
+  if ((mask & kCancelSignal) != 0)
+    return (mask & kSetxidSignal) != 0 ? SignalBlock::kForAMoment : SignalBlock::kExiting;
+  if (parked_last_time(tid)) return SignalBlock::kForAMoment;
+  return SignalBlock::kByProgram;
+}
+
+// Sends the stop signal to the thread of `slot`, or marks it gone if it has ended.
+void send_stop(Slot &slot) noexcept {
+  slot.state.store(kSignalled, std::memory_order_release);
+  if (syscall(SYS_tgkill, g_pid, slot.info.tid, g_signal.load(std::memory_order_relaxed)) != 0)
+    slot.state.store(kGone, std::memory_order_release);
 }
 
 // The stack pointer of a thread blocked in a system call (/proc/.../syscall: "nr args... sp
@@ -208,11 +245,16 @@ long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexce
       ++added;
       if (task_exited(tid)) {
         slot.state.store(kGone, std::memory_order_release);
-      } else if (blocks_stop_signal(tid)) {
-        slot.info.stack_pointer = blocked_stack_pointer(tid);
-        slot.state.store(kNotStopped, std::memory_order_release);
-      } else if (syscall(SYS_tgkill, g_pid, tid, g_signal.load(std::memory_order_relaxed)) != 0) {
-        slot.state.store(kGone, std::memory_order_release);
+        continue;
+      }
+      switch (stop_signal_block(tid)) {
+        case SignalBlock::kNone: send_stop(slot); break;
+        case SignalBlock::kExiting: slot.state.store(kGone, std::memory_order_release); break;
+        case SignalBlock::kForAMoment: slot.state.store(kWaiting, std::memory_order_release); break;
+        case SignalBlock::kByProgram:
+          slot.info.stack_pointer = blocked_stack_pointer(tid);
+          slot.state.store(kNotStopped, std::memory_order_release);
+          break;
       }
     }
   }
@@ -221,28 +263,50 @@ long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexce
 }
 
 // Waits until no thread is still on its way to stopping. A thread that has not stopped
-// after a few seconds (it blocked the signal after it was sent) is taken as not stopped.
+// after a few seconds (it blocked the signal after it was sent) is taken as not stopped; so
+// is one that blocked it "for a moment" for as long.
 void wait_for_stops() noexcept {
   timespec started{};
   clock_gettime(CLOCK_MONOTONIC, &started);
   for (;;) {
     const uint32_t seen = g_stop_events.load(std::memory_order_acquire);
-    size_t pending = 0;
+    size_t signalled = 0, waiting = 0;
     const size_t count = g_count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < count; ++i)
-      if (g_slots[i].state.load(std::memory_order_acquire) == kSignalled) ++pending;
-    if (pending == 0) return;
-    const timespec slice{0, 20'000'000};
+    for (size_t i = 0; i < count; ++i) {
+      const int state = g_slots[i].state.load(std::memory_order_acquire);
+      signalled += state == kSignalled;
+      waiting += state == kWaiting;
+    }
+    if (signalled + waiting == 0) return;
+    // A thread that blocks the signal for a moment does so for microseconds: look again soon.
+    const timespec slice{0, waiting != 0 ? 1'000'000 : 20'000'000};
     futex_wait(g_stop_events, seen, &slice);
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
     const bool given_up = now.tv_sec - started.tv_sec >= 5;
     for (size_t i = 0; i < count; ++i) {
       Slot &slot = g_slots[i];
-      if (slot.state.load(std::memory_order_acquire) != kSignalled) continue;
-      int expected = kSignalled;
-      if (task_exited(slot.info.tid)) slot.state.compare_exchange_strong(expected, kGone);
-      else if (given_up && slot.state.compare_exchange_strong(expected, kNotStopped))
+      int expected = slot.state.load(std::memory_order_acquire);
+      if (expected != kSignalled && expected != kWaiting) continue;
+      if (task_exited(slot.info.tid)) {
+        slot.state.compare_exchange_strong(expected, kGone);
+        continue;
+      }
+      if (expected == kWaiting) {
+        const SignalBlock block = stop_signal_block(slot.info.tid);
+        if (block == SignalBlock::kNone) {
+          send_stop(slot);
+          continue;
+        }
+        if (block == SignalBlock::kExiting) {
+          slot.state.compare_exchange_strong(expected, kGone);
+          continue;
+        }
+        if (block == SignalBlock::kForAMoment && !given_up) continue;
+      } else if (!given_up) {
+        continue;
+      }
+      if (slot.state.compare_exchange_strong(expected, kNotStopped))
         slot.info.stack_pointer = blocked_stack_pointer(slot.info.tid);
     }
   }
@@ -252,13 +316,18 @@ void wait_for_stops() noexcept {
 
 bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
   if (g_slots == nullptr) {
-    void *memory =
-        mmap(nullptr, kMaxThreads * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *memory = mmap(nullptr, kMaxThreads * (sizeof(Slot) + sizeof(pid_t)), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return false;
     g_slots = static_cast<Slot *>(memory);
+    g_last_parked = reinterpret_cast<pid_t *>(g_slots + kMaxThreads);
   }
   if (!install_handler()) return false;
   g_pid = getpid();
+  g_last_parked_count = 0;
+  for (size_t i = 0, count = g_count.load(std::memory_order_acquire); i < count; ++i)
+    if (g_slots[i].state.load(std::memory_order_acquire) == kStopped)
+      g_last_parked[g_last_parked_count++] = g_slots[i].info.tid;
   g_count.store(0, std::memory_order_release);
   g_active.store(true, std::memory_order_release);
   const pid_t self = current_tid();
@@ -281,6 +350,7 @@ void WorldStop::resume() noexcept {
 
 size_t WorldStop::count() const noexcept { return g_count.load(std::memory_order_acquire); }
 const StoppedThread &WorldStop::thread(size_t i) const noexcept { return g_slots[i].info; }
+bool WorldStop::parked(size_t i) const noexcept { return g_slots[i].state.load(std::memory_order_acquire) == kStopped; }
 
 bool WorldStop::stopped_all() const noexcept {
   const size_t count = g_count.load(std::memory_order_acquire);

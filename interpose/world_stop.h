@@ -48,6 +48,9 @@ class WorldStop {
 
   size_t count() const noexcept;
   const StoppedThread &thread(size_t i) const noexcept;
+  // Whether thread i is parked: its memory stays as it is until resume(). One that is not
+  // runs on (it blocked the signal), and its stack may go at any moment.
+  bool parked(size_t i) const noexcept;
   // True if every thread was stopped with its registers read.
   bool stopped_all() const noexcept;
 };

@@ -172,6 +172,34 @@ TEST(HostSafety, ARealTimeSignalTheProgramTakesLaterIsNeverSentToIt) {
   EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5201, "direct"}, {5202, "direct"}})) << run.result.err;
 }
 
+// Each lease's classification stops the program's threads while short-lived ones start and
+// end. A thread inside glibc's moments with every signal blocked (its creation, its exit), or
+// still leaving the previous stop's handler, is waited for, not called unstoppable: before,
+// such a thread made the lease's lost allocations unchecked.
+TEST(HostSafety, ThreadsStartingAndEndingDuringAStopLeaveNothingUnchecked) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "threads_churn"}, {"--reachability", "leases"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  std::map<std::string, int> classes;
+  for (const JsonValue *leak : all_leaks(run.json)) ++classes[(*leak)["reachability"].as_string()];
+  EXPECT_EQ(classes, (std::map<std::string, int>{{"direct", 40}})) << run.result.err;
+}
+
+// A thread that blocks every signal is never sent the stop and runs on while the scan reads,
+// so its stack may be unmapped under the scan (a thread that returns): it is read from a copy
+// (process_vm_readv), and what only it holds is still found reachable. Lost allocations are
+// unchecked, since its registers could not be read, and the report says why.
+TEST(HostSafety, AThreadThatBlocksEverySignalIsReadFromACopy) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "blocks_signals"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_TRUE(run.json["processes"][0]["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
+  std::map<uint64_t, std::string> classes;
+  for (const JsonValue *leak : all_leaks(run.json))
+    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5401, "reachable"}, {5402, "unchecked"}})) << run.result.err;
+}
+
 // A SIGTERM handler installed without SA_RESTART: the program's blocking read() must fail
 // with EINTR when SIGTERM comes, as without leaseguard (forced SA_RESTART would block it
 // forever). The victim's alarm(60) turns a hang into a failure.

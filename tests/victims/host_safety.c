@@ -22,7 +22,11 @@
  *                    waits until main has exited, drops an allocation, and ends the process
  *   realtime_handler a lease ends (classified, with an idle thread stopped) before the
  *                    program installs a handler of its own for SIGRTMAX, and another after;
- *                    exits 20 if leaseguard's stops reached the program's handler */
+ *                    exits 20 if leaseguard's stops reached the program's handler
+ *   threads_churn    leases end (each classified) while short-lived threads start and end
+ *                    all the time, and an idle thread waits
+ *   blocks_signals   a thread that blocks every signal waits in sigwait, the only holder of
+ *                    an allocation on its stack; main drops another and exits */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -416,6 +420,60 @@ static int realtime_handler(void) {
   return g_realtime_hits == 0 ? 0 : 20;
 }
 
+/* Threads that start and end while leases are classified: each stop finds some of them inside
+ * glibc's moments with every signal blocked (creation, exit), and the idle thread may still be
+ * leaving the previous stop's handler. */
+static int g_churning = 1;
+
+static void *return_at_once(void *unused) { return unused; }
+
+static void *start_threads(void *unused) {
+  (void)unused;
+  while (__atomic_load_n(&g_churning, __ATOMIC_SEQ_CST)) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, return_at_once, NULL) == 0) pthread_detach(thread);
+  }
+  return NULL;
+}
+
+static void threads_churn(void) {
+  pthread_t idle, starter;
+  if (pthread_create(&idle, NULL, idle_thread, NULL) != 0 || pthread_create(&starter, NULL, start_threads, NULL) != 0)
+    exit(10);
+  for (int i = 0; i < 40; ++i) lease_with_leak(5301 + (size_t)i);
+  __atomic_store_n(&g_churning, 0, __ATOMIC_SEQ_CST);
+  pthread_join(starter, NULL);
+}
+
+/* A thread that blocks every signal (a server's signal thread) is never sent the stop: it
+ * runs on while the scan reads, and its stack is read from a copy. */
+static int g_waiter_ready;
+
+static void *hold_while_waiting(void *unused) {
+  (void)unused;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  CUdeviceptr held; /* only here, on this thread's stack */
+  CHECK(cuCtxSetCurrent(g_context));
+  CHECK(cuMemAlloc_v2(&held, 5401));
+  __atomic_store_n(&g_waiter_ready, 1, __ATOMIC_SEQ_CST);
+  int signal_number;
+  sigset_t none;
+  sigemptyset(&none);
+  sigaddset(&none, SIGUSR2); /* never sent */
+  sigwait(&none, &signal_number);
+  __asm__ volatile("" : : "r"(&held) : "memory");
+  return NULL;
+}
+
+static void blocks_signals(void) {
+  pthread_t waiter;
+  if (pthread_create(&waiter, NULL, hold_while_waiting, NULL) != 0) exit(10);
+  while (!__atomic_load_n(&g_waiter_ready, __ATOMIC_SEQ_CST)) sched_yield();
+  leak(5402);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -432,6 +490,8 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "jump_out") == 0) jump_out(path);
   else if (strcmp(mode, "main_exits") == 0) main_exits();
   else if (strcmp(mode, "realtime_handler") == 0) return realtime_handler();
+  else if (strcmp(mode, "threads_churn") == 0) threads_churn();
+  else if (strcmp(mode, "blocks_signals") == 0) blocks_signals();
   else return 2;
   return 0;
 }
