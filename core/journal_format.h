@@ -286,6 +286,9 @@ inline constexpr uint32_t kReachabilityPythonObjectsUnread = 8;
 // Some device memory could not be read back (the driver refused the copy: a context in an
 // error state, memory it no longer has): read as holding no pointers, as bounded memory is.
 inline constexpr uint32_t kReachabilityDeviceUnread = 16;
+// The program's own mappings past the scan's bound (4 GiB in all) were read as holding no
+// pointers.
+inline constexpr uint32_t kReachabilityMappingsBounded = 32;
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 

@@ -214,9 +214,12 @@ class Classifier {
       s_.state[i] = kLost;
       s_.has_lost_predecessor[i] = 0;
       // Nodes overlap where device memory lives in a host block of the driver's (a
-      // simulator's device memory): the device allocation stands for that memory.
+      // simulator's device memory): the device allocation stands for that memory. And where
+      // heap blocks lie in a mapping the program made (an allocator's arena): they stand for it.
       if (last_kept != kNone && here.address < covered_to) {
-        const bool keep_this = here.host == 0 && sorted[last_kept].host != 0;
+        const bool keep_this =
+            (here.host == 0 && sorted[last_kept].host != 0) ||
+            (here.host != 0 && !nodes_[here.node].program_mapping && nodes_[sorted[last_kept].node].program_mapping);
         if (!keep_this) {
           s_.state[i] = kIgnored;
           continue;

@@ -47,6 +47,9 @@ struct Node {
   uint64_t contents_bytes = 0;
   uint64_t allocation_id = 0;   // the device allocation's id; 0 for a host heap block
   bool leaseguard_own = false;  // a host block leaseguard allocated for itself
+  // Memory the program mapped itself. A heap block inside it (an allocator's arena: its
+  // blocks are known one by one) stands for it, which is then left out.
+  bool program_mapping = false;
   Class result = Class::Unchecked;
 };
 

@@ -252,11 +252,26 @@ thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 
 // The outermost tracked call's frame, for a jump that leaves it (stack_jump.h).
 thread_local uintptr_t t_call_frame __attribute__((tls_model("initial-exec"))) = 0;
 
+}  // namespace
+
+bool begin_tracked_call() noexcept {
+  const bool outermost = t_in_call++ == 0;
+  if (outermost) t_call_frame = stack_pointer();
+  return outermost;
+}
+
+void end_tracked_call() noexcept {
+  if (--t_in_call == 0 && __builtin_expect(t_deferred_signal != 0, false)) {
+    t_deferred_signal = 0;
+    park_after_deferred_stop();
+  }
+}
+
+namespace {
+
 class TrackedCall {
  public:
-  TrackedCall() noexcept : nested_(t_in_call++ != 0) {
-    if (!nested_) t_call_frame = stack_pointer();
-  }
+  TrackedCall() noexcept : nested_(!begin_tracked_call()) {}
   // A call made while another is in progress on this thread comes from a signal handler
   // that interrupted it, maybe inside the table with a shard's lock held: it leaves the table
   // alone, and the heap counts as incomplete (lost allocations are then unchecked).
@@ -264,12 +279,7 @@ class TrackedCall {
     if (__builtin_expect(nested_, false)) g_lost_blocks.store(true, std::memory_order_relaxed);
     return nested_;
   }
-  ~TrackedCall() {
-    if (--t_in_call == 0 && __builtin_expect(t_deferred_signal != 0, false)) {
-      t_deferred_signal = 0;
-      park_after_deferred_stop();
-    }
-  }
+  ~TrackedCall() { end_tracked_call(); }
   TrackedCall(const TrackedCall &) = delete;
   TrackedCall &operator=(const TrackedCall &) = delete;
 
@@ -343,6 +353,8 @@ void for_each_block(void (*visit)(void *, uintptr_t, size_t, bool), void *contex
 
 bool in_tracked_call() noexcept { return t_in_call != 0; }
 void defer_stop(int signal_number) noexcept { t_deferred_signal = signal_number; }
+
+bool tracking() noexcept { return ready() && g_tracking; }
 
 void jumping_to(const StackJump &jump) noexcept {
   if (t_in_call == 0 || !jump.leaves(t_call_frame)) return;

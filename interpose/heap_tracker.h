@@ -43,6 +43,16 @@ void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes
 bool in_tracked_call() noexcept;
 void defer_stop(int signal_number) noexcept;
 
+// Whether host memory is tracked for the reachability scan (LEASEGUARD_REACHABILITY not off).
+bool tracking() noexcept;
+
+// For other calls that change what the scan reads (program_mappings.h): the world stop waits
+// for their end, as for the heap calls. begin_tracked_call returns false for a call nested in
+// another (from a signal handler), which must leave the tables alone; end_tracked_call follows
+// either way.
+bool begin_tracked_call() noexcept;
+void end_tracked_call() noexcept;
+
 // The tracked calls a jump out of a signal handler leaves end here (stack_jump.h), and a
 // stop deferred to their end is taken now.
 void jumping_to(const StackJump &jump) noexcept;

@@ -153,6 +153,11 @@ void classify_before_finalization(void (*classify)()) noexcept {
     log_debug("Python's queue of pending calls is full: the classification runs at C's exit");
 }
 
+const void *object_allocator() noexcept {
+  void *(*allocate)(size_t) = nullptr;
+  return find(allocate, "PyObject_Malloc") ? reinterpret_cast<const void *>(allocate) : nullptr;
+}
+
 bool objects_unreadable() noexcept {
   int (*is_initialized)() = nullptr;
   if (!find(is_initialized, "Py_IsInitialized")) return false;  // no interpreter here

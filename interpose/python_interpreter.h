@@ -32,4 +32,8 @@ void classify_before_finalization(void (*classify)()) noexcept;
 // call it before the world stop.
 bool objects_unreadable() noexcept;
 
+// An address inside the module that holds Python's object allocator (PyObject_Malloc), or
+// nullptr without one: the arenas it maps hold freed objects' stale words beside live ones.
+const void *object_allocator() noexcept;
+
 }  // namespace leaseguard::interpose::python

@@ -30,6 +30,7 @@
 #include "hook_table.h"
 #include "journal_format.h"
 #include "log.h"
+#include "program_mappings.h"
 #include "preload_state.h"
 #include "python_interpreter.h"
 #include "reachability.h"
@@ -136,12 +137,17 @@ class DeviceReader {
   CudaCopy cuda_copy_ = nullptr;
 };
 
+constexpr size_t kMaxOwnerModules = 64;
+
 struct ModuleRanges {
   Array<MemoryRange> *program;
   Array<MemoryRange> *owner;
   Array<MemoryRange> *own;       // leaseguard's
   const uintptr_t *owner_bases;  // leaseguard's first, then the drivers'
   size_t owner_base_count;
+  uintptr_t arena_module_address;  // inside a module whose mappings are not read, or 0
+  MemoryRange *owner_extents;      // where each module lies whose mappings are not read
+  size_t *owner_extent_count;
 };
 
 // Every module's writable segments (.data, .bss): the program's roots, or leaseguard's and
@@ -151,12 +157,21 @@ int add_module(dl_phdr_info *info, size_t, void *context) {
   Array<MemoryRange> *roots = ranges.program;
   for (size_t i = 0; i < ranges.owner_base_count; ++i)
     if (ranges.owner_bases[i] == info->dlpi_addr) roots = i == 0 ? ranges.own : ranges.owner;
+  MemoryRange extent{UINTPTR_MAX, 0};
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) &header = info->dlpi_phdr[i];
+    if (header.p_type == PT_LOAD) {
+      extent.begin = std::min<uintptr_t>(extent.begin, info->dlpi_addr + header.p_vaddr);
+      extent.end = std::max<uintptr_t>(extent.end, info->dlpi_addr + header.p_vaddr + header.p_memsz);
+    }
     if (header.p_type != PT_LOAD || (header.p_flags & PF_W) == 0) continue;
     const uintptr_t begin = info->dlpi_addr + header.p_vaddr;
     roots->push(MemoryRange{begin, begin + header.p_memsz});
   }
+  const bool unread_mappings = roots != ranges.program || (ranges.arena_module_address >= extent.begin &&
+                                                           ranges.arena_module_address < extent.end);
+  if (unread_mappings && extent.begin < extent.end && *ranges.owner_extent_count < kMaxOwnerModules)
+    ranges.owner_extents[(*ranges.owner_extent_count)++] = extent;
   return 0;
 }
 
@@ -240,6 +255,9 @@ uintptr_t thread_pointer() noexcept {
 
 constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384,
                  kRunningStackBytes = 8u << 20;
+// The program's own mappings are read up to this much in all (untouched pages read as zero,
+// but each costs a fault): past it, one is read as holding no pointers, and the report says so.
+constexpr uint64_t kMappingBytes = uint64_t{4} << 30;
 
 struct Prepared {
   Array<Node> nodes;
@@ -252,6 +270,10 @@ struct Prepared {
   uint64_t *registers = nullptr;   // each stopped thread's, in a row: roots too
   char *running_stacks = nullptr;  // copies of the stacks of threads that could not be stopped
   size_t running_stacks_used = 0;
+  MemoryRange owner_extents[kMaxOwnerModules];  // leaseguard's and the drivers' modules
+  size_t owner_extent_count = 0;
+  uint64_t mapping_budget = kMappingBytes;  // how much of the program's mappings may be read
+  bool mappings_bounded = false;
   size_t device_nodes = 0;
   bool heap_overflow = false;
   bool roots_unread = false;  // a thread's stack could not be found (/proc/self/maps unreadable)
@@ -266,6 +288,35 @@ void add_block(void *context, uintptr_t address, size_t bytes, bool leaseguard_o
   node.contents_bytes = bytes;
   node.leaseguard_own = leaseguard_own;
   if (!prepared.nodes.push(node)) prepared.heap_overflow = true;
+}
+
+// A mapping the program made itself (program_mappings.h), as a node for each part of it that
+// is readable now (mprotect may have split it). Those a driver or leaseguard made are theirs;
+// Python's object arenas, where its objects cannot be read, are not read either.
+void add_mapping(void *context, const mappings::Mapping &mapping) {
+  auto &prepared = *static_cast<Prepared *>(context);
+  for (size_t i = 0; i < prepared.owner_extent_count; ++i)
+    if (mapping.caller >= prepared.owner_extents[i].begin && mapping.caller < prepared.owner_extents[i].end) return;
+  const MemoryRange *readable = prepared.mappings.items;
+  const size_t count = prepared.mappings.count;
+  // The readable mappings are in address order: the first that ends past the mapping's start.
+  size_t at = std::partition_point(readable, readable + count,
+                                   [&](const MemoryRange &range) { return range.end <= mapping.begin; }) -
+              readable;
+  for (; at < count && readable[at].begin < mapping.end; ++at) {
+    Node node;
+    node.address = std::max(mapping.begin, readable[at].begin);
+    node.bytes = std::min(mapping.end, readable[at].end) - node.address;
+    node.program_mapping = true;
+    if (node.bytes <= prepared.mapping_budget) {
+      node.contents = reinterpret_cast<const void *>(node.address);
+      node.contents_bytes = node.bytes;
+      prepared.mapping_budget -= node.bytes;
+    } else {
+      prepared.mappings_bounded = true;
+    }
+    if (!prepared.nodes.push(node)) prepared.heap_overflow = true;
+  }
 }
 
 // Adds [begin, end) clamped to the readable mapping that holds `anchor`.
@@ -323,6 +374,7 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
       read_mappings(prepared.maps_text, prepared.maps_capacity, prepared.mappings.items, prepared.mappings.capacity);
   prepared.program_roots.count = fixed_roots;
   heap::for_each_block(add_block, &prepared);
+  mappings::for_each(add_mapping, &prepared);
   // This thread: its stack from the program's first frame up, with the registers that frame
   // has (caller_stack.h). Where no program frame was found: from leaseguard's caller up,
   // with the registers as leaseguard was entered.
@@ -588,12 +640,24 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   uint64_t device_budget = options.device_scan_total_bytes;
   uint32_t flags = add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
   flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
-  if (python::objects_unreadable()) flags |= journal::kReachabilityPythonObjectsUnread;
+  // Python's object arenas, where its objects cannot be read, hold freed objects' stale
+  // words beside live ones: read, they would make lost memory reachable.
+  uintptr_t python_arenas_module = 0;
+  if (python::objects_unreadable()) {
+    flags |= journal::kReachabilityPythonObjectsUnread;
+    python_arenas_module = reinterpret_cast<uintptr_t>(python::object_allocator());
+  }
 
   // Globals of every module, sorted into the program's and the owners'.
   uintptr_t owner_bases[64];
-  ModuleRanges modules{&prepared.program_roots, &prepared.owner_roots, &prepared.own_roots, owner_bases,
-                       owner_module_bases(owner_bases, std::size(owner_bases))};
+  ModuleRanges modules{&prepared.program_roots,
+                       &prepared.owner_roots,
+                       &prepared.own_roots,
+                       owner_bases,
+                       owner_module_bases(owner_bases, std::size(owner_bases)),
+                       python_arenas_module,
+                       prepared.owner_extents,
+                       &prepared.owner_extent_count};
   dl_iterate_phdr(add_module, &modules);
   const size_t fixed_roots = prepared.program_roots.count;
   const size_t tls_bytes = static_tls_bytes();
@@ -620,7 +684,9 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   log_costs(prepared, costs);
 
   if (!threads_stopped || prepared.roots_unread) flags |= journal::kReachabilityThreadsNotStopped;
-  if (!heap::complete() || prepared.heap_overflow) flags |= journal::kReachabilityHeapUntracked;
+  if (!heap::complete() || !mappings::complete() || prepared.heap_overflow)
+    flags |= journal::kReachabilityHeapUntracked;
+  if (prepared.mappings_bounded) flags |= journal::kReachabilityMappingsBounded;
   journal_classes(tracker, prepared, flags);
 }
 

@@ -301,6 +301,23 @@ TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {
   EXPECT_FALSE(process["reachability"]["device_scan_bounded"].as_bool()) << run.result.err;
 }
 
+// Device memory held only in anonymous memory the program mapped itself (its own slab, a
+// mapping with a hole munmapped in it, one mremap moved) is reachable; held only in a mapping
+// nothing points to, it hangs from lost memory; held only in a mapping since unmapped, it is
+// lost. Before, the scan read no mapping of the program's, and all five read direct.
+TEST(Reachability, DeviceMemoryHeldInTheProgramsOwnMappingsIsReachable) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "mappings"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_EQ(classes_by_size(process),
+            (std::map<int, std::string>{
+                {1020, "reachable"}, {1021, "reachable"}, {1022, "reachable"}, {2004, "indirect"}, {3010, "direct"}}))
+      << run.result.err;
+  EXPECT_FALSE(process["reachability"]["heap_untracked"].as_bool()) << run.result.err;
+  EXPECT_FALSE(process["reachability"]["mappings_bounded"].as_bool()) << run.result.err;
+}
+
 // Device memory the driver refuses to copy back (a context in an error state) is read as
 // holding no pointers, and the report says the driver refused, not that a bound was met.
 TEST(Reachability, DeviceMemoryTheDriverWillNotCopyBackIsSaidSo) {

@@ -179,6 +179,39 @@ TEST(Reachability, DeviceMemoryInsideADriversHostBlockStandsForThatMemory) {
   EXPECT_EQ(c.of(1), Class::Reachable);
 }
 
+// A mapping the program made that holds heap blocks is an allocator's arena (one preloaded
+// after leaseguard, which maps its own): its blocks, known one by one, stand for it, and
+// what the rest of the arena holds (freed blocks' stale words) is never read.
+TEST(Reachability, HeapBlocksInsideAProgramsMappingStandForIt) {
+  Memory root, arena, held, stale;
+  Node mapping = host_block(arena);
+  mapping.program_mapping = true;
+  Node block = host_block(arena);
+  block.address = arena.at(8);
+  block.bytes = block.contents_bytes = 8 * 8;
+  block.contents = &arena.words[8];
+  root.words[0] = arena.at(8);
+  arena.words[10] = held.at(0);   // inside the live block
+  arena.words[40] = stale.at(0);  // in the arena, outside every block
+  Case c{{root.range()}, {}, {mapping, block, device(held, 1), device(stale, 2)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+  EXPECT_EQ(c.of(2), Class::Direct);
+}
+
+// With no heap block inside, the mapping is a block of its own: reachable through a pointer
+// into it, and what it holds with it.
+TEST(Reachability, AProgramsMappingIsABlockOfItsOwn) {
+  Memory root, slab, held;
+  Node mapping = host_block(slab);
+  mapping.program_mapping = true;
+  root.words[0] = slab.at(0);
+  slab.words[33] = held.at(0);
+  Case c{{root.range()}, {}, {mapping, device(held, 1)}};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+}
+
 TEST(Reachability, AMillionLostBlocksInAChainNeedNoRecursion) {
   std::vector<uint64_t> memory(1'000'000 * 2);
   std::vector<Node> nodes(1'000'000);

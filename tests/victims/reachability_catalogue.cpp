@@ -13,7 +13,9 @@
 // (exit_over_stale_copies) and by main's return (copies in main's own frame);
 // "signal_action": a held block whose address the bytes of a SIGTERM action's mask that the
 // kernel never reads also hold (install_action_over_stale_bytes); "dirty_heap": the driver
-// set up over freed blocks that held a held block's address (drive_over_a_dirty_heap).
+// set up over freed blocks that held a held block's address (drive_over_a_dirty_heap);
+// "mappings": device memory held only in anonymous memory the program mapped itself
+// (hold_in_own_mappings).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -22,6 +24,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,9 +69,13 @@ enum Size : size_t {
   kThreadLocalVector = 1017,
   kBesideSignalAction = 1018,
   kOverADirtyHeap = 1019,
+  kInProgramMapping = 1020,
+  kPastAHoleInAMapping = 1021,
+  kInAMovedMapping = 1022,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
+  kInLostMapping = 2004,
   kLostTable = 3001,
   kDisguised = 3002,
   kOnlyInFreedHost = 3003,
@@ -78,6 +85,7 @@ enum Size : size_t {
   kChildDropped = 3007,
   kDroppedArray = 3008,
   kStaleCopies = 3009,
+  kInUnmappedMapping = 3010,
 };
 
 // Held with external linkage and `used`: a global written and never read again is what
@@ -354,6 +362,42 @@ void catalogue() {
 }
 
 #ifndef CATALOGUE_HOST
+HELD CUdeviceptr *g_slab;    // a mapping of the program's own
+HELD CUdeviceptr *g_beyond;  // the third page of a mapping whose second was unmapped
+HELD CUdeviceptr *g_moved;   // a mapping grown by mremap, which moved it
+
+// "mappings": memory from mmap is no heap block, and LeakSanitizer reads none of it; device
+// memory a program keeps in its own arenas or slabs must still be found held.
+VICTIM_NOINLINE int hold_in_own_mappings() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto map = [](size_t bytes) {
+    void *memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) std::exit(20);
+    return static_cast<CUdeviceptr *>(memory);
+  };
+  g_slab = map(1 << 20);
+  g_slab[1000] = allocate(kInProgramMapping);
+
+  CUdeviceptr *three = map(3 * page);
+  g_beyond = three + 2 * page / sizeof(CUdeviceptr);
+  g_beyond[5] = allocate(kPastAHoleInAMapping);
+  if (munmap(reinterpret_cast<char *>(three) + page, page) != 0) return 21;
+
+  CUdeviceptr *small = map(page);
+  small[7] = allocate(kInAMovedMapping);
+  void *grown = mremap(small, page, 64 * page, MREMAP_MAYMOVE);
+  if (grown == MAP_FAILED) return 22;
+  g_moved = static_cast<CUdeviceptr *>(grown);
+
+  CUdeviceptr *lost = map(page);  // nothing points to it once this frame is gone
+  lost[9] = allocate(kInLostMapping);
+
+  CUdeviceptr *unmapped = map(page);
+  unmapped[11] = allocate(kInUnmappedMapping);
+  if (munmap(unmapped, page) != 0) return 23;
+  return 0;
+}
+
 // Drops an allocation whose copies stay in the dead stack below the caller: where the exit
 // path's frames (exit, the handlers' runner, leaseguard's handler) lie once the caller calls
 // exit().
@@ -453,6 +497,11 @@ int main(int argc, char **argv) {
 #else
   if (argc > 1 && std::strcmp(argv[1], "dirty_heap") == 0) return drive_over_a_dirty_heap();
   g_context = victim_primary_context();
+  if (argc > 1 && std::strcmp(argv[1], "mappings") == 0) {
+    const int status = hold_in_own_mappings();
+    scrub_stack();
+    return status;
+  }
 #endif
   const char *mode = argc > 1 ? argv[1] : "";
   if (std::strcmp(mode, "kill") == 0) {

@@ -188,6 +188,7 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("python_objects_unread")
       .value((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0);
   json.key("device_unread").value((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0);
+  json.key("mappings_bounded").value((process.reachability_flags & journal::kReachabilityMappingsBounded) != 0);
   json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);

@@ -132,6 +132,9 @@ class TextReport {
     if ((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the driver refused to copy some device memory back: it was read as holding no pointers";
+    if ((process.reachability_flags & journal::kReachabilityMappingsBounded) != 0)
+      note += std::string(note.empty() ? "" : "; ") +
+              "the program's own mappings past 4 GiB in all were read as holding no pointers";
     return note;
   }
 

@@ -136,6 +136,7 @@ class JsonReportReader {
     if (flag(reachability["python_objects_unread"]))
       process.reachability_flags |= journal::kReachabilityPythonObjectsUnread;
     if (flag(reachability["device_unread"])) process.reachability_flags |= journal::kReachabilityDeviceUnread;
+    if (flag(reachability["mappings_bounded"])) process.reachability_flags |= journal::kReachabilityMappingsBounded;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {

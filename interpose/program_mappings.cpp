@@ -1,0 +1,219 @@
+// The preload's mmap, mmap64, munmap and mremap: each forwards to the C library's, then keeps
+// the table of anonymous readable mappings (program_mappings.h). A change to the table is a
+// tracked call (heap_tracker.h): the world stop never sees it half made.
+#include "program_mappings.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+
+#include "heap_tracker.h"
+#include "real_dlsym.h"
+#include "spin_lock.h"
+
+// The preload's own ELF header, placed by the linker.
+extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+namespace leaseguard::interpose::mappings {
+namespace {
+
+// Whether `caller` is leaseguard's own code: its mappings (the journal's, the heap table's,
+// the scan's) never concern the program, and leaseguard maps memory inside its tracked calls,
+// where a change to the table would count as nested. Read from the preload's own program
+// headers: no lock, no call into the C library.
+bool made_by_leaseguard(uintptr_t caller) noexcept {
+  static std::atomic<uintptr_t> own_end{0};
+  const auto begin = reinterpret_cast<uintptr_t>(&__ehdr_start);
+  uintptr_t end = own_end.load(std::memory_order_relaxed);
+  if (end == 0) {
+    const auto *headers = reinterpret_cast<const ElfW(Phdr) *>(begin + __ehdr_start.e_phoff);
+    uintptr_t first = UINTPTR_MAX, last = 0;
+    for (int i = 0; i < __ehdr_start.e_phnum; ++i) {
+      if (headers[i].p_type != PT_LOAD) continue;
+      first = std::min<uintptr_t>(first, headers[i].p_vaddr);
+      last = std::max<uintptr_t>(last, headers[i].p_vaddr + headers[i].p_memsz);
+    }
+    end = begin + (last - first);
+    own_end.store(end, std::memory_order_relaxed);
+  }
+  return caller >= begin && caller < end;
+}
+
+using MmapFunction = void *(*)(void *, size_t, int, int, int, off_t);
+using MunmapFunction = int (*)(void *, size_t);
+using MremapFunction = void *(*)(void *, size_t, size_t, int, ...);
+
+// Found on first use: libraries map memory from their constructors, before the preload's.
+template <typename Function>
+Function next(std::atomic<Function> &slot, const char *name) noexcept {
+  Function found = slot.load(std::memory_order_acquire);
+  if (__builtin_expect(found == nullptr, false)) {
+    found = real_symbol<Function>(RTLD_NEXT, name);
+    slot.store(found, std::memory_order_release);
+  }
+  return found;
+}
+std::atomic<MmapFunction> g_mmap{nullptr};
+std::atomic<MunmapFunction> g_munmap{nullptr};
+std::atomic<MremapFunction> g_mremap{nullptr};
+
+constexpr size_t kCapacity = 16384;  // programs map tens to hundreds; past this, some are missed
+SpinLock g_lock;
+Mapping *g_table = nullptr;  // in memory of its own, made on first need
+size_t g_count = 0;
+std::atomic<bool> g_missed{false};
+
+uintptr_t page_end(uintptr_t begin, size_t bytes) noexcept {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return (begin + bytes + page - 1) & ~(page - 1);
+}
+
+void add(const Mapping &mapping) noexcept {
+  if (g_table == nullptr) {
+    void *memory = next(g_mmap, "mmap")(nullptr, kCapacity * sizeof(Mapping), PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory != MAP_FAILED) g_table = static_cast<Mapping *>(memory);
+  }
+  if (g_table == nullptr || g_count == kCapacity) {
+    g_missed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  g_table[g_count++] = mapping;
+}
+
+// Takes [begin, end) out of the table: whole mappings go, partly covered ones are cut.
+void forget(uintptr_t begin, uintptr_t end) noexcept {
+  for (size_t i = 0; i < g_count;) {
+    Mapping &mapping = g_table[i];
+    if (mapping.end <= begin || mapping.begin >= end) {
+      ++i;
+      continue;
+    }
+    if (mapping.begin < begin && mapping.end > end) {  // the middle goes: two are left
+      const Mapping after{end, mapping.end, mapping.caller};
+      mapping.end = begin;
+      add(after);
+      ++i;
+    } else if (mapping.begin < begin) {
+      mapping.end = begin;
+      ++i;
+    } else if (mapping.end > end) {
+      mapping.begin = end;
+      ++i;
+    } else {
+      mapping = g_table[--g_count];
+    }
+  }
+}
+
+const Mapping *containing(uintptr_t address) noexcept {
+  for (size_t i = 0; i < g_count; ++i)
+    if (address >= g_table[i].begin && address < g_table[i].end) return &g_table[i];
+  return nullptr;
+}
+
+// One change to the table, as a tracked call; nothing if reachability is off. A call nested in
+// another (a signal handler's) leaves the table alone, and the table counts as incomplete.
+template <typename Change>
+void change_table(Change change) noexcept {
+  if (!heap::tracking()) return;
+  if (heap::begin_tracked_call()) {
+    g_lock.lock();
+    change();
+    g_lock.unlock();
+  } else {
+    g_missed.store(true, std::memory_order_relaxed);
+  }
+  heap::end_tracked_call();
+}
+
+// A forked child has only the forking thread: a lock another thread held stays held.
+void after_fork_in_child() noexcept {
+  if (g_lock.try_lock()) {
+    g_lock.unlock();
+    return;
+  }
+  g_lock.unlock();
+  g_missed.store(true, std::memory_order_relaxed);
+}
+
+void *map(void *address, size_t bytes, int protection, int flags, int fd, off_t offset, uintptr_t caller) noexcept {
+  void *result = next(g_mmap, "mmap")(address, bytes, protection, flags, fd, offset);
+  if (result == MAP_FAILED || made_by_leaseguard(caller)) return result;
+  const auto begin = reinterpret_cast<uintptr_t>(result);
+  const bool kept = (flags & MAP_ANONYMOUS) != 0 && (protection & PROT_READ) != 0;
+  change_table([&] {
+    static const bool fork_handled = pthread_atfork(nullptr, nullptr, after_fork_in_child) == 0;
+    (void)fork_handled;
+    forget(begin, page_end(begin, bytes));  // a fixed mapping replaces what was there
+    if (kept) add(Mapping{begin, page_end(begin, bytes), caller});
+  });
+  return result;
+}
+
+}  // namespace
+
+void for_each(void (*visit)(void *, const Mapping &), void *context) noexcept {
+  for (size_t i = 0; i < g_count; ++i) visit(context, g_table[i]);
+}
+
+bool complete() noexcept { return !g_missed.load(std::memory_order_relaxed); }
+
+}  // namespace leaseguard::interpose::mappings
+
+using namespace leaseguard::interpose::mappings;
+
+extern "C" {
+
+__attribute__((visibility("default"))) void *mmap(void *address, size_t bytes, int protection, int flags, int fd,
+                                                  off_t offset) {
+  return map(address, bytes, protection, flags, fd, offset, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+}
+
+__attribute__((visibility("default"))) void *mmap64(void *address, size_t bytes, int protection, int flags, int fd,
+                                                    off_t offset) {
+  return map(address, bytes, protection, flags, fd, offset, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+}
+
+__attribute__((visibility("default"))) int munmap(void *address, size_t bytes) {
+  if (made_by_leaseguard(reinterpret_cast<uintptr_t>(__builtin_return_address(0))))
+    return next(g_munmap, "munmap")(address, bytes);
+  const auto begin = reinterpret_cast<uintptr_t>(address);
+  // Out of the table first: until the call returns, the range is still the caller's, and no
+  // other mapping can take its place and be forgotten by mistake.
+  change_table([&] { forget(begin, page_end(begin, bytes)); });
+  return next(g_munmap, "munmap")(address, bytes);
+}
+
+__attribute__((visibility("default"))) void *mremap(void *old_address, size_t old_bytes, size_t new_bytes, int flags,
+                                                    ...) {
+  void *new_address = nullptr;
+  if ((flags & MREMAP_FIXED) != 0) {
+    va_list arguments;
+    va_start(arguments, flags);
+    new_address = va_arg(arguments, void *);
+    va_end(arguments);
+  }
+  void *result = next(g_mremap, "mremap")(old_address, old_bytes, new_bytes, flags, new_address);
+  if (result == MAP_FAILED || made_by_leaseguard(reinterpret_cast<uintptr_t>(__builtin_return_address(0))))
+    return result;
+  const auto old_begin = reinterpret_cast<uintptr_t>(old_address);
+  const auto begin = reinterpret_cast<uintptr_t>(result);
+  change_table([&] {
+    const Mapping *old = containing(old_begin);
+    const bool kept = old != nullptr;
+    const uintptr_t caller = kept ? old->caller : 0;
+    if ((flags & MREMAP_DONTUNMAP) == 0) forget(old_begin, page_end(old_begin, old_bytes));
+    forget(begin, page_end(begin, new_bytes));
+    if (kept) add(Mapping{begin, page_end(begin, new_bytes), caller});
+  });
+  return result;
+}
+
+}  // extern "C"
