@@ -12,6 +12,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <csetjmp>
+#include <csignal>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -410,6 +413,61 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
   return reachability::classify(snapshot, scratch);
 }
 
+// While a thread that could not be stopped runs on, it can free a large heap block or unmap a
+// mapping that the scan is reading: the read faults. The scan then reads under a SIGSEGV and
+// SIGBUS handler of its own, which abandons the classification on the scanning thread (its
+// allocations are then unchecked), and hands any other thread's fault to the program's action
+// as the kernel would have. Installed only for such a scan, and the program's actions put
+// back after it.
+class FaultGuard {
+ public:
+  explicit FaultGuard(bool needed) noexcept {
+    if (!needed) return;
+    struct sigaction ours {};
+    ours.sa_sigaction = on_fault;
+    ours.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&ours.sa_mask);
+    for (int i = 0; i < 2; ++i) installed_[i] = sigaction(kSignals[i], &ours, &g_program[i]) == 0;
+    s_scanner = static_cast<pid_t>(syscall(SYS_gettid));
+  }
+  ~FaultGuard() {
+    s_scanner = 0;
+    for (int i = 0; i < 2; ++i)
+      if (installed_[i]) sigaction(kSignals[i], &g_program[i], nullptr);
+  }
+  FaultGuard(const FaultGuard &) = delete;
+  FaultGuard &operator=(const FaultGuard &) = delete;
+
+  static sigjmp_buf s_recovery;
+
+ private:
+  static constexpr int kSignals[2] = {SIGSEGV, SIGBUS};
+  static inline struct sigaction g_program[2] = {};
+  static inline std::atomic<pid_t> s_scanner{0};
+  bool installed_[2] = {false, false};
+
+  static void on_fault(int signal_number, siginfo_t *info, void *context) {
+    if (s_scanner.load(std::memory_order_acquire) == static_cast<pid_t>(syscall(SYS_gettid))) siglongjmp(s_recovery, 1);
+    const struct sigaction &program = g_program[signal_number == SIGSEGV ? 0 : 1];
+    if ((program.sa_flags & SA_SIGINFO) != 0) {
+      program.sa_sigaction(signal_number, info, context);
+    } else if (program.sa_handler == SIG_DFL) {
+      // Returning re-runs the faulting instruction, which now meets the default action.
+      signal(signal_number, SIG_DFL);
+    } else if (program.sa_handler != SIG_IGN) {
+      program.sa_handler(signal_number);
+    }
+  }
+};
+sigjmp_buf FaultGuard::s_recovery;
+
+// Runs work(context); false if it faulted under a FaultGuard. Nothing lives across the jump.
+__attribute__((noinline)) bool run_recoverably(void (*work)(void *), void *context) noexcept {
+  if (sigsetjmp(FaultGuard::s_recovery, 0) != 0) return false;
+  work(context);
+  return true;
+}
+
 // The process's resident memory now, from /proc/self/statm (0 if unreadable).
 size_t resident_bytes() noexcept {
   char text[128];
@@ -675,14 +733,27 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
         "live allocations are reported unchecked");
     return;
   }
-  costs.statistics =
-      collect_and_classify(prepared, world, caller_frame, caller, own_registers, tls_bytes, scratch, fixed_roots);
   const bool threads_stopped = world.stopped_all();
+  auto classify_now = [&] {
+    costs.statistics =
+        collect_and_classify(prepared, world, caller_frame, caller, own_registers, tls_bytes, scratch, fixed_roots);
+  };
+  bool faulted = false;
+  {
+    FaultGuard guard(!threads_stopped);
+    faulted = !run_recoverably([](void *work) { (*static_cast<decltype(classify_now) *>(work))(); }, &classify_now);
+  }
   costs.other_threads = world.count();
   world.resume();
   costs.resumed_ns = monotonic_ns();
   log_costs(prepared, costs);
 
+  if (faulted) {
+    log_warning(
+        "memory the scan was reading went away under it (a thread that could not be stopped freed or "
+        "unmapped it): live allocations are reported unchecked");
+    for (size_t i = 0; i < prepared.nodes.count; ++i) prepared.nodes.items[i].result = Class::Unchecked;
+  }
   if (!threads_stopped || prepared.roots_unread) flags |= journal::kReachabilityThreadsNotStopped;
   if (!heap::complete() || !mappings::complete() || prepared.heap_overflow)
     flags |= journal::kReachabilityHeapUntracked;

@@ -26,11 +26,14 @@
  *   threads_churn    leases end (each classified) while short-lived threads start and end
  *                    all the time, and an idle thread waits
  *   blocks_signals   a thread that blocks every signal waits in sigwait, the only holder of
- *                    an allocation on its stack; main drops another and exits */
+ *                    an allocation on its stack; main drops another and exits
+ *   frees_unstopped  a thread that blocks every signal allocates and frees large blocks and
+ *                    maps and unmaps memory without pause while leases end (classified) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -474,6 +477,35 @@ static void blocks_signals(void) {
   leak(5402);
 }
 
+/* That thread runs on while each scan reads memory it frees and unmaps under it. */
+static int g_unstopped_running = 1;
+static void *volatile g_big_block;
+
+static void *free_and_unmap(void *unused) {
+  (void)unused;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  while (__atomic_load_n(&g_unstopped_running, __ATOMIC_SEQ_CST)) {
+    g_big_block = malloc(4 << 20); /* mapped by malloc, unmapped by free */
+    memset(g_big_block, 1, 1 << 20);
+    free(g_big_block);
+    void *mapping = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    g_big_block = mapping;
+    if (mapping != MAP_FAILED) munmap(mapping, 4 << 20);
+  }
+  return NULL;
+}
+
+static void frees_unstopped(void) {
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* fixed: every large block is mapped and unmapped */
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, free_and_unmap, NULL) != 0) exit(10);
+  for (int i = 0; i < 40; ++i) lease_with_leak(5501 + (size_t)i);
+  __atomic_store_n(&g_unstopped_running, 0, __ATOMIC_SEQ_CST);
+  pthread_join(thread, NULL);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -492,6 +524,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "realtime_handler") == 0) return realtime_handler();
   else if (strcmp(mode, "threads_churn") == 0) threads_churn();
   else if (strcmp(mode, "blocks_signals") == 0) blocks_signals();
+  else if (strcmp(mode, "frees_unstopped") == 0) frees_unstopped();
   else return 2;
   return 0;
 }
