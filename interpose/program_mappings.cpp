@@ -118,21 +118,6 @@ const Mapping *containing(uintptr_t address) noexcept {
   return nullptr;
 }
 
-// One change to the table, as a tracked call; nothing if reachability is off. A call nested in
-// another (a signal handler's) leaves the table alone, and the table counts as incomplete.
-template <typename Change>
-void change_table(Change change) noexcept {
-  if (!heap::tracking()) return;
-  if (heap::begin_tracked_call()) {
-    g_lock.lock();
-    change();
-    g_lock.unlock();
-  } else {
-    g_missed.store(true, std::memory_order_relaxed);
-  }
-  heap::end_tracked_call();
-}
-
 // A forked child has only the forking thread: a lock another thread held stays held.
 void after_fork_in_child() noexcept {
   if (g_lock.try_lock()) {
@@ -143,14 +128,31 @@ void after_fork_in_child() noexcept {
   g_missed.store(true, std::memory_order_relaxed);
 }
 
+// One change to the table, as a tracked call; nothing if reachability is off. A call nested in
+// another (a signal handler's) leaves the table alone, and the table counts as incomplete.
+template <typename Change>
+void change_table(Change change) noexcept {
+  if (!heap::tracking()) return;
+  // Registered before the tracked call: registering may allocate, and an allocation inside a
+  // tracked call would count as nested.
+  static const bool fork_handled = pthread_atfork(nullptr, nullptr, after_fork_in_child) == 0;
+  (void)fork_handled;
+  if (heap::begin_tracked_call()) {
+    g_lock.lock();
+    change();
+    g_lock.unlock();
+  } else {
+    g_missed.store(true, std::memory_order_relaxed);
+  }
+  heap::end_tracked_call();
+}
+
 void *map(void *address, size_t bytes, int protection, int flags, int fd, off_t offset, uintptr_t caller) noexcept {
   void *result = next(g_mmap, "mmap")(address, bytes, protection, flags, fd, offset);
   if (result == MAP_FAILED || made_by_leaseguard(caller)) return result;
   const auto begin = reinterpret_cast<uintptr_t>(result);
   const bool kept = (flags & MAP_ANONYMOUS) != 0 && (protection & PROT_READ) != 0;
   change_table([&] {
-    static const bool fork_handled = pthread_atfork(nullptr, nullptr, after_fork_in_child) == 0;
-    (void)fork_handled;
     forget(begin, page_end(begin, bytes));  // a fixed mapping replaces what was there
     if (kept) add(Mapping{begin, page_end(begin, bytes), caller});
   });
