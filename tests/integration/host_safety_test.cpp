@@ -22,6 +22,14 @@ namespace {
 
 using report::JsonValue;
 
+// Each leak's class by its size (the victims make sizes unique).
+std::map<uint64_t, std::string> classes_by_size(const JsonValue &json) {
+  std::map<uint64_t, std::string> classes;
+  for (const JsonValue *leak : all_leaks(json))
+    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  return classes;
+}
+
 std::multiset<uint64_t> leaked_sizes(const JsonValue &json) {
   std::multiset<uint64_t> sizes;
   for (const JsonValue *leak : all_leaks(json)) sizes.insert(static_cast<uint64_t>((*leak)["bytes"].as_number()));
@@ -149,9 +157,7 @@ TEST(HostSafety, AProcessWhoseMainThreadExitedFirstIsClassified) {
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const JsonValue &process = run.json["processes"][0];
   EXPECT_FALSE(process["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
-  std::map<uint64_t, std::string> classes;
-  for (const JsonValue *leak : all_leaks(run.json))
-    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  const std::map<uint64_t, std::string> classes = classes_by_size(run.json);
   EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5101, "reachable"}, {5102, "direct"}})) << run.result.err;
   EXPECT_TRUE(contains(run.result.err, "in outlive_main")) << run.result.err;
 }
@@ -166,9 +172,7 @@ TEST(HostSafety, ARealTimeSignalTheProgramTakesLaterIsNeverSentToIt) {
       run_under_leaseguard(dir / "out", {victim("host_safety"), "realtime_handler"}, {"--reachability", "leases"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_FALSE(run.json["processes"][0]["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
-  std::map<uint64_t, std::string> classes;
-  for (const JsonValue *leak : all_leaks(run.json))
-    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  const std::map<uint64_t, std::string> classes = classes_by_size(run.json);
   EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5201, "direct"}, {5202, "direct"}})) << run.result.err;
 }
 
@@ -194,9 +198,7 @@ TEST(HostSafety, AThreadThatBlocksEverySignalIsReadFromACopy) {
   auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "blocks_signals"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_TRUE(run.json["processes"][0]["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
-  std::map<uint64_t, std::string> classes;
-  for (const JsonValue *leak : all_leaks(run.json))
-    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  const std::map<uint64_t, std::string> classes = classes_by_size(run.json);
   EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5401, "reachable"}, {5402, "unchecked"}})) << run.result.err;
 }
 
