@@ -425,7 +425,8 @@ class FaultGuard {
     if (!needed) return;
     struct sigaction ours {};
     ours.sa_sigaction = on_fault;
-    ours.sa_flags = SA_SIGINFO | SA_NODEFER;
+    // SA_ONSTACK: a program that handles stack overflows on an alternate stack still can.
+    ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&ours.sa_mask);
     for (int i = 0; i < 2; ++i) installed_[i] = sigaction(kSignals[i], &ours, &g_program[i]) == 0;
     s_scanner = static_cast<pid_t>(syscall(SYS_gettid));
