@@ -165,6 +165,29 @@ void for_each(void (*visit)(void *, const Mapping &), void *context) noexcept {
   for (size_t i = 0; i < g_count; ++i) visit(context, g_table[i]);
 }
 
+void for_each_locked(void (*visit)(void *, const Mapping &), void *context) noexcept {
+  if (heap::begin_tracked_call()) {
+    g_lock.lock();
+    for_each(visit, context);
+    g_lock.unlock();
+  }
+  heap::end_tracked_call();
+}
+
+bool find(uintptr_t address, Mapping &found) noexcept {
+  bool got = false;
+  if (heap::begin_tracked_call()) {
+    g_lock.lock();
+    if (const Mapping *mapping = containing(address)) {
+      found = *mapping;
+      got = true;
+    }
+    g_lock.unlock();
+  }
+  heap::end_tracked_call();
+  return got;
+}
+
 bool complete() noexcept { return !g_missed.load(std::memory_order_relaxed); }
 
 }  // namespace leaseguard::interpose::mappings

@@ -21,6 +21,14 @@ struct Mapping {
 // stopped (a thread inside mmap or munmap defers its stop to the call's end): no lock.
 void for_each(void (*visit)(void *context, const Mapping &mapping), void *context) noexcept;
 
+// The same while other threads run: under the table's lock, inside a tracked call (a world
+// stop waits for its end). `visit` must not map or unmap memory. Nothing if nested in another
+// tracked call (from a signal handler).
+void for_each_locked(void (*visit)(void *context, const Mapping &mapping), void *context) noexcept;
+
+// The recorded mapping that holds `address`, if any; locked as for_each_locked is.
+bool find(uintptr_t address, Mapping &found) noexcept;
+
 // False if some mapping may be missing: the table was full, a call was made from a signal
 // handler inside another, or a fork found the table locked.
 bool complete() noexcept;

@@ -12,6 +12,7 @@
 
 #include "heap_tracker.h"
 #include "log.h"
+#include "python_pools.h"
 #include "real_dlsym.h"
 
 namespace leaseguard::interpose::python {
@@ -89,7 +90,7 @@ Api g_api;                                // written once, before the pending ca
 std::atomic<bool> g_asked{false};         // the pending call was added
 std::atomic<bool> g_seen_running{false};  // the interpreter was initialized at the first allocation
 std::atomic<void (*)()> g_classify{nullptr};
-std::atomic<bool> g_objects_in_heap{false};  // objects are blocks of the tracked heap
+std::atomic<ObjectHome> g_object_home{ObjectHome::Unknown};
 
 // Classifies where the interpreter finalizes because the process ends: inside Py_RunMain,
 // the interpreter's own main (`python3 script.py`, `-c`, `-m`). A program that embeds Python
@@ -104,25 +105,29 @@ PyObject *run_classification(PyObject *, PyObject *) {
 
 PyMethodDef g_method{"leaseguard_classify", run_classification, kMethodWithoutArguments, nullptr};
 
-// Whether an object the interpreter allocates is a block of the tracked heap: under
-// PYTHONMALLOC=malloc it is one, under malloc_debug it lies 16 bytes into one (the debug
-// hooks' header). pymalloc's objects lie in arenas it maps itself.
-bool objects_in_tracked_heap() noexcept {
+// Where an object the interpreter allocates lives, by one it allocates: a block of the tracked
+// heap under PYTHONMALLOC=malloc, 16 bytes into one under malloc_debug (the debug hooks'
+// header); a block of one of pymalloc's pools by default (and 16 bytes into one under
+// pymalloc_debug), which is read in place: the interpreter's lock is held here.
+ObjectHome where_objects_live() noexcept {
   PyMemAllocatorEx allocator{};
   g_api.get_allocator(kObjectDomain, &allocator);
-  if (allocator.malloc == nullptr || allocator.free == nullptr) return false;
+  if (allocator.malloc == nullptr || allocator.free == nullptr) return ObjectHome::Unknown;
   void *probe = allocator.malloc(allocator.context, 64);
-  if (probe == nullptr) return false;
+  if (probe == nullptr) return ObjectHome::Unknown;
   const auto address = reinterpret_cast<uintptr_t>(probe);
-  const bool tracked = heap::tracks(address) || heap::tracks(address - 2 * sizeof(size_t));
+  ObjectHome home = ObjectHome::Unknown;
+  if (heap::tracks(address) || heap::tracks(address - 2 * sizeof(size_t))) home = ObjectHome::TrackedHeap;
+  else if (python_pools::in_live_block(python_pools::module_extent(object_allocator()), address))
+    home = ObjectHome::Pools;
   allocator.free(allocator.context, probe);
-  return tracked;
+  return home;
 }
 
 // Runs on the interpreter's main thread, with its lock held, between two bytecodes. Never
 // fails: an exception here would be raised in the program.
 int register_at_exit(void *) {
-  g_objects_in_heap.store(objects_in_tracked_heap(), std::memory_order_release);
+  g_object_home.store(where_objects_live(), std::memory_order_release);
   PyObject *atexit = g_api.import_module("atexit");
   PyObject *function = atexit != nullptr ? g_api.new_function(&g_method, nullptr, nullptr) : nullptr;
   PyObject *result = function != nullptr ? g_api.call_method(atexit, "register", "(O)", function) : nullptr;
@@ -165,7 +170,9 @@ bool objects_unreadable() noexcept {
   // A program that links Python and never starts it (or had finalized it before it allocated
   // device memory) has no objects that could hold any.
   if (!running && !g_seen_running.load(std::memory_order_acquire)) return false;
-  return !running || !g_objects_in_heap.load(std::memory_order_acquire);
+  return !running || g_object_home.load(std::memory_order_acquire) == ObjectHome::Unknown;
 }
+
+ObjectHome object_home() noexcept { return g_object_home.load(std::memory_order_acquire); }
 
 }  // namespace leaseguard::interpose::python

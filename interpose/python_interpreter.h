@@ -12,14 +12,22 @@
 // the process ends (inside Py_RunMain, the interpreter's own main): a program that embeds
 // Python and finalizes it early runs on, and is classified at its exit.
 //
-// Small objects live in Python's own allocator (pymalloc: arenas it maps itself, whose live
-// blocks the scan cannot tell from freed ones), unless the program runs with
-// PYTHONMALLOC=malloc. Where the interpreter's objects cannot be read, a classification says
-// so (journal::kReachabilityPythonObjectsUnread) and what it did not find reachable is
-// unchecked, never guessed lost.
+// Small objects live in Python's own allocator (pymalloc: pools in arenas it maps itself),
+// unless the program runs with PYTHONMALLOC=malloc. The scan reads them block by block, live
+// ones only (python_pools.h). Where the interpreter's objects cannot be read (another
+// allocator, or one not recognised), a classification says so
+// (journal::kReachabilityPythonObjectsUnread) and what it did not find reachable is unchecked,
+// never guessed lost.
 #pragma once
 
+#include <cstdint>
+
 namespace leaseguard::interpose::python {
+
+// Where the interpreter's objects live, learnt from one it allocates as it registers the
+// classification: Unknown until then, and where neither is recognised.
+enum class ObjectHome : uint8_t { Unknown, TrackedHeap, Pools };
+ObjectHome object_home() noexcept;
 
 // Where an initialized interpreter is in the process, asks it to call `classify` from an
 // `atexit` callback. Never blocks and takes no interpreter lock; does nothing without one.

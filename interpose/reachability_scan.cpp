@@ -36,6 +36,7 @@
 #include "program_mappings.h"
 #include "preload_state.h"
 #include "python_interpreter.h"
+#include "python_pools.h"
 #include "reachability.h"
 #include "resource_rules.h"
 #include "tracker.h"
@@ -279,7 +280,8 @@ struct Prepared {
   bool mappings_bounded = false;
   size_t device_nodes = 0;
   bool heap_overflow = false;
-  bool roots_unread = false;  // a thread's stack could not be found (/proc/self/maps unreadable)
+  bool roots_unread = false;                 // a thread's stack could not be found (/proc/self/maps unreadable)
+  python_pools::Extent python_pools_module;  // whose arenas are read block by block; empty if none
 };
 
 void add_block(void *context, uintptr_t address, size_t bytes, bool leaseguard_own) {
@@ -293,9 +295,14 @@ void add_block(void *context, uintptr_t address, size_t bytes, bool leaseguard_o
   if (!prepared.nodes.push(node)) prepared.heap_overflow = true;
 }
 
+// Python's object arenas: a node for each block in use, as for heap blocks, and for each pool
+// that does not read as pymalloc's, the pool whole.
+void add_pool_part(void *context, uintptr_t address, size_t bytes) { add_block(context, address, bytes, false); }
+
 // A mapping the program made itself (program_mappings.h), as a node for each part of it that
 // is readable now (mprotect may have split it). Those a driver or leaseguard made are theirs;
-// Python's object arenas, where its objects cannot be read, are not read either.
+// Python's object arenas are read block by block, or not at all where its objects cannot be
+// read (python_interpreter.h).
 void add_mapping(void *context, const mappings::Mapping &mapping) {
   auto &prepared = *static_cast<Prepared *>(context);
   for (size_t i = 0; i < prepared.owner_extent_count; ++i)
@@ -306,6 +313,10 @@ void add_mapping(void *context, const mappings::Mapping &mapping) {
   size_t at = std::partition_point(readable, readable + count,
                                    [&](const MemoryRange &range) { return range.end <= mapping.begin; }) -
               readable;
+  const bool wholly_readable = at < count && readable[at].begin <= mapping.begin && readable[at].end >= mapping.end;
+  if (wholly_readable && prepared.python_pools_module.holds(mapping.caller) &&
+      python_pools::read_arena(mapping.begin, mapping.end, add_pool_part, add_pool_part, &prepared))
+    return;
   for (; at < count && readable[at].begin < mapping.end; ++at) {
     Node node;
     node.address = std::max(mapping.begin, readable[at].begin);
@@ -686,10 +697,26 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
 
   // Everything the stopped phase uses, sized with room for the blocks other threads
   // allocate until they stop (more than that: the heap is reported incomplete).
+  // Python's object arenas hold freed objects' stale words beside live ones: read whole, they
+  // would make lost memory reachable. They are read block by block where the interpreter's
+  // objects live in them, and not at all where its objects cannot be read.
+  uint32_t flags = 0;
+  uintptr_t python_arenas_module = 0;
+  python_pools::Extent python_pools_module;
+  size_t python_blocks = 0;
+  if (python::objects_unreadable()) {
+    flags |= journal::kReachabilityPythonObjectsUnread;
+    python_arenas_module = reinterpret_cast<uintptr_t>(python::object_allocator());
+  } else if (python::object_home() == python::ObjectHome::Pools) {
+    python_pools_module = python_pools::module_extent(python::object_allocator());
+    python_blocks = python_pools::live_block_bound(python_pools_module);
+  }
   const Options &options = tracker.options();
-  const size_t node_room = heap::live_blocks() + heap::live_blocks() / 16 + 16384 + live.size();
+  const size_t blocks = heap::live_blocks() + python_blocks;
+  const size_t node_room = blocks + blocks / 16 + 16384 + live.size();
   Arena arena(arena_bytes_for(node_room, options.device_scan_total_bytes));
   Prepared prepared;
+  prepared.python_pools_module = python_pools_module;
   void *scratch = lay_out(arena, prepared, node_room);
   if (scratch == nullptr) {
     log_warning("no memory to classify live allocations: they are reported unchecked");
@@ -697,15 +724,8 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   }
   DeviceReader device_copies;
   uint64_t device_budget = options.device_scan_total_bytes;
-  uint32_t flags = add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
+  flags |= add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
   flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
-  // Python's object arenas, where its objects cannot be read, hold freed objects' stale
-  // words beside live ones: read, they would make lost memory reachable.
-  uintptr_t python_arenas_module = 0;
-  if (python::objects_unreadable()) {
-    flags |= journal::kReachabilityPythonObjectsUnread;
-    python_arenas_module = reinterpret_cast<uintptr_t>(python::object_allocator());
-  }
 
   // Globals of every module, sorted into the program's and the owners'.
   uintptr_t owner_bases[64];

@@ -124,8 +124,8 @@ class TextReport {
       note += "the program's host heap was not tracked (its own malloc): lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0)
       note +=
-          "the program's Python objects could not be read (Python's own allocator keeps them unless "
-          "PYTHONMALLOC=malloc, or its interpreter had finalized): lost allocations are unchecked";
+          "the program's Python objects could not be read (an object allocator leaseguard does not know, or its "
+          "interpreter had finalized): lost allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the reachability scan was bounded: device memory past --device-scan was read as holding no pointers";
