@@ -33,6 +33,7 @@
 #include "hook_table.h"
 #include "journal_format.h"
 #include "log.h"
+#include "memory_headroom.h"
 #include "program_mappings.h"
 #include "preload_state.h"
 #include "python_interpreter.h"
@@ -510,6 +511,29 @@ size_t arena_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
          device_bytes + 4096;
 }
 
+// What a classification makes resident: the nodes and the classifier's arrays, faulted in
+// before the stop, the device copies, and what the rest of the arena is written with (the
+// maps text, roots, registers, copies of running stacks) in a process of thousands of mappings.
+size_t resident_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
+  return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + device_bytes + (4u << 20);
+}
+
+// Whether the memory the classification would take can be spared: at most half of what the
+// process may still use (memory_headroom.h), so that a program running near its memory limit
+// is never killed by its leak checker, and keeps room to run on after a lease's end.
+bool memory_to_spare(size_t needed) noexcept {
+  const uint64_t headroom = memory_headroom();
+  if (needed <= headroom / 2) return true;
+  // Once a process: with --reachability leases, every lease's end would say it again.
+  static std::atomic<bool> warned{false};
+  void (*say)(const char *, ...) noexcept = warned.exchange(true) ? log_debug : log_warning;
+  say("classifying live allocations would take %.0f MiB, and this process may use only %.0f MiB more (its memory "
+      "limit, or the machine's free memory), of which the classification takes at most half: they are reported "
+      "unchecked",
+      static_cast<double>(needed) / (1 << 20), static_cast<double>(headroom) / (1 << 20));
+  return false;
+}
+
 // Hands out the arena's parts to `prepared`, faults in the ones the classifier fills, and
 // returns the classifier's scratch memory; nullptr if the arena could not hold them.
 void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
@@ -562,6 +586,23 @@ uint32_t add_device_nodes(Prepared &prepared, Arena &arena, const std::vector<Tr
   }
   prepared.device_nodes = prepared.nodes.count;
   return flags;
+}
+
+// The device memory a classification would read back: each live allocation within the
+// per-allocation bound, and the modules' device globals, up to the total bound.
+uint64_t device_bytes_to_read(const std::vector<Tracker::LiveMemory> &live, const Options &options) noexcept {
+  uint64_t bytes = 0;
+  for (const Tracker::LiveMemory &allocation : live)
+    if (space_of(allocation.api) == Space::Address && !read_in_place(allocation.kind) &&
+        allocation.bytes <= options.device_scan_allocation_bytes)
+      bytes += allocation.bytes;
+  try {
+    for (const DeviceGlobal &global : device_globals())
+      if (global.bytes <= options.device_scan_allocation_bytes) bytes += (global.bytes + 7) & ~uint64_t{7};
+  } catch (...) {
+    return options.device_scan_total_bytes;
+  }
+  return std::min(bytes, options.device_scan_total_bytes);
 }
 
 // The modules' global variables in device memory (device_globals.h), read back into one
@@ -647,6 +688,19 @@ void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags)
   tracker.write_reachability(classes, flags);
 }
 
+// Journals every live allocation unchecked, `flags` saying why (the classification did not run).
+void journal_unchecked(Tracker &tracker, const std::vector<Tracker::LiveMemory> &live, uint32_t flags) noexcept {
+  std::vector<std::pair<uint64_t, uint8_t>> classes;
+  try {
+    classes.reserve(live.size());
+    for (const Tracker::LiveMemory &allocation : live)
+      classes.emplace_back(allocation.id, static_cast<uint8_t>(Class::Unchecked));
+  } catch (...) {
+    return;
+  }
+  tracker.write_reachability(classes, flags);
+}
+
 std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification ran
 
 // The process's classification at its exit, once: from libc's exit handlers, or earlier,
@@ -714,6 +768,10 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   const Options &options = tracker.options();
   const size_t blocks = heap::live_blocks() + python_blocks;
   const size_t node_room = blocks + blocks / 16 + 16384 + live.size();
+  if (!memory_to_spare(resident_bytes_for(node_room, device_bytes_to_read(live, options)))) {
+    journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
+    return;
+  }
   Arena arena(arena_bytes_for(node_room, options.device_scan_total_bytes));
   Prepared prepared;
   prepared.python_pools_module = python_pools_module;

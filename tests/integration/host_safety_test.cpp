@@ -300,6 +300,75 @@ TEST(HostSafety, AnAddressSpaceLimitLeavesTheProgramItsRoom) {
   EXPECT_LE(kib, 8u * 1024) << run.result.out;
 }
 
+// A memory cgroup of its own with a limit (cgroup v1's memory controller, where this machine
+// lets the test make one), removed when the processes in it are gone.
+class MemoryCgroup {
+ public:
+  explicit MemoryCgroup(uint64_t limit_bytes) {
+    static int made = 0;
+    path_ = "/sys/fs/cgroup/memory/leaseguard-test-" + std::to_string(getpid()) + "-" + std::to_string(++made);
+    if (mkdir(path_.c_str(), 0755) != 0) {
+      path_.clear();
+      return;
+    }
+    std::ofstream(path_ + "/memory.limit_in_bytes") << limit_bytes << "\n";
+    std::ifstream check(path_ + "/memory.limit_in_bytes");
+    uint64_t written = 0;
+    if (!(check >> written) || written == 0 || written > limit_bytes) {
+      rmdir(path_.c_str());
+      path_.clear();
+    }
+  }
+  ~MemoryCgroup() {
+    if (!path_.empty()) rmdir(path_.c_str());
+  }
+  MemoryCgroup(const MemoryCgroup &) = delete;
+  MemoryCgroup &operator=(const MemoryCgroup &) = delete;
+  bool made() const { return !path_.empty(); }
+  std::string procs() const { return path_ + "/cgroup.procs"; }
+  uint64_t max_usage() const {
+    uint64_t bytes = 0;
+    std::ifstream(path_ + "/memory.max_usage_in_bytes") >> bytes;
+    return bytes;
+  }
+
+ private:
+  std::string path_;
+};
+
+// A program whose memory limit leaves room for itself (10^6 small heap blocks, ~55 MiB under
+// leaseguard) and not for a classification of that many blocks (~150 MiB more). Before, the
+// exit's classification took the program over its limit, and the kernel killed it: "killed by
+// signal 9" where it exits 0 with --reachability off. The classification now asks first what
+// the process may still use, and where it would take more than half, it does not run: every
+// allocation is unchecked, and the report says why. With room, the same program is classified.
+TEST(HostSafety, AProgramNearItsMemoryLimitIsNeverKilledByTheClassification) {
+  {
+    MemoryCgroup cgroup(150u << 20);
+    if (!cgroup.made()) GTEST_SKIP() << "no memory cgroup could be made under /sys/fs/cgroup/memory";
+    TempDir dir;
+    auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "near_limit", cgroup.procs()});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_TRUE(contains(run.result.err, "exited with code 0")) << run.result.err;
+    const JsonValue &process = run.json["processes"][0];
+    EXPECT_TRUE(process["reachability"]["memory_short"].as_bool()) << run.result.err;
+    EXPECT_EQ(classes_by_size(run.json), (std::map<uint64_t, std::string>{{6701, "unchecked"}, {6702, "unchecked"}}))
+        << run.result.err;
+    EXPECT_TRUE(contains(run.result.err, "of which the classification takes at most half")) << run.result.err;
+    EXPECT_TRUE(contains(run.result.err, "the classification did not run: it needed more than half of the memory"))
+        << run.result.err;
+    EXPECT_LT(cgroup.max_usage(), 150u << 20);
+  }
+  MemoryCgroup roomy(1u << 30);
+  ASSERT_TRUE(roomy.made());
+  TempDir dir;
+  auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "near_limit", roomy.procs()});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_FALSE(run.json["processes"][0]["reachability"]["memory_short"].as_bool()) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json), (std::map<uint64_t, std::string>{{6701, "reachable"}, {6702, "direct"}}))
+      << run.result.err;
+}
+
 // unshare(CLONE_NEWUSER) fails with EINVAL in a multithreaded process; leaseguard's threads
 // (the lease watchdog, the journal's) step aside for it, and come back after.
 TEST(HostSafety, UnshareOfAUserNamespaceWorksWhileLeaseguardsThreadsRun) {

@@ -28,7 +28,11 @@
  *   blocks_signals   a thread that blocks every signal waits in sigwait, the only holder of
  *                    an allocation on its stack; main drops another and exits
  *   frees_unstopped  a thread that blocks every signal allocates and frees large blocks and
- *                    maps and unmaps memory without pause while leases end (classified) */
+ *                    maps and unmaps memory without pause while leases end (classified)
+ *   near_limit FILE  moves itself into a memory cgroup (FILE: its cgroup.procs), keeps 10^6
+ *                    small heap blocks and an allocation in globals, drops one, and exits:
+ *                    a program whose limit leaves room for itself, not for a classification
+ *                    of that many blocks */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -506,6 +510,20 @@ static void frees_unstopped(void) {
   pthread_join(thread, NULL);
 }
 
+__attribute__((used)) void **g_small_blocks;
+__attribute__((used)) CUdeviceptr g_held_near_limit;
+
+static void near_limit(const char *cgroup_procs) {
+  FILE *procs = fopen(cgroup_procs, "w");
+  if (procs == NULL || fprintf(procs, "%d\n", (int)getpid()) < 0 || fclose(procs) != 0) exit(11);
+  enum { kBlocks = 1000000 };
+  g_small_blocks = malloc(sizeof(void *) * kBlocks);
+  if (g_small_blocks == NULL) exit(12);
+  for (int i = 0; i < kBlocks; ++i) g_small_blocks[i] = malloc(32);
+  CHECK(cuMemAlloc_v2(&g_held_near_limit, 6701));
+  leak(6702);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -525,6 +543,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "threads_churn") == 0) threads_churn();
   else if (strcmp(mode, "blocks_signals") == 0) blocks_signals();
   else if (strcmp(mode, "frees_unstopped") == 0) frees_unstopped();
+  else if (strcmp(mode, "near_limit") == 0) near_limit(path);
   else return 2;
   return 0;
 }

@@ -189,6 +189,7 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
       .value((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0);
   json.key("device_unread").value((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0);
   json.key("mappings_bounded").value((process.reachability_flags & journal::kReachabilityMappingsBounded) != 0);
+  json.key("memory_short").value((process.reachability_flags & journal::kReachabilityMemoryShort) != 0);
   json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);

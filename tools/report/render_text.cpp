@@ -118,6 +118,9 @@ class TextReport {
   static std::string reachability_note(const ProcessReport &process) {
     std::string note;
     if (!process.classified) return note;
+    if ((process.reachability_flags & journal::kReachabilityMemoryShort) != 0)
+      return "the classification did not run: it needed more than half of the memory the process could still use "
+             "(its memory limit, or the machine's free memory): live allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
       note += "a thread blocked the scan's signal or its stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)

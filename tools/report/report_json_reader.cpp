@@ -137,6 +137,7 @@ class JsonReportReader {
       process.reachability_flags |= journal::kReachabilityPythonObjectsUnread;
     if (flag(reachability["device_unread"])) process.reachability_flags |= journal::kReachabilityDeviceUnread;
     if (flag(reachability["mappings_bounded"])) process.reachability_flags |= journal::kReachabilityMappingsBounded;
+    if (flag(reachability["memory_short"])) process.reachability_flags |= journal::kReachabilityMemoryShort;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {
