@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdarg>
+#include <cstring>
 
 #include "heap_tracker.h"
 #include "real_dlsym.h"
@@ -63,10 +64,15 @@ std::atomic<MmapFunction> g_mmap{nullptr};
 std::atomic<MunmapFunction> g_munmap{nullptr};
 std::atomic<MremapFunction> g_mremap{nullptr};
 
-constexpr size_t kCapacity = 16384;  // programs map tens to hundreds; past this, some are missed
+// The table: mappings in descending address order, never overlapping (a new one first takes
+// out what it covers), so that a lookup is a binary search, and the common order of mmap's
+// addresses (each below the last) appends. In memory of its own, grown by doubling: past its
+// largest, some are missed.
+constexpr size_t kFirstCapacity = 1024, kMaxCapacity = size_t{1} << 20;  // 24 MiB at most
 SpinLock g_lock;
-Mapping *g_table = nullptr;  // in memory of its own, made on first need
+Mapping *g_table = nullptr;
 size_t g_count = 0;
+size_t g_capacity = 0;
 std::atomic<bool> g_missed{false};
 
 uintptr_t page_end(uintptr_t begin, size_t bytes) noexcept {
@@ -74,48 +80,72 @@ uintptr_t page_end(uintptr_t begin, size_t bytes) noexcept {
   return (begin + bytes + page - 1) & ~(page - 1);
 }
 
-void add(const Mapping &mapping) noexcept {
-  if (g_table == nullptr) {
-    void *memory = next(g_mmap, "mmap")(nullptr, kCapacity * sizeof(Mapping), PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory != MAP_FAILED) g_table = static_cast<Mapping *>(memory);
-  }
-  if (g_table == nullptr || g_count == kCapacity) {
+// Room for one more; false (and the table counts as incomplete) where there can be none.
+bool room_for_one() noexcept {
+  if (g_count < g_capacity) return true;
+  const size_t capacity = g_capacity == 0 ? kFirstCapacity : g_capacity * 2;
+  void *memory = capacity > kMaxCapacity
+                     ? MAP_FAILED
+                     : next(g_mmap, "mmap")(nullptr, capacity * sizeof(Mapping), PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) {
     g_missed.store(true, std::memory_order_relaxed);
-    return;
+    return false;
   }
-  g_table[g_count++] = mapping;
+  if (g_table != nullptr) {
+    std::memcpy(memory, g_table, g_count * sizeof(Mapping));
+    next(g_munmap, "munmap")(g_table, g_capacity * sizeof(Mapping));
+  }
+  g_table = static_cast<Mapping *>(memory);
+  g_capacity = capacity;
+  return true;
+}
+
+// The first mapping (in the table's descending order) that begins below `address`.
+size_t first_below(uintptr_t address) noexcept {
+  return std::partition_point(g_table, g_table + g_count, [&](const Mapping &m) { return m.begin >= address; }) -
+         g_table;
+}
+
+void insert_at(size_t at, const Mapping &mapping) noexcept {
+  std::memmove(g_table + at + 1, g_table + at, (g_count - at) * sizeof(Mapping));
+  g_table[at] = mapping;
+  ++g_count;
+}
+
+// A mapping nothing recorded overlaps (forget() first).
+void add(const Mapping &mapping) noexcept {
+  if (!room_for_one()) return;
+  insert_at(first_below(mapping.end), mapping);
 }
 
 // Takes [begin, end) out of the table: whole mappings go, partly covered ones are cut.
 void forget(uintptr_t begin, uintptr_t end) noexcept {
-  for (size_t i = 0; i < g_count;) {
-    Mapping &mapping = g_table[i];
-    if (mapping.end <= begin || mapping.begin >= end) {
-      ++i;
-      continue;
-    }
-    if (mapping.begin < begin && mapping.end > end) {  // the middle goes: two are left
-      const Mapping after{end, mapping.end, mapping.caller};
-      mapping.end = begin;
-      add(after);
-      ++i;
-    } else if (mapping.begin < begin) {
-      mapping.end = begin;
-      ++i;
-    } else if (mapping.end > end) {
-      mapping.begin = end;
-      ++i;
-    } else {
-      mapping = g_table[--g_count];
-    }
+  // The overlapped ones are a run: from the first that begins below `end` (it may reach past
+  // it) to the last that ends past `begin` (it may begin before it).
+  const size_t first = first_below(end);
+  size_t last = first;
+  while (last < g_count && g_table[last].end > begin) ++last;
+  if (first == last) return;
+  const Mapping high = g_table[first], low = g_table[last - 1];
+  Mapping kept[2];
+  size_t kept_count = 0;
+  if (high.end > end) kept[kept_count++] = Mapping{end, high.end, high.caller};
+  if (low.begin < begin) kept[kept_count++] = Mapping{low.begin, begin, low.caller};
+  const size_t removed = last - first;
+  if (kept_count > removed) {  // one mapping cut in two: its upper part stays in its place
+    g_table[first] = kept[0];
+    if (room_for_one()) insert_at(first + 1, kept[1]);
+    return;
   }
+  std::memcpy(g_table + first, kept, kept_count * sizeof(Mapping));
+  std::memmove(g_table + first + kept_count, g_table + last, (g_count - last) * sizeof(Mapping));
+  g_count -= removed - kept_count;
 }
 
 const Mapping *containing(uintptr_t address) noexcept {
-  for (size_t i = 0; i < g_count; ++i)
-    if (address >= g_table[i].begin && address < g_table[i].end) return &g_table[i];
-  return nullptr;
+  const size_t at = first_below(address + 1);
+  return at < g_count && g_table[at].end > address ? &g_table[at] : nullptr;
 }
 
 // A forked child has only the forking thread: a lock another thread held stays held.
@@ -187,6 +217,8 @@ bool find(uintptr_t address, Mapping &found) noexcept {
   heap::end_tracked_call();
   return got;
 }
+
+size_t count() noexcept { return __atomic_load_n(&g_count, __ATOMIC_RELAXED); }
 
 bool complete() noexcept { return !g_missed.load(std::memory_order_relaxed); }
 

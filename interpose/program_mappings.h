@@ -29,6 +29,9 @@ void for_each_locked(void (*visit)(void *context, const Mapping &mapping), void 
 // The recorded mapping that holds `address`, if any; locked as for_each_locked is.
 bool find(uintptr_t address, Mapping &found) noexcept;
 
+// How many are recorded now (a relaxed read, for sizing).
+size_t count() noexcept;
+
 // False if some mapping may be missing: the table was full, a call was made from a signal
 // handler inside another, or a fork found the table locked.
 bool complete() noexcept;

@@ -749,8 +749,6 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   std::vector<Tracker::LiveMemory> live = tracker.live_memory(lease_id);
   if (live.empty()) return;
 
-  // Everything the stopped phase uses, sized with room for the blocks other threads
-  // allocate until they stop (more than that: the heap is reported incomplete).
   // Python's object arenas hold freed objects' stale words beside live ones: read whole, they
   // would make lost memory reachable. They are read block by block where the interpreter's
   // objects live in them, and not at all where its objects cannot be read.
@@ -765,9 +763,11 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
     python_pools_module = python_pools::module_extent(python::object_allocator());
     python_blocks = python_pools::live_block_bound(python_pools_module);
   }
+  // Everything the stopped phase uses, sized with room for the blocks and mappings other
+  // threads make until they stop (more than that: the heap is reported incomplete).
   const Options &options = tracker.options();
   const size_t blocks = heap::live_blocks() + python_blocks;
-  const size_t node_room = blocks + blocks / 16 + 16384 + live.size();
+  const size_t node_room = blocks + blocks / 16 + mappings::count() + 16384 + live.size();
   if (!memory_to_spare(resident_bytes_for(node_room, device_bytes_to_read(live, options)))) {
     journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
     return;

@@ -15,7 +15,8 @@
 // kernel never reads also hold (install_action_over_stale_bytes); "dirty_heap": the driver
 // set up over freed blocks that held a held block's address (drive_over_a_dirty_heap);
 // "mappings": device memory held only in anonymous memory the program mapped itself
-// (hold_in_own_mappings).
+// (hold_in_own_mappings); "many_mappings": the same among 40,000 mappings, half unmapped since
+// (hold_in_many_mappings).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -72,10 +73,15 @@ enum Size : size_t {
   kInProgramMapping = 1020,
   kPastAHoleInAMapping = 1021,
   kInAMovedMapping = 1022,
+  kInOneOfManyMappings = 1023,
+  kBelowAFixedMapping = 1024,
+  kAboveAFixedMapping = 1025,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
   kInLostMapping = 2004,
+  kInLostOneOfMany = 2005,
+  kInAFixedMapping = 2006,
   kLostTable = 3001,
   kDisguised = 3002,
   kOnlyInFreedHost = 3003,
@@ -398,6 +404,44 @@ VICTIM_NOINLINE int hold_in_own_mappings() {
   return 0;
 }
 
+HELD CUdeviceptr **g_many;        // one-page mappings, every other one unmapped since
+HELD CUdeviceptr *g_below_fixed;  // the first of three pages whose middle one was mapped over
+HELD CUdeviceptr *g_above_fixed;  // and the third
+
+// "many_mappings": more mappings than programs usually keep (an interpreter's arenas in a
+// process of many gigabytes), made and unmapped in turn, and a mapping cut in three by a
+// MAP_FIXED one: each part is still found where it is.
+VICTIM_NOINLINE int hold_in_many_mappings() {
+  constexpr size_t kMappings = 40000;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto map = [](void *at, size_t bytes, int flags) {
+    return static_cast<CUdeviceptr *>(
+        mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0));
+  };
+  g_many = static_cast<CUdeviceptr **>(std::calloc(kMappings, sizeof(CUdeviceptr *)));
+  if (g_many == nullptr) return 30;
+  for (size_t i = 0; i < kMappings; ++i)
+    if ((g_many[i] = map(nullptr, page, 0)) == MAP_FAILED) return 31;
+  for (size_t i = 1; i < kMappings; i += 2) {
+    if (munmap(g_many[i], page) != 0) return 32;
+    g_many[i] = nullptr;
+  }
+  g_many[kMappings - 2][3] = allocate(kInOneOfManyMappings);
+  g_many[kMappings / 2][1] = allocate(kInLostOneOfMany);
+  g_many[kMappings / 2] = nullptr;  // the mapping stays, and nothing points to it
+
+  CUdeviceptr *three = map(nullptr, 3 * page, 0);
+  if (three == MAP_FAILED) return 33;
+  CUdeviceptr *middle = three + page / sizeof(CUdeviceptr);
+  if (map(middle, page, MAP_FIXED) != middle) return 34;
+  g_below_fixed = three;
+  g_above_fixed = three + 2 * page / sizeof(CUdeviceptr);
+  g_below_fixed[4] = allocate(kBelowAFixedMapping);
+  g_above_fixed[6] = allocate(kAboveAFixedMapping);
+  middle[8] = allocate(kInAFixedMapping);  // nothing points to the middle page
+  return 0;
+}
+
 // Drops an allocation whose copies stay in the dead stack below the caller: where the exit
 // path's frames (exit, the handlers' runner, leaseguard's handler) lie once the caller calls
 // exit().
@@ -499,6 +543,11 @@ int main(int argc, char **argv) {
   g_context = victim_primary_context();
   if (argc > 1 && std::strcmp(argv[1], "mappings") == 0) {
     const int status = hold_in_own_mappings();
+    scrub_stack();
+    return status;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "many_mappings") == 0) {
+    const int status = hold_in_many_mappings();
     scrub_stack();
     return status;
   }

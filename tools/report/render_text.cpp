@@ -124,7 +124,9 @@ class TextReport {
     if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
       note += "a thread blocked the scan's signal or its stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
-      note += "the program's host heap was not tracked (its own malloc): lost allocations are unchecked";
+      note +=
+          "the program's host heap was not all tracked (its own malloc, a heap or mapping call from a signal handler "
+          "inside another, or over a million mappings): lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0)
       note +=
           "the program's Python objects could not be read (an object allocator leaseguard does not know, or its "
