@@ -37,6 +37,7 @@ Slot *g_slots = nullptr;
 pid_t *g_last_parked = nullptr;
 size_t g_last_parked_count = 0;
 std::atomic<size_t> g_count{0};
+std::atomic<bool> g_table_full{false};  // a thread found past kMaxThreads: never stopped nor read
 std::atomic<uint32_t> g_resume_epoch{0};
 std::atomic<uint32_t> g_stop_events{0};
 std::atomic<bool> g_active{false};
@@ -236,7 +237,11 @@ long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexce
       const auto tid = static_cast<pid_t>(std::strtol(name, nullptr, 10));
       bool skipped = tid == self || known(tid);
       for (size_t i = 0; i < skip_count && !skipped; ++i) skipped = skip[i] == tid;
-      if (skipped || g_count.load(std::memory_order_relaxed) >= kMaxThreads) continue;
+      if (skipped) continue;
+      if (g_count.load(std::memory_order_relaxed) >= kMaxThreads) {
+        g_table_full.store(true, std::memory_order_relaxed);
+        continue;
+      }
       Slot &slot = g_slots[g_count.load(std::memory_order_relaxed)];
       slot.info = StoppedThread{};
       slot.info.tid = tid;
@@ -329,6 +334,7 @@ bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
     if (g_slots[i].state.load(std::memory_order_acquire) == kStopped)
       g_last_parked[g_last_parked_count++] = g_slots[i].info.tid;
   g_count.store(0, std::memory_order_release);
+  g_table_full.store(false, std::memory_order_relaxed);
   g_active.store(true, std::memory_order_release);
   const pid_t self = current_tid();
   for (long added; (added = signal_new_threads(self, skip, skip_count)) != 0;) {
@@ -353,6 +359,7 @@ const StoppedThread &WorldStop::thread(size_t i) const noexcept { return g_slots
 bool WorldStop::parked(size_t i) const noexcept { return g_slots[i].state.load(std::memory_order_acquire) == kStopped; }
 
 bool WorldStop::stopped_all() const noexcept {
+  if (g_table_full.load(std::memory_order_relaxed)) return false;
   const size_t count = g_count.load(std::memory_order_acquire);
   for (size_t i = 0; i < count; ++i)
     if (g_slots[i].state.load(std::memory_order_acquire) == kNotStopped) return false;

@@ -16,7 +16,8 @@
 // that blocks the signal is never sent it (a program waiting in sigwait for every signal
 // would receive it): it is not stopped; the scan reads its stack from the stack pointer
 // the kernel reports for a thread blocked in a system call, but not its registers, and says
-// so (stopped_all() is false).
+// so (stopped_all() is false). So it does where the process has more threads than the 16,384
+// it has room for: those past it are neither stopped nor read.
 //
 // While the world is stopped the caller must not allocate, log, or take any lock another
 // thread may hold: it reads memory and writes into memory of its own (mmap'd).

@@ -29,6 +29,8 @@
  *                    an allocation on its stack; main drops another and exits
  *   frees_unstopped  a thread that blocks every signal allocates and frees large blocks and
  *                    maps and unmaps memory without pause while leases end (classified)
+ *   many_threads [N] N threads (16,500: more than the world stop has room for) wait on a
+ *                    lock while main drops an allocation and exits; 77 if they cannot be made
  *   near_limit FILE  moves itself into a memory cgroup (FILE: its cgroup.procs), keeps 10^6
  *                    small heap blocks and an allocation in globals, drops one, and exits:
  *                    a program whose limit leaves room for itself, not for a classification
@@ -37,6 +39,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -510,6 +513,32 @@ static void frees_unstopped(void) {
   pthread_join(thread, NULL);
 }
 
+static pthread_mutex_t g_many_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_thread_count = 16500;
+
+static void *wait_for_main(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&g_many_threads_lock);
+  pthread_mutex_unlock(&g_many_threads_lock);
+  return NULL;
+}
+
+static void many_threads(void) {
+  pthread_mutex_lock(&g_many_threads_lock);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, PTHREAD_STACK_MIN);
+  for (int i = 0; i < g_thread_count; ++i) {
+    pthread_t thread;
+    if (pthread_create(&thread, &attributes, wait_for_main, NULL) != 0) {
+      printf("could not make %d threads\n", g_thread_count);
+      exit(77); /* a machine with a lower limit: nothing to check */
+    }
+    pthread_detach(thread);
+  }
+  leak(6801);
+}
+
 __attribute__((used)) void **g_small_blocks;
 __attribute__((used)) CUdeviceptr g_held_near_limit;
 
@@ -544,6 +573,9 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "blocks_signals") == 0) blocks_signals();
   else if (strcmp(mode, "frees_unstopped") == 0) frees_unstopped();
   else if (strcmp(mode, "near_limit") == 0) near_limit(path);
-  else return 2;
+  else if (strcmp(mode, "many_threads") == 0) {
+    if (*path != '\0') g_thread_count = atoi(path);
+    many_threads();
+  } else return 2;
   return 0;
 }

@@ -122,7 +122,9 @@ class TextReport {
       return "the classification did not run: it needed more than half of the memory the process could still use "
              "(its memory limit, or the machine's free memory): live allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
-      note += "a thread blocked the scan's signal or its stack could not be read: lost allocations are unchecked";
+      note +=
+          "the program's threads could not all be stopped (one blocked the scan's signal, or there were more than "
+          "16,384) or a stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
       note +=
           "the program's host heap was not all tracked (its own malloc, a heap or mapping call from a signal handler "
