@@ -290,7 +290,8 @@ inline constexpr uint32_t kReachabilityDeviceUnread = 16;
 // pointers.
 inline constexpr uint32_t kReachabilityMappingsBounded = 32;
 // Not classified: what the classification needed was more than half of the memory the process
-// could still use (its cgroup's limit, the machine's free memory). Every allocation is unchecked.
+// could still use (its cgroup's limit, the machine's free memory), or could not be mapped at all
+// (its address-space limit). Every allocation is unchecked.
 inline constexpr uint32_t kReachabilityMemoryShort = 64;
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;

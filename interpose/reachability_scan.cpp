@@ -778,6 +778,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   void *scratch = lay_out(arena, prepared, node_room);
   if (scratch == nullptr) {
     log_warning("no memory to classify live allocations: they are reported unchecked");
+    journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
     return;
   }
   DeviceReader device_copies;
@@ -810,6 +811,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
     log_warning(
         "could not stop the program's threads (no free signal, or no descriptor to list them): "
         "live allocations are reported unchecked");
+    journal_classes(tracker, prepared, flags | journal::kReachabilityThreadsNotStopped);
     return;
   }
   const bool threads_stopped = world.stopped_all();

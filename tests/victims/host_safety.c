@@ -31,6 +31,8 @@
  *                    maps and unmaps memory without pause while leases end (classified)
  *   many_threads [N] N threads (16,500: more than the world stop has room for) wait on a
  *                    lock while main drops an allocation and exits; 77 if they cannot be made
+ *   no_fds           holds an allocation in a global, drops one, then opens /dev/null until
+ *                    no descriptor is left and exits
  *   near_limit FILE  moves itself into a memory cgroup (FILE: its cgroup.procs), keeps 10^6
  *                    small heap blocks and an allocation in globals, drops one, and exits:
  *                    a program whose limit leaves room for itself, not for a classification
@@ -539,6 +541,17 @@ static void many_threads(void) {
   leak(6801);
 }
 
+__attribute__((used)) CUdeviceptr g_held_without_fds;
+
+static void no_fds(void) {
+  CHECK(cuMemAlloc_v2(&g_held_without_fds, 6901));
+  leak(6902);
+  struct rlimit limit = {256, 256};
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) exit(14);
+  while (open("/dev/null", O_RDONLY) >= 0) {
+  }
+}
+
 __attribute__((used)) void **g_small_blocks;
 __attribute__((used)) CUdeviceptr g_held_near_limit;
 
@@ -573,6 +586,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "blocks_signals") == 0) blocks_signals();
   else if (strcmp(mode, "frees_unstopped") == 0) frees_unstopped();
   else if (strcmp(mode, "near_limit") == 0) near_limit(path);
+  else if (strcmp(mode, "no_fds") == 0) no_fds();
   else if (strcmp(mode, "many_threads") == 0) {
     if (*path != '\0') g_thread_count = atoi(path);
     many_threads();

@@ -119,12 +119,12 @@ class TextReport {
     std::string note;
     if (!process.classified) return note;
     if ((process.reachability_flags & journal::kReachabilityMemoryShort) != 0)
-      return "the classification did not run: it needed more than half of the memory the process could still use "
-             "(its memory limit, or the machine's free memory): live allocations are unchecked";
+      return "the classification did not run: it needed more memory than the process could spare (its memory or "
+             "address-space limit, or the machine's free memory): live allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
       note +=
-          "the program's threads could not all be stopped (one blocked the scan's signal, or there were more than "
-          "16,384) or a stack could not be read: lost allocations are unchecked";
+          "the program's threads could not all be stopped (one blocked the scan's signal, there were more than 16,384, "
+          "or no descriptor was left to list them) or a stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
       note +=
           "the program's host heap was not all tracked (its own malloc, a heap or mapping call from a signal handler "
