@@ -14,6 +14,14 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
+const char *const kMountinfo =
+    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "34 30 0:31 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
+    "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+const char *const kCgroups = "4:memory:/pod/job\n1:cpu:/elsewhere\n0::/slice/unit.service\n";
+const uint64_t kUnlimitedV1 = 9223372036854771712u;
+
 class Machine {
  public:
   void write(const std::string &path, const std::string &text) {
@@ -34,25 +42,21 @@ class Machine {
     write(at + "/memory.current", std::to_string(current) + "\n");
     write(at + "/memory.stat", "anon 5\nfile 9\nactive_file 1\ninactive_file " + std::to_string(inactive) + "\n");
   }
+  // /proc as a process in both hierarchies sees it, with 8,000,000 kB available.
+  void in_both_hierarchies() {
+    write("/proc/meminfo", "MemTotal:       24683756 kB\nMemAvailable:    8000000 kB\nBuffers: 1 kB\n");
+    write("/proc/self/mountinfo", kMountinfo);
+    write("/proc/self/cgroup", kCgroups);
+  }
   uint64_t headroom() const { return memory_headroom(dir_.path()); }
 
  private:
   testing::TempDir dir_;
 };
 
-const char *const kMountinfo =
-    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-    "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-    "34 30 0:31 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
-    "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
-const char *const kCgroups = "4:memory:/pod/job\n1:cpu:/elsewhere\n0::/slice/unit.service\n";
-const uint64_t kUnlimitedV1 = 9223372036854771712u;
-
 TEST(MemoryHeadroom, TheTightestLimitOfEveryLevelAndHierarchyBinds) {
   Machine machine;
-  machine.write("/proc/meminfo", "MemTotal:       24683756 kB\nMemAvailable:    8000000 kB\nBuffers: 1 kB\n");
-  machine.write("/proc/self/mountinfo", kMountinfo);
-  machine.write("/proc/self/cgroup", kCgroups);
+  machine.in_both_hierarchies();
   machine.v1("", kUnlimitedV1, 20000 * kMiB);
   machine.v1("/pod", 1024 * kMiB, 900 * kMiB, 100 * kMiB);  // 800 MiB in use besides its cache
   machine.v1("/pod/job", kUnlimitedV1, 500 * kMiB);
@@ -68,9 +72,7 @@ TEST(MemoryHeadroom, TheTightestLimitOfEveryLevelAndHierarchyBinds) {
 
 TEST(MemoryHeadroom, WithoutLimitsTheMachinesAvailableMemoryBinds) {
   Machine machine;
-  machine.write("/proc/meminfo", "MemTotal:       24683756 kB\nMemAvailable:    8000000 kB\n");
-  machine.write("/proc/self/mountinfo", kMountinfo);
-  machine.write("/proc/self/cgroup", kCgroups);
+  machine.in_both_hierarchies();
   machine.v1("/pod", kUnlimitedV1, 900 * kMiB);
   machine.v2("/slice/unit.service", "max", 1000 * kMiB);
   EXPECT_EQ(machine.headroom(), uint64_t{8000000} * 1024);
