@@ -118,8 +118,7 @@ ObjectHome where_objects_live() noexcept {
   const auto address = reinterpret_cast<uintptr_t>(probe);
   ObjectHome home = ObjectHome::Unknown;
   if (heap::tracks(address) || heap::tracks(address - 2 * sizeof(size_t))) home = ObjectHome::TrackedHeap;
-  else if (python_pools::in_live_block(python_pools::module_extent(object_allocator()), address))
-    home = ObjectHome::Pools;
+  else if (python_pools::in_live_block(python_pools::module_of(object_allocator()), address)) home = ObjectHome::Pools;
   allocator.free(allocator.context, probe);
   return home;
 }

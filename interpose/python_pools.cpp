@@ -1,13 +1,11 @@
 // Python's object arenas, found by their maker and read block by block (python_pools.h).
 #include "python_pools.h"
 
-#include <link.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
-
+#include "module_map.h"
 #include "program_mappings.h"
 
 namespace leaseguard::interpose::python_pools {
@@ -24,32 +22,17 @@ uintptr_t pool_holding(const mappings::Mapping &arena, uintptr_t address, size_t
 
 }  // namespace
 
-Extent module_extent(const void *inside) noexcept {
-  struct Search {
-    uintptr_t address;
-    Extent found;
-  } search{reinterpret_cast<uintptr_t>(inside), {}};
-  dl_iterate_phdr(
-      [](dl_phdr_info *info, size_t, void *context) {
-        auto &wanted = *static_cast<Search *>(context);
-        Extent extent{UINTPTR_MAX, 0};
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr) &header = info->dlpi_phdr[i];
-          if (header.p_type != PT_LOAD) continue;
-          extent.begin = std::min<uintptr_t>(extent.begin, info->dlpi_addr + header.p_vaddr);
-          extent.end = std::max<uintptr_t>(extent.end, info->dlpi_addr + header.p_vaddr + header.p_memsz);
-        }
-        if (!extent.holds(wanted.address)) return 0;
-        wanted.found = extent;
-        return 1;
-      },
-      &search);
-  return search.found;
+Extent module_of(const void *inside) noexcept {
+  try {
+    return ModuleMap::module_range(reinterpret_cast<uintptr_t>(inside));
+  } catch (...) {
+    return {};
+  }
 }
 
 bool in_live_block(const Extent &module, uintptr_t address) noexcept {
   mappings::Mapping arena;
-  if (!mappings::find(address, arena) || !module.holds(arena.caller)) return false;
+  if (!mappings::find(address, arena) || !module.contains(arena.caller)) return false;
   const size_t pool_bytes = pymalloc::pool_bytes_for(arena.end - arena.begin);
   const uintptr_t pool = pool_bytes != 0 ? pool_holding(arena, address, pool_bytes) : 0;
   if (pool == 0) return false;
@@ -76,7 +59,7 @@ size_t live_block_bound(const Extent &module) noexcept {
       [](void *context, const mappings::Mapping &arena) {
         auto &total = *static_cast<Count *>(context);
         const size_t pool_bytes = pymalloc::pool_bytes_for(arena.end - arena.begin);
-        if (!total.module.holds(arena.caller) || pool_bytes == 0) return;
+        if (!total.module.contains(arena.caller) || pool_bytes == 0) return;
         // Each pool's count field, the first four bytes of its header, in one system call.
         uint32_t fields[pymalloc::kPoolsPerArena] = {};
         iovec local[pymalloc::kPoolsPerArena], remote[pymalloc::kPoolsPerArena];

@@ -8,18 +8,17 @@
 #include <cstdint>
 
 #include "pymalloc_pools.h"
+#include "stack_capture.h"
 
 namespace leaseguard::interpose::python_pools {
 
-struct Extent {
-  uintptr_t begin = 0;
-  uintptr_t end = 0;
-  bool holds(uintptr_t address) const noexcept { return address >= begin && address < end; }
-};
+// Where a module lies (ModuleMap::module_range: its first to its last loaded segment); the
+// arenas are those its code mapped.
+using Extent = CodeRange;
 
-// Where the loaded module that holds `inside` lies (its first to its last loaded segment);
-// empty if none. Takes the loader's lock: never while threads are stopped.
-Extent module_extent(const void *inside) noexcept;
+// The module that holds `inside` (ModuleMap::module_range); empty where none does or it cannot
+// be looked up. Takes the loader's lock: never while threads are stopped.
+Extent module_of(const void *inside) noexcept;
 
 // Whether `address` lies in a block in use of an arena that `module`'s code mapped. Reads the
 // pool in place: only where nothing can change or unmap it (under the interpreter's lock).

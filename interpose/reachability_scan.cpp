@@ -315,7 +315,7 @@ void add_mapping(void *context, const mappings::Mapping &mapping) {
                                    [&](const MemoryRange &range) { return range.end <= mapping.begin; }) -
               readable;
   const bool wholly_readable = at < count && readable[at].begin <= mapping.begin && readable[at].end >= mapping.end;
-  if (wholly_readable && prepared.python_pools_module.holds(mapping.caller) &&
+  if (wholly_readable && prepared.python_pools_module.contains(mapping.caller) &&
       python_pools::read_arena(mapping.begin, mapping.end, add_pool_part, add_pool_part, &prepared))
     return;
   for (; at < count && readable[at].begin < mapping.end; ++at) {
@@ -760,7 +760,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
     flags |= journal::kReachabilityPythonObjectsUnread;
     python_arenas_module = reinterpret_cast<uintptr_t>(python::object_allocator());
   } else if (python::object_home() == python::ObjectHome::Pools) {
-    python_pools_module = python_pools::module_extent(python::object_allocator());
+    python_pools_module = python_pools::module_of(python::object_allocator());
     python_blocks = python_pools::live_block_bound(python_pools_module);
   }
   // Everything the stopped phase uses, sized with room for the blocks and mappings other

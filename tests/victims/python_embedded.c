@@ -22,7 +22,7 @@ enum { kObjectDomain = 2 }; /* PYMEM_DOMAIN_OBJ */
 /* A bump allocator over memory the program maps itself; a block's size is kept before it. */
 static char *g_arena;
 static size_t g_used;
-static const size_t kArenaBytes = 256u << 20;
+static const size_t kArenaBytes = 64u << 20;
 
 static void *bump_malloc(void *context, size_t bytes) {
   (void)context;
