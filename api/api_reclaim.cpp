@@ -1,4 +1,4 @@
-// Implementation of ApiReclaimBackend (see api_reclaim.h and core/reclaim_backend.h).
+// Implementation of ApiReclaimBackend (see api_reclaim.h and core/session/reclaim_backend.h).
 #include "api_reclaim.h"
 
 #include "backend.h"

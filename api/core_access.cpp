@@ -21,7 +21,7 @@ void *plain_function(void *driver_handle, const char *name) {
   return driver_handle != nullptr && name != nullptr ? dlsym(driver_handle, name) : nullptr;
 }
 
-// This library's own core, behind the same adapter as the preload's (core/core_link.h): it
+// This library's own core, behind the same adapter as the preload's (core/session/core_link.h): it
 // records nothing until start_local() has installed it, and nothing where recording is off.
 const leaseguard_core_link &own_core() {
   static const leaseguard_core_link link = core_link(plain_function);
@@ -32,7 +32,7 @@ void finish_local() {
   if (Tracker *tracker = Tracker::instance()) tracker->finish_process();
 }
 
-// Starts this library's own core, as the preload starts its (core/process_start.h); true if
+// Starts this library's own core, as the preload starts its (core/session/process_start.h); true if
 // it records.
 bool start_local() {
   if (start_process_core(FrontEnd{reinterpret_cast<uintptr_t>(&start_local), new ApiReclaimBackend}) == nullptr)

@@ -1,4 +1,4 @@
-// The process's one leaseguard core, as the C++ API reaches it (core/core_link.h): the
+// The process's one leaseguard core, as the C++ API reaches it (core/session/core_link.h): the
 // preload's when it is loaded, else one of the API library's own. Never null; with
 // recording off (LEASEGUARD_DISABLE, a setuid program) it records nothing and lease calls
 // return 0.

@@ -19,7 +19,7 @@
 
 #include "million_allocations.h"
 #include "journal_writer.h"
-#include "report/journal_replay.h"
+#include "journal_replay.h"
 #include "stack_capture.h"
 #include "tracker.h"
 

@@ -1,4 +1,4 @@
-// The classifier alone (core/reachability.cpp), over memory of this process: how fast the
+// The classifier alone (core/reachability/reachability.cpp), over memory of this process: how fast the
 // scan reads memory, apart from what a process at exit adds around it (reading device
 // memory back, stopping threads, faulting in the classifier's arrays; bench/reachability_costs
 // measures those end to end).

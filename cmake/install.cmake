@@ -29,9 +29,9 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/leaseguard.pc.in ${CMAKE_BINARY_DIR}/
 install(FILES ${CMAKE_BINARY_DIR}/leaseguard.pc DESTINATION lib/pkgconfig)
 
 # The lease authority's systemd units: the node's (a system unit) and a user's.
-configure_file(${PROJECT_SOURCE_DIR}/tools/daemon/systemd/leaseguard.service.in
+configure_file(${PROJECT_SOURCE_DIR}/tools/authority/systemd/leaseguard.service.in
   ${CMAKE_BINARY_DIR}/systemd/system/leaseguard.service @ONLY)
-configure_file(${PROJECT_SOURCE_DIR}/tools/daemon/systemd/leaseguard-user.service.in
+configure_file(${PROJECT_SOURCE_DIR}/tools/authority/systemd/leaseguard-user.service.in
   ${CMAKE_BINARY_DIR}/systemd/user/leaseguard.service @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/systemd/system/leaseguard.service DESTINATION lib/systemd/system)
 install(FILES ${CMAKE_BINARY_DIR}/systemd/user/leaseguard.service DESTINATION lib/systemd/user)

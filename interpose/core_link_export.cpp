@@ -1,4 +1,4 @@
-// The preload's export of its core to the C++ API library (core/core_link.h): the API then
+// The preload's export of its core to the C++ API library (core/session/core_link.h): the API then
 // records into this process's one core, and reaches the driver's own functions through the
 // preload, which remembers them for its hooks.
 #include <dlfcn.h>

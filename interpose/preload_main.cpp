@@ -1,4 +1,4 @@
-// Start-up and shutdown of the preload library: the process's core (core/process_start.h),
+// Start-up and shutdown of the preload library: the process's core (core/session/process_start.h),
 // the termination signals, and the end of recording at exit.
 #include "authority_registration.h"
 #include "driver_queries.h"
@@ -10,7 +10,7 @@
 #include "real_dlsym.h"
 #include "reclaim.h"
 #include "signal_hooks.h"
-#include "stack_jump.h"
+#include "jump_hooks.h"
 
 namespace leaseguard::interpose {
 

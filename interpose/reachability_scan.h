@@ -1,4 +1,4 @@
-// Taking the snapshot that core/reachability.h classifies, in the running program: its
+// Taking the snapshot that core/reachability/reachability.h classifies, in the running program: its
 // roots, its live host heap blocks (heap_tracker.h) and device allocations (the tracker's),
 // with every other thread stopped (world_stop.h); then journaling the classes.
 #pragma once

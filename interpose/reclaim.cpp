@@ -1,7 +1,7 @@
 // Gives reclaimed allocations back to the device through the real driver or runtime (the
-// contract is in core/reclaim_backend.h), CUDA and HIP alike.
+// contract is in core/session/reclaim_backend.h), CUDA and HIP alike.
 //
-// Which entry point gives back what is the table's `release` column (core/entry_points.h),
+// Which entry point gives back what is the table's `release` column (core/base/entry_points.h),
 // called with its own parameter types (its ABI declaration): the value, plus for the two
 // shapes that need more
 //   - a stream-ordered free (value, stream): on the default stream of the same generation,

@@ -10,7 +10,7 @@
 
 #include "api_ids.h"
 #include "authority_protocol.h"
-#include "daemon/daemon_server.h"
+#include "daemon_server.h"
 #include "options.h"
 #include "top_command.h"
 

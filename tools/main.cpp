@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cli_options.h"
-#include "daemon/daemon_server.h"
+#include "daemon_server.h"
 #include "files.h"
 #include "lease_command.h"
 #include "report_output.h"

@@ -14,11 +14,11 @@
 #include <set>
 #include <string_view>
 
-#include "report/output_file.h"
-#include "report/renderers.h"
-#include "report/suppressions.h"
-#include "report/progress.h"
-#include "report/symbolizer.h"
+#include "output_file.h"
+#include "renderers.h"
+#include "suppressions.h"
+#include "progress.h"
+#include "symbolizer.h"
 #include "run_directories.h"
 
 namespace leaseguard::cli {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cli_options.h"
-#include "report/report_model.h"
+#include "report_model.h"
 
 namespace leaseguard::cli {
 

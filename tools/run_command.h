@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli_options.h"
-#include "report/report_model.h"
+#include "report_model.h"
 
 namespace leaseguard::cli {
 

@@ -1,7 +1,7 @@
 /* What a real driver does when a device's primary context is made again after its last
  * release: whether the new one keeps the handle, and whether cuCtxGetId tells the two apart.
  * leaseguard's release hook relies on one of them differing when another thread retains the
- * primary again before the hook asks (interpose/driver_queries.h). Prints one line:
+ * primary again before the hook asks (interpose/hooks/driver_queries.h). Prints one line:
  *   handle: same|new  id: new|same  old handle after release: <status>
  * and exits 0 when the handle or the id differs, 1 when neither does, 3 on a driver error. */
 #include "victim.h" /* built with VICTIM_USE_TOOLKIT: the toolkit's cuda.h; CHECK exits 3 */

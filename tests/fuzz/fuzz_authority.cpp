@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "authority_protocol.h"
-#include "daemon/lease_state.h"
+#include "lease_state.h"
 
 using namespace leaseguard::authority;
 

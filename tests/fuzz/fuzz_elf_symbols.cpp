@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "report/elf_symbols.h"
+#include "elf_symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string error;

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "journal_reader.h"
-#include "report/renderers.h"
-#include "report/journal_replay.h"
+#include "renderers.h"
+#include "journal_replay.h"
 
 namespace {
 

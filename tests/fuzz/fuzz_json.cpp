@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "report/json_value.h"
-#include "report/json_writer.h"
+#include "json_value.h"
+#include "json_writer.h"
 
 namespace {
 

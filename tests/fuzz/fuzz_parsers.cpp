@@ -9,7 +9,7 @@
 
 #include "cli_options.h"
 #include "options.h"
-#include "report/report_model.h"
+#include "report_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<std::string> words;
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     leaseguard::parse_integer(text, -1000, 1000);
   }
 
-  // Every variable parse_options reads (core/options.cpp), each given one of the words.
+  // Every variable parse_options reads (core/base/options.cpp), each given one of the words.
   static const char *const kNames[] = {"LEASEGUARD_OUT",          "LEASEGUARD_TTL",        "LEASEGUARD_ON_EXPIRY",
                                        "LEASEGUARD_STACK_DEPTH",  "LEASEGUARD_DISABLE",    "LEASEGUARD_LOG",
                                        "LEASEGUARD_RUN_ID",       "LEASEGUARD_DEADLINE",   "LEASEGUARD_JOURNAL",

@@ -26,7 +26,7 @@
 
 #include "log.h"
 #include "reclaim_backend.h"
-#include "report/journal_replay.h"
+#include "journal_replay.h"
 #include "tracker.h"
 
 namespace leaseguard {

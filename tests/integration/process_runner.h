@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "report/json_value.h"
+#include "json_value.h"
 
 namespace leaseguard::testing {
 

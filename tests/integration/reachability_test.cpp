@@ -188,7 +188,7 @@ TEST(Reachability, HandlesAreReachableWhereTheProgramKeepsTheirValues) {
 
 // The exit path's frames (exit, the handlers' runner) are laid over dead stack that still
 // holds copies of pointers the program dropped: never read as the program's, while the frame
-// that called exit() and the registers it kept are (interpose/caller_stack.h).
+// that called exit() and the registers it kept are (interpose/scan/caller_stack.h).
 TEST(Reachability, CopiesInTheDeadStackUnderTheExitPathHoldNothing) {
   for (const char *mode : {"exit_path", "main_returns"}) {
     SCOPED_TRACE(mode);
@@ -205,7 +205,7 @@ TEST(Reachability, CopiesInTheDeadStackUnderTheExitPathHoldNothing) {
 }
 
 // The program's SIGTERM action, built on its stack: the mask's words the kernel never reads
-// hold copies of a held block's address. leaseguard keeps the action (interpose/signal_hooks.cpp)
+// hold copies of a held block's address. leaseguard keeps the action (interpose/hooks/signal_hooks.cpp)
 // in its own globals, which are the owners' roots: had it kept those bytes, the block would
 // have read as its own, and the allocation only that block holds as lost.
 TEST(Reachability, StaleBytesInTheProgramsSignalActionMakeNothingLeaseguards) {
@@ -231,7 +231,7 @@ TEST(Reachability, TheDriversUnwrittenBytesMakeNothingTheDrivers) {
 // Device memory a Python program's objects hold (tests/victims/python_holds.py): classified
 // from Python's atexit callbacks, before the interpreter frees its objects, and read where they
 // live: in the tracked heap (PYTHONMALLOC=malloc), or in pymalloc's pools, block by block, so
-// that a dropped object's stale words are not read (interpose/python_interpreter.h).
+// that a dropped object's stale words are not read (interpose/scan/python_interpreter.h).
 //
 // Debian's python3 is not position-independent: its heap lies at low addresses, placed at
 // random, and in about one run in two hundred it spans 0x3f800000, which is also the float
@@ -301,7 +301,7 @@ TEST(Reachability, PythonObjectsInAnAllocatorNotKnownLeaveLostMemoryUnchecked) {
 }
 
 // Modules' global variables (`__device__`, `__managed__`) are the program's roots while their
-// module is loaded (interpose/device_globals.h); an unloaded one's are never read.
+// module is loaded (interpose/hooks/device_globals.h); an unloaded one's are never read.
 TEST(Reachability, DevicePointersInModulesGlobalsAreReachableUntilTheUnload) {
   TempDir dir;
   auto run = run_under_leaseguard(dir.path(), {victim("device_globals")});

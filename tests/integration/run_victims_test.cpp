@@ -202,7 +202,7 @@ TEST(Victims, DlopenAndDlsymOnTheHandle) {
   EXPECT_EQ(first_function(*leaks[0]), "leak_through_dlsym");
 }
 
-// The CUDA driver's entry points leaseguard hooks, from the table (core/entry_points.h).
+// The CUDA driver's entry points leaseguard hooks, from the table (core/base/entry_points.h).
 const std::vector<std::string> kHookedNames = [] {
   std::vector<std::string> names;
   for (const EntryPoint &row : kEntryPoints)

@@ -1,5 +1,5 @@
 // The control page between the node lease authority and a process of its lease
-// (core/authority_protocol.h): the daemon's request reaches the process's control thread,
+// (tools/authority/protocol/authority_protocol.h): the daemon's request reaches the process's control thread,
 // which ends the process's leases with their memory given back and answers in its journal;
 // the daemon writes nothing that is not a control page of the lease's owner. Every wait is on
 // an event (a promise, the journal's answer), never on a time.
@@ -16,8 +16,8 @@
 
 #include "authority_control.h"
 #include "authority_protocol.h"
-#include "daemon/live_bytes.h"
-#include "daemon/reclaim_request.h"
+#include "live_bytes.h"
+#include "reclaim_request.h"
 #include "test_support.h"
 #include "tracker.h"
 #include "tracker_test_support.h"

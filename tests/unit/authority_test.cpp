@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "authority_protocol.h"
-#include "daemon/lease_state.h"
-#include "daemon/lease_store.h"
-#include "daemon/metrics_text.h"
+#include "lease_state.h"
+#include "lease_store.h"
+#include "metrics_text.h"
 
 namespace leaseguard::authority {
 namespace {

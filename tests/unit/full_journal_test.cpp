@@ -10,7 +10,7 @@
 
 #include <fstream>
 
-#include "report/renderers.h"
+#include "renderers.h"
 #include "tracker_test_support.h"
 
 namespace leaseguard {

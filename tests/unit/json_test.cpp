@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <string>
 
-#include "report/json_value.h"
-#include "report/json_writer.h"
+#include "json_value.h"
+#include "json_writer.h"
 
 namespace leaseguard::report {
 namespace {

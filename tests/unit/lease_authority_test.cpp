@@ -1,7 +1,7 @@
 // The lease authority's logic on real processes: this test is the lease's holder (as
 // `lease start` is), its children are the job, and time is chosen by the test, so nothing
 // waits on a wall-clock margin: only on processes ending.
-#include "daemon/lease_authority.h"
+#include "lease_authority.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

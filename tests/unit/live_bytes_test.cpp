@@ -1,7 +1,7 @@
 // The daemon's live-bytes reader, on a journal written slot by slot as a process writes one
 // (journal_format.h): each look sees what was committed since, including what is stored into
 // records already read (frees in place) and written over them (compact journals).
-#include "daemon/live_bytes.h"
+#include "live_bytes.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

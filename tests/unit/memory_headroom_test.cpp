@@ -1,4 +1,4 @@
-// memory_headroom (core/memory_headroom.h) over directories laid out as a machine's /proc and
+// memory_headroom (core/reachability/memory_headroom.h) over directories laid out as a machine's /proc and
 // cgroup file systems are, as the kernel writes them.
 #include "memory_headroom.h"
 

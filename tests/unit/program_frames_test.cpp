@@ -6,9 +6,9 @@
 
 #include <climits>
 
-#include "report/program_frames.h"
-#include "report/renderers.h"
-#include "report/symbolizer.h"
+#include "program_frames.h"
+#include "renderers.h"
+#include "symbolizer.h"
 
 namespace leaseguard::report {
 namespace {

@@ -1,4 +1,4 @@
-// Reading pymalloc's pools (core/pymalloc_pools.h) over pools that the test lays out the way
+// Reading pymalloc's pools (core/reachability/pymalloc_pools.h) over pools that the test lays out the way
 // Objects/obmalloc.c does: its init_pool, pymalloc_alloc's pop from the free list or extension
 // of the pool, and pymalloc_free's push.
 #include "pymalloc_pools.h"

@@ -1,4 +1,4 @@
-// The classifier (core/reachability.h) over hand-built snapshots: each case names the class
+// The classifier (core/reachability/reachability.h) over hand-built snapshots: each case names the class
 // every node must get.
 #include "reachability.h"
 

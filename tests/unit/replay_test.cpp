@@ -7,9 +7,9 @@
 #include <set>
 
 #include "journal_writer.h"
-#include "report/json_value.h"
-#include "report/renderers.h"
-#include "report/journal_replay.h"
+#include "json_value.h"
+#include "renderers.h"
+#include "journal_replay.h"
 #include "test_support.h"
 
 namespace leaseguard::report {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "report/journal_replay.h"
+#include "journal_replay.h"
 #include "test_support.h"
 #include "tracker.h"
 

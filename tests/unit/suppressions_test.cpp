@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "report/suppressions.h"
+#include "suppressions.h"
 
 namespace leaseguard::report {
 namespace {

@@ -13,8 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "report/report_model.h"
-#include "report/symbolizer.h"
+#include "report_model.h"
+#include "symbolizer.h"
 #include "test_support.h"
 #include "tracker_test_support.h"
 #include "code_generation.h"

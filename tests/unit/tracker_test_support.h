@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "report/journal_replay.h"
+#include "journal_replay.h"
 #include "test_support.h"
 #include "tracker.h"
 

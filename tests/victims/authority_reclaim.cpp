@@ -1,7 +1,7 @@
 /* A job whose lease's teardown asks it to give its memory back (`lease start --on-expiry
  * reclaim`): the root holds 1 MiB and a forked child 2 MiB; the root prints "ready" once
  * both hold it. Each then waits for its process lease to end (it asks the preload's core,
- * core/core_link.h, as the C++ API does: an event, not a time), checks with the driver that
+ * core/session/core_link.h, as the C++ API does: an event, not a time), checks with the driver that
  * the memory it held is free again, frees it itself (a late free, kept from the driver), and
  * prints "PID gave back BYTES". Exits 0 if both saw their memory given back, 5 if not.
  * Usage: authority_reclaim */

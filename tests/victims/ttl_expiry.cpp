@@ -4,7 +4,7 @@
  * allocation made after expiry is still live at exit.
  *
  * It waits for the expiry itself, not for a time: it asks the preload's core for the process
- * lease's state (core/core_link.h, as the C++ API does) until it has ended. Exits 77 where the
+ * lease's state (core/session/core_link.h, as the C++ API does) until it has ended. Exits 77 where the
  * lease had ended before its first allocation (a machine too loaded to start it within the
  * time-to-live, or a deadline already past): the run cannot show what the test looks for. */
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 // Where the symbolizer finds names for a module's code: its debug information through
 // elfutils libdw (function, file and line), or, in a build without libdw, its ELF symbol
 // tables (the function only). Both answer for module-relative offsets, which are link-time
-// virtual addresses (core/module_map.h).
+// virtual addresses (core/stacks/module_map.h).
 #pragma once
 
 #include <cstdint>

@@ -82,7 +82,7 @@ class StackView {
   size_t size_ = 0;
 };
 
-// What a scan of the program's memory found of a live allocation (core/reachability.h):
+// What a scan of the program's memory found of a live allocation (core/reachability/reachability.h):
 // unchecked where none classified it (the process was killed, --reachability=off, or a
 // lease other than the process's).
 enum class Reachability : uint8_t { Unchecked = 0, Direct = 1, Indirect = 2, Reachable = 3 };

@@ -63,7 +63,7 @@ class LeaseRegistry {
   void stop_watchdog();
   // Joins the watchdog, and starts it again in resume_watchdog if a lease still has a
   // deadline: around a system call that a multithreaded process may not make
-  // (interpose/namespace_hooks.cpp). A deadline that passes meanwhile fires on resuming.
+  // (interpose/hooks/namespace_hooks.cpp). A deadline that passes meanwhile fires on resuming.
   void suspend_watchdog();
   void resume_watchdog();
 

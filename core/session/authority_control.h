@@ -1,5 +1,5 @@
 // A process's side of the node lease authority's reclaim stage: its control page (the file
-// STEM.control beside its journal, core/authority_protocol.h) and the thread that waits on it.
+// STEM.control beside its journal, tools/authority/protocol/authority_protocol.h) and the thread that waits on it.
 //
 // Only a process of a lease of the authority has one (LEASEGUARD_AUTHORITY_LEASE is set), made
 // when its journal opens: a process that never recorded holds nothing to give back. The

@@ -1,5 +1,5 @@
 // What every hook does around the driver's call, as small templates over the table's entry
-// points (core/entry_points.h); each hook (cuda_hooks.cpp, cuda_resource_hooks.cpp,
+// points (core/base/entry_points.h); each hook (cuda_hooks.cpp, cuda_resource_hooks.cpp,
 // hip_hooks.cpp) is a plain function that passes its arguments to the one for its shape.
 //
 // The rules, for every shape:

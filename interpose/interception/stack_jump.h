@@ -42,12 +42,4 @@ inline __attribute__((always_inline)) uintptr_t stack_pointer() noexcept {
 #endif
 }
 
-// Called by the longjmp family with a jump's target: the thread's hooks and tracked heap calls
-// that the jump leaves are taken as ended.
-void jumping_to(const StackJump &jump) noexcept;
-
-// Resolves the C library's longjmp family, from the preload's constructor (a jump from a
-// signal handler must never be the first to look them up: dlsym takes the loader's lock).
-void resolve_jump_functions() noexcept;
-
 }  // namespace leaseguard::interpose

@@ -1,4 +1,4 @@
-// The daemon's side of the control page (core/authority_protocol.h): asking one process of an
+// The daemon's side of the control page (tools/authority/protocol/authority_protocol.h): asking one process of an
 // ending lease to give back what its leases own.
 #pragma once
 

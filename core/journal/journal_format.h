@@ -51,7 +51,7 @@ enum class RecordType : uint8_t {
   JournalFull = 14,
   UnjournaledLeaks = 15,
   Signal = 16,            // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
-  Reachability = 17,      // how live allocations were classified (core/reachability.h)
+  Reachability = 17,      // how live allocations were classified (core/reachability/reachability.h)
   AuthorityReclaim = 18,  // the node lease authority's reclaim request was done (after its frees)
 };
 
@@ -297,7 +297,7 @@ inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 
 // The node lease authority asked the process to give back what its leases own (its control
-// page, core/authority_protocol.h): every open lease was ended, its leaks reclaimed whatever
+// page, tools/authority/protocol/authority_protocol.h): every open lease was ended, its leaks reclaimed whatever
 // its policy, and this record follows their LeaseEnd and reclaimed Free records. The daemon
 // reads the answer here; the freed bytes count device memory and handles the driver took back.
 struct AuthorityReclaimPayload {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "daemon/authority_socket.h"
+#include "authority_socket.h"
 #include "run_command.h"
 
 namespace leaseguard::cli {

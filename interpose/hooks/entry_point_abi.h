@@ -1,4 +1,4 @@
-// The table's entry points (core/entry_points.h) as the preload calls and defines them: each
+// The table's entry points (core/base/entry_points.h) as the preload calls and defines them: each
 // one's function type from its ABI declaration (abi/lg_cuda.h, abi/lg_hip.h), and what its
 // vendor's statuses are.
 #pragma once

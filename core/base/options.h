@@ -23,7 +23,7 @@ enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
 enum class JournalMode { Full = 0, Compact = 1 };
 
 // When live allocations are classified as reachable, indirectly or directly lost
-// (core/reachability.h): at the process lease's end (exit; also when its time-to-live or
+// (core/reachability/reachability.h): at the process lease's end (exit; also when its time-to-live or
 // deadline ends it while the program runs), also at every lease's end (leases), or never (off).
 enum class ReachabilityMode { Exit = 0, Off = 1, Leases = 2 };
 

@@ -11,6 +11,6 @@ namespace leaseguard::interpose {
 // The calling thread's current HIP device, or -1 if the runtime cannot say.
 int32_t hip_current_device(void *anchor) noexcept;
 
-using leaseguard::hip_device_token;  // core/resource_rules.h
+using leaseguard::hip_device_token;  // core/base/resource_rules.h
 
 }  // namespace leaseguard::interpose

@@ -181,7 +181,7 @@ class JournalWriter {
   // append costs on a cold machine, is not paid inside the program's allocation calls.
   // stop_prefaulting() joins it for good; the destructor too. suspend_prefaulting() joins it
   // and lets the next writer that wants it start it again (around a system call that a
-  // multithreaded process may not make: see interpose/namespace_hooks.cpp).
+  // multithreaded process may not make: see interpose/hooks/namespace_hooks.cpp).
   // Started only once a megabyte has been written (wants_prefaulter): a program that records
   // less never gets the thread, and stays single-threaded if it was (glibc's allocator takes
   // fewer locks in a single-threaded process). The owner starts it outside its own locks.

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "authority_protocol.h"
-#include "daemon/authority_socket.h"
-#include "daemon/live_bytes.h"
-#include "daemon/process_table.h"
+#include "authority_socket.h"
+#include "live_bytes.h"
+#include "process_table.h"
 #include "files.h"
 #include "journal_format.h"
 #include "run_directories.h"

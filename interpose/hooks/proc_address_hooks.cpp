@@ -3,7 +3,7 @@
 //
 // The real function is always called first with identical arguments, so the driver picks
 // the variant for (symbol, cudaVersion, flags) and fills symbolStatus itself. If the answer
-// belongs to a hooked family (the table's proc_family column: core/entry_points.h),
+// belongs to a hooked family (the table's proc_family column: core/base/entry_points.h),
 // leaseguard substitutes its wrapper of exactly that variant: the variant is identified by
 // comparing the returned pointer with the driver's exports of each variant of the family.
 // The self-lookup ("cuGetProcAddress") is answered with leaseguard's own wrappers, so later

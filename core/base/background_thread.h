@@ -32,7 +32,7 @@ class BackgroundThread {
   bool is_current() const noexcept;
   void join() noexcept;
   // The thread ids of every BackgroundThread running in the process (at most `capacity`):
-  // the threads a scan of the program's memory leaves alone (interpose/world_stop.h).
+  // the threads a scan of the program's memory leaves alone (interpose/scan/world_stop.h).
   static size_t running_thread_ids(pid_t *out, size_t capacity) noexcept;
   // Forgets the thread without joining it: for a forked child, where it does not exist.
   void forget() noexcept {

@@ -4,7 +4,7 @@
 //
 // Each hook passes its arguments to the template for its shape (hook_support.h), reading a
 // descriptor or a property only after the driver succeeded, and only if non-NULL. What
-// each value is and which call releases it is in the table (core/entry_points.h).
+// each value is and which call releases it is in the table (core/base/entry_points.h).
 #include "device_globals.h"
 #include "hook_support.h"
 #include "lg_array_bytes.h"

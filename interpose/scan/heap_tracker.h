@@ -29,7 +29,7 @@ size_t live_blocks() noexcept;
 // True if a live block in the table starts at `address`.
 bool tracks(uintptr_t address) noexcept;
 
-// Marks the live block at `block` as leaseguard's own (interpose/own_memory.cpp): the
+// Marks the live block at `block` as leaseguard's own (interpose/scan/own_memory.cpp): the
 // reachability scan follows only such blocks from leaseguard's roots.
 void mark_own(const void *block) noexcept;
 

@@ -2,7 +2,7 @@
 //
 // Contract, for whoever sits on the driver (interpose/ for the preload; the C++ API's bridge):
 //   - release() frees `record` through the REAL driver (never a hook), with the entry point
-//     the table names as its allocating entry point's release (core/entry_points.h: of the
+//     the table names as its allocating entry point's release (core/base/entry_points.h: of the
 //     same family, vendor and generation; stream-ordered memory freed on the default stream
 //     of its generation and synchronized; a reserved range unmapped first), with the
 //     allocation's context current for the call (HIP: its device) and the caller's restored

@@ -1,6 +1,6 @@
 // The arenas of Python's small-object allocator in this process, found in the table of the
 // program's mappings (program_mappings.h) by the module that made them, and read block by
-// block (core/pymalloc_pools.h): how the scan reads a Python program's objects where they are
+// block (core/reachability/pymalloc_pools.h): how the scan reads a Python program's objects where they are
 // not blocks of the tracked heap.
 #pragma once
 
