@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api_reclaim.h"
+#include "c_abi.h"
 #include "log.h"
 #include "module_map.h"
 #include "process_start.h"
@@ -84,3 +85,6 @@ bool core_is_local() noexcept {
 }
 
 }  // namespace leaseguard::api
+
+// The API library's C ABI (core/session/c_abi.cpp) records through the core it found.
+const leaseguard_core_link &leaseguard::front_end_link() noexcept { return api::core(); }

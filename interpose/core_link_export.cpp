@@ -3,6 +3,7 @@
 // preload, which remembers them for its hooks.
 #include <dlfcn.h>
 
+#include "c_abi.h"
 #include "core_link.h"
 #include "hook_table.h"
 #include "preload_state.h"
@@ -23,7 +24,12 @@ void *real_function_of(void *driver_handle, const char *name) {
 }  // namespace
 }  // namespace leaseguard::interpose
 
+// The preload's C ABI (core/session/c_abi.cpp) records through the same link it exports.
+const leaseguard_core_link &leaseguard::front_end_link() noexcept {
+  static const leaseguard_core_link link = core_link(interpose::real_function_of);
+  return link;
+}
+
 extern "C" __attribute__((visibility("default"))) const leaseguard_core_link *leaseguard_core_link_v1(void) {
-  static const leaseguard_core_link link = leaseguard::core_link(leaseguard::interpose::real_function_of);
-  return leaseguard::interpose::recording_tracker() != nullptr ? &link : nullptr;
+  return leaseguard::interpose::recording_tracker() != nullptr ? &leaseguard::front_end_link() : nullptr;
 }

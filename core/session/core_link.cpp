@@ -18,9 +18,11 @@ uint64_t lease_begin(const char *name, uint64_t ttl_ms, int policy) {
   return tracker->lease_begin(name, ttl_ms, static_cast<Policy>(policy));
 }
 
+// With no core recording, the lease calls are no-ops that return 0 (c_abi.h): a program
+// takes the same path whether leaseguard is absent, disabled, or present.
 int lease_end(uint64_t lease) {
   Tracker *tracker = core();
-  return tracker == nullptr ? -1 : tracker->lease_end(lease);
+  return tracker == nullptr ? 0 : tracker->lease_end(lease);
 }
 
 int lease_state(uint64_t lease) {
@@ -30,12 +32,12 @@ int lease_state(uint64_t lease) {
 
 int lease_enter(uint64_t lease) {
   Tracker *tracker = core();
-  return tracker == nullptr ? -1 : tracker->lease_enter(lease);
+  return tracker == nullptr ? 0 : tracker->lease_enter(lease);
 }
 
 int lease_leave() {
   Tracker *tracker = core();
-  return tracker == nullptr ? -1 : tracker->lease_leave();
+  return tracker == nullptr ? 0 : tracker->lease_leave();
 }
 
 void on_alloc(const leaseguard_alloc_event *event) {

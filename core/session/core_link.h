@@ -29,6 +29,8 @@ struct leaseguard_core_link {
   // leaseguard hook; remembered, so that reclaiming what the API allocated reaches the same
   // driver. NULL if the library has no such function.
   void *(*real_function)(void *driver_handle, const char *name);
+  // With no core recording, lease_begin returns 0 and lease_end, lease_enter and
+  // lease_leave return 0: no-ops (c_abi.h).
   uint64_t (*lease_begin)(const char *name, uint64_t ttl_ms, int policy);  // 0 if not recording
   int (*lease_end)(uint64_t lease);                                        // leaked, or -1
   int (*lease_state)(uint64_t lease);                                      // leaseguard::LeaseState

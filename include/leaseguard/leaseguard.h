@@ -2,9 +2,10 @@
  *
  * A lease owns the device memory allocated while it is entered; when it ends, everything
  * it still owns is reported as leaked. These functions are exported by
- * libleaseguard_preload.so. To mark leases without linking leaseguard, include
- * <leaseguard/annotate.h> instead: its weak declarations make every call a no-op returning 0
- * when the preload is absent. */
+ * libleaseguard_preload.so and by libleaseguard_api.so, which answer alike. Where leaseguard
+ * records nothing (LEASEGUARD_DISABLE=1, a setuid program), every call is a no-op returning
+ * 0. To mark leases without linking leaseguard, include <leaseguard/annotate.h> instead: its
+ * weak declarations make every call a no-op returning 0 when the preload is absent. */
 #ifndef LEASEGUARD_LEASEGUARD_H
 #define LEASEGUARD_LEASEGUARD_H
 

@@ -562,6 +562,24 @@ TEST(Reclaim, TtlExpiryWithAbort) {
 namespace leaseguard::testing {
 namespace {
 
+// One C ABI shim for both front ends (core/session/c_abi.h): the preload's exports and the
+// API library's answer alike, recording or not.
+TEST(CAbi, BothFrontEndsAnswerAlike) {
+  for (const char *program : {"c_abi_answers", "c_abi_answers_api"}) {
+    SCOPED_TRACE(program);
+    TempDir out;
+    auto recording =
+        run_process({victim(program)}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", out.path()}});
+    EXPECT_EQ(recording.exit_code, 0) << recording.err;
+    EXPECT_EQ(recording.out, "lease begun, enter 0, leave 0, leave again -1, end 0\n");
+    auto disabled = run_process(
+        {victim(program)},
+        {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", out.path()}, {"LEASEGUARD_DISABLE", "1"}});
+    EXPECT_EQ(disabled.exit_code, 0) << disabled.err;
+    EXPECT_EQ(disabled.out, "lease none, enter 0, leave 0, leave again 0, end 0\n");
+  }
+}
+
 TEST(Annotate, NoOpsWithoutThePreload) {
   auto result = run_process({victim("annotated")}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
   EXPECT_EQ(result.exit_code, 0) << result.err;
