@@ -667,7 +667,8 @@ void log_costs(const Prepared &prepared, const Costs &costs) noexcept {
 }
 
 // Journals each device allocation's class; where a thread could not be stopped, the heap
-// was not tracked or a Python interpreter's objects could not be read, what was not found reachable is unchecked, never guessed lost.
+// was not tracked or a Python interpreter's objects could not be read, what was not
+// found reachable is unchecked, never guessed lost.
 void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags) noexcept {
   const bool lost_unchecked = (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked |
                                         journal::kReachabilityPythonObjectsUnread)) != 0;
@@ -736,57 +737,32 @@ void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
                        lease_id);
 }
 
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id) noexcept {
-  if (tracker.options().reachability == ReachabilityMode::Off) return;
-  // One classification at a time: a lease expiring on the watchdog while the process exits.
-  static std::mutex one_at_a_time;
-  std::lock_guard lock(one_at_a_time);
-  ucontext_t own_registers{};  // getcontext leaves some registers unset: never stale stack bytes
-  getcontext(&own_registers);
-  Costs costs;
-  costs.started_ns = monotonic_ns();
-  costs.resident_before = resident_bytes();
-  std::vector<Tracker::LiveMemory> live = tracker.live_memory(lease_id);
-  if (live.empty()) return;
+namespace {
 
-  // Python's object arenas hold freed objects' stale words beside live ones: read whole, they
-  // would make lost memory reachable. They are read block by block where the interpreter's
-  // objects live in them, and not at all where its objects cannot be read.
-  uint32_t flags = 0;
-  uintptr_t python_arenas_module = 0;
-  python_pools::Extent python_pools_module;
-  size_t python_blocks = 0;
+// Where the Python interpreter's objects are, for the scan. Python's object arenas hold freed
+// objects' stale words beside live ones: read whole, they would make lost memory reachable.
+// They are read block by block where the interpreter's objects live in them, and not at all
+// where its objects cannot be read (`flags` then says so).
+struct PythonObjects {
+  uintptr_t unread_arenas_module = 0;
+  python_pools::Extent pools_module;
+  size_t blocks = 0;
+};
+
+PythonObjects find_python_objects(uint32_t &flags) noexcept {
+  PythonObjects objects;
   if (python::objects_unreadable()) {
     flags |= journal::kReachabilityPythonObjectsUnread;
-    python_arenas_module = reinterpret_cast<uintptr_t>(python::object_allocator());
+    objects.unread_arenas_module = reinterpret_cast<uintptr_t>(python::object_allocator());
   } else if (python::object_home() == python::ObjectHome::Pools) {
-    python_pools_module = python_pools::module_of(python::object_allocator());
-    python_blocks = python_pools::live_block_bound(python_pools_module);
+    objects.pools_module = python_pools::module_of(python::object_allocator());
+    objects.blocks = python_pools::live_block_bound(objects.pools_module);
   }
-  // Everything the stopped phase uses, sized with room for the blocks and mappings other
-  // threads make until they stop (more than that: the heap is reported incomplete).
-  const Options &options = tracker.options();
-  const size_t blocks = heap::live_blocks() + python_blocks;
-  const size_t node_room = blocks + blocks / 16 + mappings::count() + 16384 + live.size();
-  if (!memory_to_spare(resident_bytes_for(node_room, device_bytes_to_read(live, options)))) {
-    journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
-    return;
-  }
-  Arena arena(arena_bytes_for(node_room, options.device_scan_total_bytes));
-  Prepared prepared;
-  prepared.python_pools_module = python_pools_module;
-  void *scratch = lay_out(arena, prepared, node_room);
-  if (scratch == nullptr) {
-    log_warning("no memory to classify live allocations: they are reported unchecked");
-    journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
-    return;
-  }
-  DeviceReader device_copies;
-  uint64_t device_budget = options.device_scan_total_bytes;
-  flags |= add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
-  flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
+  return objects;
+}
 
-  // Globals of every module, sorted into the program's and the owners'.
+// Globals of every module, sorted into the program's and the owners'.
+void add_module_roots(Prepared &prepared, uintptr_t python_arenas_module) noexcept {
   uintptr_t owner_bases[64];
   ModuleRanges modules{&prepared.program_roots,
                        &prepared.owner_roots,
@@ -797,14 +773,23 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
                        prepared.owner_extents,
                        &prepared.owner_extent_count};
   dl_iterate_phdr(add_module, &modules);
-  const size_t fixed_roots = prepared.program_roots.count;
-  const size_t tls_bytes = static_tls_bytes();
-  const CallerStack caller = caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{};
+}
+
+// What the stopped phase reads besides the prepared nodes and roots.
+struct StoppedPhase {
+  uintptr_t caller_frame;
+  CallerStack caller;
+  const ucontext_t *own_registers;
+  size_t tls_bytes;
+  void *scratch;
+  size_t fixed_roots;
+};
+
+// Stops the program's threads, classifies, resumes them, and journals the classes.
+void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase &phase, uint32_t flags,
+                       Costs &costs) noexcept {
   pid_t own_threads[16];
   const size_t own_thread_count = BackgroundThread::running_thread_ids(own_threads, std::size(own_threads));
-  // The copies of the addresses must not be found as the program's: freed before the stop.
-  std::vector<Tracker::LiveMemory>().swap(live);
-
   costs.stopping_ns = monotonic_ns();
   WorldStop world;
   if (!world.stop(own_threads, own_thread_count)) {
@@ -816,8 +801,8 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   }
   const bool threads_stopped = world.stopped_all();
   auto classify_now = [&] {
-    costs.statistics =
-        collect_and_classify(prepared, world, caller_frame, caller, own_registers, tls_bytes, scratch, fixed_roots);
+    costs.statistics = collect_and_classify(prepared, world, phase.caller_frame, phase.caller, *phase.own_registers,
+                                            phase.tls_bytes, phase.scratch, phase.fixed_roots);
   };
   bool faulted = false;
   {
@@ -840,6 +825,54 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
     flags |= journal::kReachabilityHeapUntracked;
   if (prepared.mappings_bounded) flags |= journal::kReachabilityMappingsBounded;
   journal_classes(tracker, prepared, flags);
+}
+
+}  // namespace
+
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id) noexcept {
+  if (tracker.options().reachability == ReachabilityMode::Off) return;
+  // One classification at a time: a lease expiring on the watchdog while the process exits.
+  static std::mutex one_at_a_time;
+  std::lock_guard lock(one_at_a_time);
+  ucontext_t own_registers{};  // getcontext leaves some registers unset: never stale stack bytes
+  getcontext(&own_registers);
+  Costs costs;
+  costs.started_ns = monotonic_ns();
+  costs.resident_before = resident_bytes();
+  std::vector<Tracker::LiveMemory> live = tracker.live_memory(lease_id);
+  if (live.empty()) return;
+
+  uint32_t flags = 0;
+  const PythonObjects python_objects = find_python_objects(flags);
+  // Everything the stopped phase uses, sized with room for the blocks and mappings other
+  // threads make until they stop (more than that: the heap is reported incomplete).
+  const Options &options = tracker.options();
+  const size_t blocks = heap::live_blocks() + python_objects.blocks;
+  const size_t node_room = blocks + blocks / 16 + mappings::count() + 16384 + live.size();
+  if (!memory_to_spare(resident_bytes_for(node_room, device_bytes_to_read(live, options)))) {
+    journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
+    return;
+  }
+  Arena arena(arena_bytes_for(node_room, options.device_scan_total_bytes));
+  Prepared prepared;
+  prepared.python_pools_module = python_objects.pools_module;
+  void *scratch = lay_out(arena, prepared, node_room);
+  if (scratch == nullptr) {
+    log_warning("no memory to classify live allocations: they are reported unchecked");
+    journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
+    return;
+  }
+  DeviceReader device_copies;
+  uint64_t device_budget = options.device_scan_total_bytes;
+  flags |= add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
+  flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
+  add_module_roots(prepared, python_objects.unread_arenas_module);
+  const StoppedPhase phase{caller_frame,   caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{},
+                           &own_registers, static_tls_bytes(),
+                           scratch,        prepared.program_roots.count};
+  // The copies of the addresses must not be found as the program's: freed before the stop.
+  std::vector<Tracker::LiveMemory>().swap(live);
+  stop_and_classify(tracker, prepared, phase, flags, costs);
 }
 
 }  // namespace leaseguard::interpose

@@ -175,6 +175,88 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
   return false;
 }
 
+// What a run-only option that takes a value does with it; false, with `error` set, if the
+// value is not one it takes.
+using RunValueOption = bool (*)(const std::string &value, RunOptions &run, std::string &error);
+
+bool parse_ttl(const std::string &value, RunOptions &run, std::string &error) {
+  auto ms = parse_duration_ms(value);
+  if (!ms) error = "--ttl " + value + ": not a duration (examples: 250ms, 30s, 5m, 2h)";
+  else run.ttl_ms = *ms;
+  return ms.has_value();
+}
+
+bool parse_on_expiry(const std::string &value, RunOptions &run, std::string &error) {
+  auto policy = policy_from_name(value);
+  if (!policy) error = "--on-expiry " + value + ": must be report, reclaim or abort";
+  else run.on_expiry = *policy;
+  return policy.has_value();
+}
+
+bool parse_stack_depth(const std::string &value, RunOptions &run, std::string &error) {
+  auto depth = parse_integer(value, 0, kMaxStackDepth);
+  if (!depth) error = "--stack-depth " + value + ": must be a number from 0 to " + std::to_string(kMaxStackDepth);
+  else run.stack_depth = static_cast<int>(*depth);
+  return depth.has_value();
+}
+
+bool parse_journal(const std::string &value, RunOptions &run, std::string &error) {
+  auto mode = journal_mode_from_name(value);
+  if (!mode) error = "--journal " + value + ": must be full or compact";
+  else run.journal_mode = *mode;
+  return mode.has_value();
+}
+
+bool parse_reachability(const std::string &value, RunOptions &run, std::string &error) {
+  auto mode = reachability_mode_from_name(value);
+  if (!mode) error = "--reachability " + value + ": must be exit, leases or off";
+  else run.reachability = *mode;
+  return mode.has_value();
+}
+
+bool parse_device_scan_option(const std::string &value, RunOptions &run, std::string &error) {
+  uint64_t total = 0, per_allocation = 0;
+  if (!parse_device_scan(value, total, per_allocation)) {
+    error = "--device-scan " + value + ": must be TOTAL[,PER_ALLOCATION] byte counts (K, M, G suffixes)";
+    return false;
+  }
+  run.device_scan = value;
+  return true;
+}
+
+bool parse_keep(const std::string &value, RunOptions &run, std::string &error) {
+  const auto keep = parse_integer(value, 1, 1000000);
+  if (!keep) error = "--keep " + value + ": must be a number of runs from 1 up";
+  else run.keep_runs = static_cast<size_t>(*keep);
+  return keep.has_value();
+}
+
+const std::pair<const char *, RunValueOption> kRunValueOptions[] = {
+    {"--ttl", parse_ttl},         {"--on-expiry", parse_on_expiry},       {"--stack-depth", parse_stack_depth},
+    {"--journal", parse_journal}, {"--reachability", parse_reachability}, {"--device-scan", parse_device_scan_option},
+    {"--keep", parse_keep},
+};
+
+// An option only run takes. Returns false, with `error` set, if it is unknown or given wrongly.
+bool parse_run_only(const std::vector<std::string> &arguments, size_t &index, const std::string &name,
+                    const std::optional<std::string> &inline_value, RunOptions &run, std::string &error) {
+  if (name == "--sim") {
+    if (inline_value) {
+      error = "--sim takes no value";
+      return false;
+    }
+    run.sim = true;
+    return true;
+  }
+  for (const auto &[option, apply] : kRunValueOptions) {
+    if (name != option) continue;
+    std::string value;
+    return take_value(arguments, index, name, inline_value, value, error) && apply(value, run, error);
+  }
+  error = "unknown option " + name + " for 'run'";
+  return false;
+}
+
 bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptions &run, std::string &error) {
   for (; index < arguments.size(); ++index) {
     const std::string &argument = arguments[index];
@@ -195,74 +277,7 @@ bool parse_run(const std::vector<std::string> &arguments, size_t index, RunOptio
       if (!ok) return false;
       continue;
     }
-    std::string value;
-    if (name == "--sim") {
-      if (inline_value) {
-        error = "--sim takes no value";
-        return false;
-      }
-      run.sim = true;
-    } else if (name == "--ttl") {
-      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
-      auto ms = parse_duration_ms(value);
-      if (!ms) {
-        error = "--ttl " + value + ": not a duration (examples: 250ms, 30s, 5m, 2h)";
-        return false;
-      }
-      run.ttl_ms = *ms;
-    } else if (name == "--on-expiry") {
-      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
-      auto policy = policy_from_name(value);
-      if (!policy) {
-        error = "--on-expiry " + value + ": must be report, reclaim or abort";
-        return false;
-      }
-      run.on_expiry = *policy;
-    } else if (name == "--stack-depth") {
-      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
-      auto depth = parse_integer(value, 0, kMaxStackDepth);
-      if (!depth) {
-        error = "--stack-depth " + value + ": must be a number from 0 to " + std::to_string(kMaxStackDepth);
-        return false;
-      }
-      run.stack_depth = static_cast<int>(*depth);
-    } else if (name == "--journal") {
-      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
-      auto mode = journal_mode_from_name(value);
-      if (!mode) {
-        error = "--journal " + value + ": must be full or compact";
-        return false;
-      }
-      run.journal_mode = *mode;
-    } else if (name == "--reachability") {
-      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
-      auto mode = reachability_mode_from_name(value);
-      if (!mode) {
-        error = "--reachability " + value + ": must be exit, leases or off";
-        return false;
-      }
-      run.reachability = *mode;
-    } else if (name == "--device-scan") {
-      if (!take_value(arguments, index, name, inline_value, value, error)) return false;
-      uint64_t total = 0, per_allocation = 0;
-      if (!parse_device_scan(value, total, per_allocation)) {
-        error = "--device-scan " + value + ": must be TOTAL[,PER_ALLOCATION] byte counts (K, M, G suffixes)";
-        return false;
-      }
-      run.device_scan = value;
-    } else if (name == "--keep") {
-      const auto keep = take_value(arguments, index, name, inline_value, value, error)
-                            ? parse_integer(value, 1, 1000000)
-                            : std::nullopt;
-      if (!keep) {
-        if (error.empty()) error = "--keep " + value + ": must be a number of runs from 1 up";
-        return false;
-      }
-      run.keep_runs = static_cast<size_t>(*keep);
-    } else {
-      error = "unknown option " + name + " for 'run'";
-      return false;
-    }
+    if (!parse_run_only(arguments, index, name, inline_value, run, error)) return false;
   }
   if (run.command.empty()) {
     error = "'run' needs a command: leaseguard run [OPTIONS] -- COMMAND [ARG...]";

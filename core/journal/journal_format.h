@@ -11,8 +11,9 @@
 //
 // Payload structs are little-endian with natural alignment and no hidden padding inside
 // (sizes checked by static_assert below); they are copied in and out of slots with memcpy,
-// never accessed in place, since a payload starts 4 bytes into its slot. Versioning: kVersion changes when a payload changes shape;
-// new record types may be added without a version change (readers skip unknown types).
+// never accessed in place, since a payload starts 4 bytes into its slot. Versioning:
+// kVersion changes when a payload changes shape; new record types may be added without a
+// version change (readers skip unknown types).
 #pragma once
 
 #include <cstddef>

@@ -53,12 +53,13 @@ void on_termination_signal(int signal_number, siginfo_t *info, void *context);
 
 // What the kernel takes of a program's action: its handler, flags and the signals of its
 // mask (glibc puts its own restorer in). Never the whole struct: glibc's sigemptyset clears
-// only the words of the mask that signals use, and nothing sets the restorer, so the rest of a `struct sigaction` built on the stack holds
-// whatever the stack held, pointers to the program's heap included. Kept in this library's
-// globals, they would make the blocks they point to leaseguard's own at a classification
-// (reachability_scan.cpp: its globals are owners' roots), and every device allocation that
-// only those blocks' contents reach would read lost: all of a Python program's objects
-// were, through the handler the interpreter installs for SIGINT.
+// only the words of the mask that signals use, and nothing sets the restorer, so the rest
+// of a `struct sigaction` built on the stack holds whatever the stack held, pointers to the
+// program's heap included. Kept in this library's globals, they would make the blocks they
+// point to leaseguard's own at a classification (reachability_scan.cpp: its globals are
+// owners' roots), and every device allocation that only those blocks' contents reach would
+// read lost: all of a Python program's objects were, through the handler the interpreter
+// installs for SIGINT.
 struct sigaction meaningful_part(const struct sigaction &action) {
   struct sigaction kept {};
   if (action.sa_flags & SA_SIGINFO) kept.sa_sigaction = action.sa_sigaction;

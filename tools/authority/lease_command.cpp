@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -93,11 +94,19 @@ report::AuthorityLease lease_account(const Answer &summary) {
   return lease;
 }
 
-int start(const LeaseOptions &options) {
-  const std::string socket = authority::socket_path(options.socket);
-  std::string error;
+// A granted lease while its command runs: where the daemon is, the lease's id, and the
+// connection the command's end was reported on (closed when the command is over).
+struct GrantedLease {
+  std::string socket;
+  std::string id;
+  int connection = -1;
+  bool reported = false;  // the command ran and its end was reported (or tried)
+};
+
+// Asks the daemon for the lease; its id, or nullopt with `error` set.
+std::optional<std::string> grant_lease(const LeaseOptions &options, const std::string &socket, std::string &error) {
   const int fd = authority::connect_to(socket, error);
-  if (fd < 0) return fail(error);
+  if (fd < 0) return std::nullopt;
   Request request;
   request.verb = Verb::Start;
   request.name = options.name;
@@ -105,85 +114,100 @@ int start(const LeaseOptions &options) {
   request.teardown = options.teardown;
   request.grace_ms = options.grace_ms;
   Answer granted;
-  if (!exchange(fd, request, granted, kAnswerTimeoutMs, error)) {
-    close(fd);
-    return fail("no lease granted: " + error);
-  }
-  const std::string id(granted.field("id").value_or(""));
+  const bool answered = exchange(fd, request, granted, kAnswerTimeoutMs, error);
   // No connection is held while the command runs (the daemon closes idle ones): the lease is
   // the daemon's, and the end is told on a new one.
   close(fd);
+  if (!answered) {
+    error = "no lease granted: " + error;
+    return std::nullopt;
+  }
+  return std::string(granted.field("id").value_or(""));
+}
+
+// "The command ended with `status`": ends the lease (ended_by exit) if nothing ended it first.
+Request exited_request(const std::string &id, int status) {
+  Request exited;
+  exited.verb = Verb::Exited;
+  exited.lease = id;
+  exited.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return exited;
+}
+
+// The command's end is the lease's: what it left running (an orphaned child, a daemon it
+// started) is the teardown's to end, now, not whenever the lease's time runs out.
+void tell_command_ended(const GrantedLease &lease, int status) {
+  const Request exited = exited_request(lease.id, status);
+  Answer answer;
+  std::string problem;
+  const int told = authority::connect_to(lease.socket, problem);
+  if (told < 0 || !exchange(told, exited, answer, kAnswerTimeoutMs, problem))
+    std::fprintf(stderr, "leaseguard: warning: the lease authority was not told that the command ended: %s\n",
+                 problem.c_str());
+  if (told >= 0) close(told);
+}
+
+// When every process of the command is gone: tells the daemon, waits for the teardown, and
+// puts the lease's account in the report.
+void report_tree_ended(GrantedLease &lease, int status, report::Report &report) {
+  lease.reported = true;
+  const Request exited = exited_request(lease.id, status);
+  Answer answer;
+  std::string problem;
+  Request wait;
+  wait.verb = Verb::Wait;
+  wait.lease = lease.id;
+  // The teardown's length is the lease's business (its grace period), so the wait has no
+  // timeout.
+  auto tell = [&](int on) {
+    return exchange(on, exited, answer, kAnswerTimeoutMs, problem) && exchange(on, wait, answer, -1, problem);
+  };
+  // A daemon restarted meanwhile (it keeps the lease) is asked again, once.
+  bool told = false;
+  for (int attempt = 0; attempt < 2 && !told; ++attempt) {
+    if (lease.connection >= 0) close(lease.connection);
+    lease.connection = authority::connect_to(lease.socket, problem);
+    told = lease.connection >= 0 && tell(lease.connection);
+  }
+  if (!told) {
+    std::fprintf(stderr, "leaseguard: warning: the lease authority did not report lease %s's end: %s\n",
+                 lease.id.c_str(), problem.c_str());
+    return;
+  }
+  report.authority_lease = lease_account(answer);
+}
+
+// The command never ran (not found, not executable, a usage error): its lease ends now, not
+// at its TTL.
+void end_unused_lease(GrantedLease &lease) {
+  Request end;
+  end.verb = Verb::End;
+  end.lease = lease.id;
+  Answer answer;
+  std::string problem;
+  lease.connection = authority::connect_to(lease.socket, problem);
+  if (lease.connection < 0 || !exchange(lease.connection, end, answer, kAnswerTimeoutMs, problem))
+    std::fprintf(stderr, "leaseguard: warning: lease %s was not ended: %s\n", lease.id.c_str(), problem.c_str());
+}
+
+int start(const LeaseOptions &options) {
+  GrantedLease lease;
+  lease.socket = authority::socket_path(options.socket);
+  std::string error;
+  std::optional<std::string> id = grant_lease(options, lease.socket, error);
+  if (!id) return fail(error);
+  lease.id = *id;
   RunExtras extras;
   // Each process of the command registers with the authority once, at start (the preload).
-  extras.environment["LEASEGUARD_SOCKET"] = socket;
-  extras.environment["LEASEGUARD_AUTHORITY_LEASE"] = id;
-  int connection = -1;
-  // "The command ended with `status`": ends the lease (ended_by exit) if nothing ended it first.
-  auto exited_request = [&](int status) {
-    Request exited;
-    exited.verb = Verb::Exited;
-    exited.lease = id;
-    exited.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    return exited;
-  };
-  // The command's end is the lease's: what it left running (an orphaned child, a daemon it
-  // started) is the teardown's to end, now, not whenever the lease's time runs out.
-  extras.command_ended = [&](int status) {
-    const Request exited = exited_request(status);
-    Answer answer;
-    std::string problem;
-    const int told = authority::connect_to(socket, problem);
-    if (told < 0 || !exchange(told, exited, answer, kAnswerTimeoutMs, problem))
-      std::fprintf(stderr, "leaseguard: warning: the lease authority was not told that the command ended: %s\n",
-                   problem.c_str());
-    if (told >= 0) close(told);
-  };
+  extras.environment["LEASEGUARD_SOCKET"] = lease.socket;
+  extras.environment["LEASEGUARD_AUTHORITY_LEASE"] = lease.id;
+  extras.command_ended = [&](int status) { tell_command_ended(lease, status); };
   extras.tree_ended = [&](const report::ExitStatuses &, int status, report::Report &report) {
-    const Request exited = exited_request(status);
-    Answer answer;
-    std::string problem;
-    Request wait;
-    wait.verb = Verb::Wait;
-    wait.lease = id;
-    // The teardown's length is the lease's business (its grace period), so the wait has no
-    // timeout.
-    auto tell = [&](int on) {
-      return exchange(on, exited, answer, kAnswerTimeoutMs, problem) && exchange(on, wait, answer, -1, problem);
-    };
-    // A daemon restarted meanwhile (it keeps the lease) is asked again, once.
-    bool told = false;
-    for (int attempt = 0; attempt < 2 && !told; ++attempt) {
-      if (connection >= 0) close(connection);
-      connection = authority::connect_to(socket, problem);
-      told = connection >= 0 && tell(connection);
-    }
-    if (!told) {
-      std::fprintf(stderr, "leaseguard: warning: the lease authority did not report lease %s's end: %s\n", id.c_str(),
-                   problem.c_str());
-      return;
-    }
-    report.authority_lease = lease_account(answer);
-  };
-  bool reported = false;
-  auto tree_ended = extras.tree_ended;
-  extras.tree_ended = [&](const report::ExitStatuses &exits, int status, report::Report &report) {
-    reported = true;
-    tree_ended(exits, status, report);
+    report_tree_ended(lease, status, report);
   };
   const int status = run_command(options.run, &extras);
-  if (!reported) {
-    // The command never ran (not found, not executable, a usage error): its lease ends now,
-    // not at its TTL.
-    Request end;
-    end.verb = Verb::End;
-    end.lease = id;
-    Answer answer;
-    std::string problem;
-    connection = authority::connect_to(socket, problem);
-    if (connection < 0 || !exchange(connection, end, answer, kAnswerTimeoutMs, problem))
-      std::fprintf(stderr, "leaseguard: warning: lease %s was not ended: %s\n", id.c_str(), problem.c_str());
-  }
-  if (connection >= 0) close(connection);
+  if (!lease.reported) end_unused_lease(lease);
+  if (lease.connection >= 0) close(lease.connection);
   return status;
 }
 

@@ -50,102 +50,128 @@ std::string_view end_reason_name(EndReason reason) noexcept {
   return index < kEndReasonNames.size() ? kEndReasonNames[index] : "unknown";
 }
 
+namespace {
+
+// One event each: `rest` is what follows "key="; false (the state unchanged) if malformed.
+bool apply_granted(LeaseState &state, std::string_view rest) {
+  LeaseState fresh;
+  uint64_t owner_uid = 0;
+  const std::string_view id_text = word(rest), lease_name = word(rest), owner_text = word(rest), grace = word(rest),
+                         teardown_text = word(rest);
+  const std::optional<Teardown> parsed_teardown = teardown_from_name(teardown_text);
+  if (!number(id_text, fresh.id) || fresh.id == 0 || !valid_lease_name(lease_name) || !number(owner_text, owner_uid) ||
+      owner_uid > UINT32_MAX || !number(grace, fresh.grace_ms) || !parsed_teardown || !rest.empty())
+    return false;
+  fresh.name = lease_name;
+  fresh.owner = static_cast<uid_t>(owner_uid);
+  fresh.teardown = *parsed_teardown;
+  state = std::move(fresh);
+  return true;
+}
+
+bool apply_holder(LeaseState &state, std::string_view rest) {
+  pid_t pid = 0;
+  uint64_t start = 0;
+  if (!number(word(rest), pid) || pid <= 0 || !number(rest, start)) return false;
+  state.holder_pid = pid;
+  state.holder_start_time = start;
+  return true;
+}
+
+bool apply_deadline(LeaseState &state, std::string_view rest) {
+  uint64_t deadline = 0;
+  if (!number(rest, deadline)) return false;
+  state.deadline_ms = deadline;
+  return true;
+}
+
+bool apply_process(LeaseState &state, std::string_view rest) {
+  LeaseProcess process;
+  const std::string_view pid = word(rest), start = word(rest);
+  if (!number(pid, process.pid) || process.pid <= 0 || !number(start, process.start_time) ||
+      (rest != "-" && (rest.empty() || rest[0] != '/')))
+    return false;
+  process.journal = rest;
+  for (LeaseProcess &known : state.processes)
+    if (known.pid == process.pid && known.start_time == process.start_time) {
+      if (process.journal != "-") known.journal = process.journal;  // registered again (an exec)
+      return true;
+    }
+  state.processes.push_back(std::move(process));
+  return true;
+}
+
+bool apply_ending(LeaseState &state, std::string_view rest) {
+  const std::optional<size_t> reason = index_of(kEndReasonNames, word(rest));
+  uint64_t when = 0;
+  if (!reason || *reason == 0 || !number(rest, when) || state.ended_by != EndReason::None) return false;
+  state.ended_by = static_cast<EndReason>(*reason);
+  state.ending_ms = when;
+  return true;
+}
+
+bool apply_stage(LeaseState &state, std::string_view rest) {
+  const std::optional<Stage> next = stage_from_name(word(rest));
+  uint64_t when = 0;
+  if (!next || !number(rest, when) || state.ended_by == EndReason::None || *next <= state.stage) return false;
+  state.stage = *next;
+  state.stages.push_back({*next, when});
+  return true;
+}
+
+bool apply_freed(LeaseState &state, std::string_view rest) {
+  pid_t pid = 0;
+  uint64_t bytes = 0;
+  if (!number(word(rest), pid) || !number(rest, bytes)) return false;
+  for (LeaseProcess &process : state.processes)
+    if (process.pid == pid) process.freed_bytes += bytes;
+  return true;
+}
+
+bool apply_held(LeaseState &state, std::string_view rest) {
+  pid_t pid = 0;
+  int device = 0;
+  uint64_t bytes = 0;
+  if (!number(word(rest), pid) || !number(word(rest), device) || !number(rest, bytes)) return false;
+  for (LeaseProcess &process : state.processes)
+    if (process.pid == pid) process.held[device] = bytes;
+  return true;
+}
+
+bool apply_verified(LeaseState &state, std::string_view rest) {
+  if (rest.empty()) return false;
+  state.verification = rest;
+  return true;
+}
+
+bool apply_ended(LeaseState &state, std::string_view rest) {
+  uint64_t when = 0;
+  if (!number(rest, when) || state.ended_by == EndReason::None) return false;
+  state.stage = Stage::Done;
+  state.ended_ms = when;
+  return true;
+}
+
+using EventApplier = bool (*)(LeaseState &, std::string_view);
+
+// Every event but the grant follows a grant.
+constexpr std::pair<std::string_view, EventApplier> kEventsAfterGrant[] = {
+    {"holder", apply_holder}, {"deadline", apply_deadline}, {"process", apply_process},
+    {"ending", apply_ending}, {"stage", apply_stage},       {"freed", apply_freed},
+    {"held", apply_held},     {"verified", apply_verified}, {"ended", apply_ended},
+};
+
+}  // namespace
+
 bool LeaseState::apply(std::string_view line) {
   const size_t equals = line.find('=');
   if (equals == std::string_view::npos) return false;
   const std::string_view key = line.substr(0, equals);
-  std::string_view rest = line.substr(equals + 1);
-  if (key == "granted") {
-    LeaseState fresh;
-    uint64_t owner_uid = 0;
-    const std::string_view id_text = word(rest), lease_name = word(rest), owner_text = word(rest), grace = word(rest),
-                           teardown_text = word(rest);
-    const std::optional<Teardown> parsed_teardown = teardown_from_name(teardown_text);
-    if (!number(id_text, fresh.id) || fresh.id == 0 || !valid_lease_name(lease_name) ||
-        !number(owner_text, owner_uid) || owner_uid > UINT32_MAX || !number(grace, fresh.grace_ms) ||
-        !parsed_teardown || !rest.empty())
-      return false;
-    fresh.name = lease_name;
-    fresh.owner = static_cast<uid_t>(owner_uid);
-    fresh.teardown = *parsed_teardown;
-    *this = std::move(fresh);
-    return true;
-  }
-  if (id == 0) return false;  // every other line follows a grant
-  if (key == "holder") {
-    pid_t pid = 0;
-    uint64_t start = 0;
-    if (!number(word(rest), pid) || pid <= 0 || !number(rest, start)) return false;
-    holder_pid = pid;
-    holder_start_time = start;
-    return true;
-  }
-  if (key == "deadline") {
-    uint64_t deadline = 0;
-    if (!number(rest, deadline)) return false;
-    deadline_ms = deadline;
-    return true;
-  }
-  if (key == "process") {
-    LeaseProcess process;
-    const std::string_view pid = word(rest), start = word(rest);
-    if (!number(pid, process.pid) || process.pid <= 0 || !number(start, process.start_time) ||
-        (rest != "-" && (rest.empty() || rest[0] != '/')))
-      return false;
-    process.journal = rest;
-    for (LeaseProcess &known : processes)
-      if (known.pid == process.pid && known.start_time == process.start_time) {
-        if (process.journal != "-") known.journal = process.journal;  // registered again (an exec)
-        return true;
-      }
-    processes.push_back(std::move(process));
-    return true;
-  }
-  if (key == "ending") {
-    const std::optional<size_t> reason = index_of(kEndReasonNames, word(rest));
-    uint64_t when = 0;
-    if (!reason || *reason == 0 || !number(rest, when) || ended_by != EndReason::None) return false;
-    ended_by = static_cast<EndReason>(*reason);
-    ending_ms = when;
-    return true;
-  }
-  if (key == "stage") {
-    const std::optional<Stage> next = stage_from_name(word(rest));
-    uint64_t when = 0;
-    if (!next || !number(rest, when) || ended_by == EndReason::None || *next <= stage) return false;
-    stage = *next;
-    stages.push_back({*next, when});
-    return true;
-  }
-  if (key == "freed") {
-    pid_t pid = 0;
-    uint64_t bytes = 0;
-    if (!number(word(rest), pid) || !number(rest, bytes)) return false;
-    for (LeaseProcess &process : processes)
-      if (process.pid == pid) process.freed_bytes += bytes;
-    return true;
-  }
-  if (key == "held") {
-    pid_t pid = 0;
-    int device = 0;
-    uint64_t bytes = 0;
-    if (!number(word(rest), pid) || !number(word(rest), device) || !number(rest, bytes)) return false;
-    for (LeaseProcess &process : processes)
-      if (process.pid == pid) process.held[device] = bytes;
-    return true;
-  }
-  if (key == "verified") {
-    if (rest.empty()) return false;
-    verification = rest;
-    return true;
-  }
-  if (key == "ended") {
-    uint64_t when = 0;
-    if (!number(rest, when) || ended_by == EndReason::None) return false;
-    stage = Stage::Done;
-    ended_ms = when;
-    return true;
-  }
+  const std::string_view rest = line.substr(equals + 1);
+  if (key == "granted") return apply_granted(*this, rest);
+  if (id == 0) return false;
+  for (const auto &[event, applier] : kEventsAfterGrant)
+    if (key == event) return applier(*this, rest);
   return false;
 }
 

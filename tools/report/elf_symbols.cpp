@@ -200,8 +200,9 @@ std::string_view ElfSymbols::function_at(uint64_t address) const {
   if (after == symbols_.begin()) return {};
   const uint64_t nearest = (after - 1)->address;
   // The function at the highest address at or below `address` that contains it (one of size
-  // 0 only if nearest, and in its section), preferring global over weak over local there. One that ends before the address is not it: a few steps further back may
-  // hold an enclosing one (a function with a symbol of its own inside it).
+  // 0 only if nearest, and in its section), preferring global over weak over local there.
+  // One that ends before the address is not it: a few steps further back may hold an
+  // enclosing one (a function with a symbol of its own inside it).
   const Symbol *best = nullptr;
   auto candidate = after;
   for (int steps = 0; candidate != symbols_.begin() && steps < 16; ++steps) {

@@ -5,12 +5,13 @@
 // boundaries are kept, so a message is never read half). The sender's identity is the
 // socket's peer credentials, never anything a message claims.
 //
-// A message is text (a request at most kMaxMessageBytes, an answer kMaxAnswerBytes): a first line naming the protocol and its
-// version and what is asked ("leaseguard-authority/1 start"), then one "key=value" line per
-// field. Keys are lower-case words; values have no control characters. Each key of a request
-// comes at most once, and a key the verb does not take is refused: a daemon never guesses at
-// what an older or newer client meant. An answer is "ok" or "error" on its first line, then
-// its fields; a field that lists things (an answer to `list`) repeats its key, one line each.
+// A message is text (a request at most kMaxMessageBytes, an answer kMaxAnswerBytes): a first
+// line naming the protocol and its version and what is asked ("leaseguard-authority/1
+// start"), then one "key=value" line per field. Keys are lower-case words; values have no
+// control characters. Each key of a request comes at most once, and a key the verb does not
+// take is refused: a daemon never guesses at what an older or newer client meant. An answer
+// is "ok" or "error" on its first line, then its fields; a field that lists things (an answer
+// to `list`) repeats its key, one line each.
 //
 // Versioning: the number after the slash changes when a verb or a field changes meaning; a
 // daemon answers a request of another version with an error naming both, which the client
