@@ -258,8 +258,11 @@ uintptr_t thread_pointer() noexcept {
   return pointer;
 }
 
-constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kMaxThreads = 16384,
-                 kRunningStackBytes = 8u << 20;
+constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kRunningStackBytes = 8u << 20;
+// The registers of every thread a stop has room for, and this thread's first: one row each.
+constexpr size_t kRegisterRows = kMaxStoppedThreads + 1;
+static_assert(sizeof(ucontext_t::uc_mcontext.gregs) == kThreadRegisterWords * sizeof(uint64_t),
+              "this thread's row is its ucontext's general registers");
 // The program's own mappings are read up to this much in all (untouched pages read as zero,
 // but each costs a fault): past it, one is read as holding no pointers, and the report says so.
 constexpr uint64_t kMappingBytes = uint64_t{4} << 30;
@@ -405,7 +408,7 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
   }
   for (size_t i = 0; i < world.count(); ++i) {
     const StoppedThread &thread = world.thread(i);
-    uint64_t *registers = prepared.registers + (i + 1) * 23;
+    uint64_t *registers = prepared.registers + (i + 1) * kThreadRegisterWords;
     const bool parked = world.parked(i);
     if (parked && thread.registers_read) {
       std::memcpy(registers, thread.registers, sizeof thread.registers);
@@ -507,8 +510,8 @@ struct Costs {
 
 size_t arena_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
   return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + 3 * kMaxRoots * sizeof(MemoryRange) +
-         kMaxMappings * sizeof(MemoryRange) + kMapsText + (kMaxThreads + 1) * 23 * 8 + kRunningStackBytes +
-         device_bytes + 4096;
+         kMaxMappings * sizeof(MemoryRange) + kMapsText + kRegisterRows * kThreadRegisterWords * sizeof(uint64_t) +
+         kRunningStackBytes + device_bytes + 4096;
 }
 
 // What a classification makes resident: the nodes and the classifier's arrays, faulted in
@@ -542,7 +545,7 @@ void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
       !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
       !prepared.own_roots.take(arena, kMaxRoots) || !prepared.mappings.take(arena, kMaxMappings) ||
       (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
-      (prepared.registers = arena.take<uint64_t>((kMaxThreads + 1) * 23)) == nullptr ||
+      (prepared.registers = arena.take<uint64_t>(kRegisterRows * kThreadRegisterWords)) == nullptr ||
       (prepared.running_stacks = arena.take<char>(kRunningStackBytes)) == nullptr)
     return nullptr;
   prepared.maps_capacity = kMapsText;
@@ -728,7 +731,7 @@ void arrange_classification_at_exit() noexcept {
 }
 
 void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
-  pid_t own[16];
+  pid_t own[BackgroundThread::kMaxRunning];
   const size_t own_count = BackgroundThread::running_thread_ids(own, std::size(own));
   const auto self = static_cast<pid_t>(syscall(SYS_gettid));
   bool on_own_thread = false;
@@ -763,7 +766,7 @@ PythonObjects find_python_objects(uint32_t &flags) noexcept {
 
 // Globals of every module, sorted into the program's and the owners'.
 void add_module_roots(Prepared &prepared, uintptr_t python_arenas_module) noexcept {
-  uintptr_t owner_bases[64];
+  uintptr_t owner_bases[kMaxOwnerModules];
   ModuleRanges modules{&prepared.program_roots,
                        &prepared.owner_roots,
                        &prepared.own_roots,
@@ -788,7 +791,7 @@ struct StoppedPhase {
 // Stops the program's threads, classifies, resumes them, and journals the classes.
 void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase &phase, uint32_t flags,
                        Costs &costs) noexcept {
-  pid_t own_threads[16];
+  pid_t own_threads[BackgroundThread::kMaxRunning];
   const size_t own_thread_count = BackgroundThread::running_thread_ids(own_threads, std::size(own_threads));
   costs.stopping_ns = monotonic_ns();
   WorldStop world;

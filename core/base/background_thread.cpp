@@ -26,8 +26,7 @@ constexpr bool kSanitized = false;
 
 // The thread ids of leaseguard's threads now running: few (two per process), found without
 // a lock by a scan that has stopped every other thread.
-constexpr size_t kMaxRunning = 16;
-std::atomic<pid_t> g_running[kMaxRunning];
+std::atomic<pid_t> g_running[BackgroundThread::kMaxRunning];
 
 }  // namespace
 

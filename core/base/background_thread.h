@@ -19,6 +19,10 @@ namespace leaseguard {
 
 class BackgroundThread {
  public:
+  // The most of them running at once that running_thread_ids reports: room enough for every
+  // kind leaseguard starts.
+  static constexpr size_t kMaxRunning = 16;
+
   BackgroundThread() = default;
   ~BackgroundThread();  // joins, if still running
   BackgroundThread(const BackgroundThread &) = delete;
@@ -31,7 +35,8 @@ class BackgroundThread {
   // True on the thread itself.
   bool is_current() const noexcept;
   void join() noexcept;
-  // The thread ids of every BackgroundThread running in the process (at most `capacity`):
+  // The thread ids of every BackgroundThread running in the process (at most `capacity`;
+  // kMaxRunning is room for all):
   // the threads a scan of the program's memory leaves alone (interpose/scan/world_stop.h).
   static size_t running_thread_ids(pid_t *out, size_t capacity) noexcept;
   // Forgets the thread without joining it: for a forked child, where it does not exist.

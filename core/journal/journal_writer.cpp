@@ -175,6 +175,7 @@ bool JournalWriter::grow_once(uint64_t writable, bool may_block) noexcept {
   const int fd = checked_descriptor(may_block);
   if (fd < 0) return false;
   const uint64_t end = (offset + step) / kSlotBytes;
+  LG_ASSERT(end > writable && step % kSlotBytes == 0);  // writable slots only ever grow
   if (!ensure_mapped(end) || !allocate_blocks(fd, offset, step)) return false;
   writable_slots_.store(end, std::memory_order_release);
   return true;
@@ -210,6 +211,7 @@ bool JournalWriter::ensure_mapped(uint64_t slot_end) noexcept {
     if (chunk == nullptr) return false;
     chunk_origins_[index].store(reinterpret_cast<uintptr_t>(chunk) - index * kChunkBytes, std::memory_order_release);
     mapped += kChunkSlots;
+    LG_ASSERT(mapped % kChunkSlots == 0);  // whole chunks, in order
     mapped_slots_.store(mapped, std::memory_order_release);
   }
   return true;
@@ -269,11 +271,14 @@ uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t
     return kNoSlot;
   }
   const size_t slots = slots_for(bytes);
+  LG_ASSERT(slots >= 1 && slots <= kMaxSlotsPerRecord && slots * kSlotPayloadBytes >= bytes);
   const uint64_t first = next_slot_.fetch_add(slots, std::memory_order_relaxed);
   if (!room_for(type, first, slots, writable_slots_.load(std::memory_order_acquire), may_block)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return kNoSlot;
   }
+  // Every slot of the record lies below what the file holds, in one run after `first`.
+  LG_ASSERT(first + slots <= writable_slots_.load(std::memory_order_relaxed));
   const auto *source = static_cast<const unsigned char *>(payload);
   size_t remaining = bytes;
   for (size_t i = 0; i < slots; ++i) {
@@ -282,6 +287,7 @@ uint64_t JournalWriter::append_impl(RecordType type, const void *payload, size_t
     std::memcpy(slot + 4, source, piece);
     source += piece;
     remaining -= piece;
+    LG_ASSERT(i + 1 < slots || remaining == 0);  // the payload ends in the record's last slot
     if (i > 0) {
       // Continuation tags first: a reader that finds the first tag committed must also find
       // these, and one that finds it zero skips them as orphans.

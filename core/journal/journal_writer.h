@@ -113,6 +113,7 @@ class JournalWriter {
   bool replace_last_one_slot(uint64_t slot, RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
     if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // the last record was written
     overwrite_one_slot(slot_address(slot), type, payload);
     return true;
   }
@@ -126,6 +127,9 @@ class JournalWriter {
                               RecordType type, const Payload &payload) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
     if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // the last record was written
+    LG_ASSERT(marked_offset % 4 == 0 && marked_offset + 4 <= kSlotPayloadBytes);
+    LG_ASSERT(field_offset + sizeof old_field <= kSlotPayloadBytes);
     unsigned char *at = slot_address(slot);
     if (__atomic_load_n(reinterpret_cast<const uint32_t *>(at + 4 + marked_offset), __ATOMIC_ACQUIRE) == 0)
       return false;
@@ -147,6 +151,8 @@ class JournalWriter {
   template <size_t kPayloadOffset>
   void store_in_place(uint64_t slot, uint32_t value) noexcept {
     static_assert(kPayloadOffset % 4 == 0 && kPayloadOffset + sizeof value <= kSlotPayloadBytes);
+    LG_ASSERT(slot < next_slot_.load(std::memory_order_relaxed));  // one an append returned
+    LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));
     __atomic_store_n(reinterpret_cast<uint32_t *>(slot_address(slot) + 4 + kPayloadOffset), value, __ATOMIC_RELEASE);
   }
 
@@ -215,6 +221,8 @@ class JournalWriter {
   // Where slot `slot` is in memory; only for slots below mapped_slots_ (acquired). A chunk is
   // kept as its origin (see chunk_origins_), so a slot is found with one load and an add.
   unsigned char *slot_address(uint64_t slot) const noexcept {
+    LG_ASSERT(slot / kChunkSlots < kMaxChunks);
+    LG_ASSERT(slot < mapped_slots_.load(std::memory_order_acquire));  // its chunk is mapped
     return reinterpret_cast<unsigned char *>(chunk_origins_[slot / kChunkSlots].load(std::memory_order_relaxed) +
                                              slot * kSlotBytes);
   }
@@ -247,6 +255,7 @@ class JournalWriter {
            type == RecordType::UnjournaledLeaks;
   }
   bool room_for(RecordType type, uint64_t first, size_t slots, uint64_t writable, bool may_block) noexcept {
+    LG_ASSERT(slots >= 1 && slots <= kMaxSlotsPerRecord);
     const uint64_t end = first + slots + (ends_something(type) ? 0 : kEndingReserveSlots);
     if (end <= writable || ensure_writable(end, may_block)) return true;
     if (full_.load(std::memory_order_relaxed)) write_journal_full_once();

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "lg_assert.h"
+
 namespace leaseguard::reachability {
 
 const char *class_name(Class value) noexcept {
@@ -158,7 +160,11 @@ Keyed *radix_sort(Keyed *keys, Keyed *spare, size_t n) noexcept {
 class Classifier {
  public:
   Classifier(Snapshot &snapshot, void *scratch) noexcept
-      : nodes_(snapshot.nodes), count_(snapshot.node_count), s_(scratch, snapshot.node_count) {}
+      : nodes_(snapshot.nodes), count_(snapshot.node_count), s_(scratch, snapshot.node_count) {
+    LG_ASSERT(count_ < kNone);  // positions fit 32 bits, with kNone apart
+    LG_ASSERT(reinterpret_cast<uintptr_t>(scratch) % 8 == 0);
+    LG_ASSERT(count_ == 0 || nodes_ != nullptr);
+  }
 
   Statistics run(const Snapshot &snapshot) noexcept {
     const uint64_t started = now_ns();
@@ -184,6 +190,8 @@ class Classifier {
     for (size_t i = 0; i < count_; ++i) {
       if (s_.state[i] == kReachable) node(i).result = Class::Reachable;
       else if (s_.state[i] == kOwned) ++stats_.owned_blocks;
+      // Device memory is never owned: each kept device allocation has its class.
+      LG_ASSERT(s_.device[i] != kDeviceNode || s_.state[i] == kIgnored || node(i).result != Class::Unchecked);
     }
     return stats_;
   }
@@ -199,10 +207,13 @@ class Classifier {
           Keyed{nodes_[i].address, nodes_[i].bytes, static_cast<uint32_t>(i), nodes_[i].allocation_id != 0 ? 0u : 1u};
     }
     const Keyed *sorted = radix_sort(s_.keyed, s_.keyed_spare, count_);
+    LG_ASSERT(sorted == s_.keyed || sorted == s_.keyed_spare);
     uint64_t covered_to = 0;
     size_t last_kept = kNone;
     for (size_t i = 0; i < count_; ++i) {
       const Keyed &here = sorted[i];
+      LG_ASSERT(here.node < count_);
+      LG_ASSERT(i == 0 || sorted[i - 1].address <= here.address);  // in address order
       // The caller's nodes are read in address order, which is not theirs: fetch ahead.
       if (i + 16 < count_) __builtin_prefetch(&nodes_[sorted[i + 16].node]);
       s_.order[i] = here.node;
@@ -229,6 +240,7 @@ class Classifier {
       last_kept = i;
       covered_to = here.address + here.bytes;
     }
+    LG_ASSERT(kept_nodes_are_disjoint());
     // The sort's memory is free now: what the component pass uses starts fresh.
     for (size_t i = 0; i < count_; ++i) {
       s_.index[i] = kNone;
@@ -246,6 +258,19 @@ class Classifier {
       high = std::max(high, s_.starts[i] + s_.sizes[i]);
     }
     span_ = high > low_ ? high - low_ : 0;
+    LG_ASSERT(sample_count_ <= count_ / kSampleStride + 1 && coarse_count_ <= sample_count_ / kSampleStride + 1);
+    LG_ASSERT(coarse_count_ * kSampleStride >= sample_count_);  // every sample under a coarse one
+  }
+
+  // The nodes kept (not ignored) lie apart, in address order: a word points into one at most.
+  bool kept_nodes_are_disjoint() const noexcept {
+    uint64_t kept_end = 0;
+    for (size_t i = 0; i < count_; ++i) {
+      if (s_.state[i] == kIgnored) continue;
+      if (s_.starts[i] < kept_end) return false;
+      kept_end = s_.starts[i] + s_.sizes[i];
+    }
+    return true;
   }
 
   // The node that `word` points into, or kNone.
@@ -280,6 +305,7 @@ class Classifier {
   size_t stretch_in(uint64_t word, size_t coarse) const noexcept {
     const size_t from = coarse * kSampleStride;
     last_sample_ = from + count_not_above(s_.samples + from, std::min(sample_count_ - from, kSampleStride), word) - 1;
+    LG_ASSERT(last_sample_ < sample_count_ && s_.samples[last_sample_] <= word);
     return last_sample_;
   }
 
@@ -289,8 +315,10 @@ class Classifier {
                                    count_not_above(s_.starts + from, std::min(count_ - from, kSampleStride), word) - 1);
     // Among nodes sharing a start (a host block and the device memory at its start), the
     // device allocation sorts first and the other is ignored.
+    LG_ASSERT(i < count_ && s_.starts[i] <= word);  // the stretch holds the word's start
     while (i > 0 && s_.starts[i - 1] == s_.starts[i] && s_.state[i] == kIgnored) --i;
     if (s_.state[i] == kIgnored || word - s_.starts[i] >= s_.sizes[i]) return kNone;
+    LG_ASSERT(word >= s_.starts[i] && word - s_.starts[i] < s_.sizes[i]);
     return i;
   }
 
@@ -341,6 +369,7 @@ class Classifier {
     // Device memory is never owned; leaseguard's roots own only what it allocated.
     if (as == kOwned && (s_.device[target] == kDeviceNode || (only_leaseguards_ && s_.device[target] != kOwnHostNode)))
       return;
+    LG_ASSERT(target < count_ && s_.state[target] == kLost && work_size_ < count_);  // each node pushed once
     s_.state[target] = as;
     s_.work[work_size_++] = target;
   }
@@ -356,6 +385,7 @@ class Classifier {
       while (work_size_ > 0) {
         prefetch_ahead();
         const uint32_t next = s_.work[--work_size_];
+        LG_ASSERT(next < count_ && s_.state[next] == as);
         for_each_word(s_.contents[next], s_.contents_bytes[next], [&](uint64_t word) { mark(word, as); });
       }
     } while (mark_pending(as));
@@ -386,6 +416,8 @@ class Classifier {
       if (s_.state[root] != kLost || s_.index[root] != kNone) continue;
       size_t depth = 0;
       auto enter = [&](uint32_t v) {
+        LG_ASSERT(v < count_ && s_.state[v] == kLost && s_.index[v] == kNone);
+        LG_ASSERT(depth < count_ && tarjan_size < count_);  // each node entered once
         s_.index[v] = s_.low[v] = next_index++;
         s_.tarjan_stack[tarjan_size++] = v;
         s_.call_node[depth] = v;
@@ -416,10 +448,12 @@ class Classifier {
         if (s_.low[v] == s_.index[v]) {
           uint32_t member;
           do {
+            LG_ASSERT(tarjan_size > 0);  // v is on the stack, above its component's other members
             member = s_.tarjan_stack[--tarjan_size];
             s_.component[member] = components;
           } while (member != v);
           ++components;
+          LG_ASSERT(components <= count_);
         }
         if (depth > 0) {
           const uint32_t parent = s_.call_node[depth - 1];
@@ -427,6 +461,7 @@ class Classifier {
         }
       }
     }
+    LG_ASSERT(tarjan_size == 0);  // every node entered was given a component
     return components;
   }
 
@@ -447,6 +482,7 @@ class Classifier {
     for (uint32_t v = 0; v < count_; ++v) {
       if (s_.state[v] != kLost) continue;
       const uint32_t c = s_.component[v];
+      LG_ASSERT(c < components);  // every lost node has its component
       if (s_.has_lost_predecessor[c] != 0 || node(v).allocation_id == 0) continue;
       if (s_.work[c] == kNone || node(v).allocation_id < node(s_.work[c]).allocation_id) s_.work[c] = v;
     }

@@ -39,7 +39,11 @@ class HandleTable {
       shard.spaces_with_references |= space_bit(key.space);
       if (key.reference > shard.highest_reference) shard.highest_reference = key.reference;
     }
+    // A second reference is remembered where its shard looks for the newest one (remove).
+    LG_ASSERT(key.reference == 0 ||
+              ((shard.spaces_with_references & space_bit(key.space)) != 0 && key.reference <= shard.highest_reference));
     auto [stored, created] = shard.records.emplace(key);
+    LG_ASSERT(created || !another_reference || key.reference == UINT16_MAX);
     std::optional<LiveRecord> displaced;
     if (!created) displaced = *stored;
     *stored = record;
@@ -78,6 +82,7 @@ class HandleTable {
       under_lock(found, false);
       return std::nullopt;
     }
+    LG_ASSERT(found->address == value);  // the key's value, whichever reference
     LiveRecord record = *found;
     shard.records.erase(found);
     under_lock(&record, true);
@@ -154,6 +159,7 @@ class HandleTable {
   };
   static_assert(static_cast<unsigned>(Space::ExternalMemory) < 8, "a shard keeps one bit per namespace");
   static uint8_t space_bit(Space space) { return static_cast<uint8_t>(1u << static_cast<unsigned>(space)); }
+  static_assert(kShards == size_t{1} << (64 - 58), "the shard is the mixed value's top bits");
   Shard &shard_for(uint64_t value) {
     // Every reference to a value shares its shard. Device addresses are at least 256-byte
     // aligned: mix the bits above that (handles are mixed just the same).

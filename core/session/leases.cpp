@@ -2,6 +2,7 @@
 #include "leases.h"
 
 #include "event_clock.h"
+#include "lg_assert.h"
 #include "log.h"
 
 #include <time.h>
@@ -34,6 +35,7 @@ LeaseRegistry::LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms,
     lease->deadline_ns = process_deadline_ns;
   process_ = lease.get();
   leases_.emplace(kProcessLeaseId, std::move(lease));
+  LG_ASSERT(leases_.size() == 1 && leases_.at(kProcessLeaseId).get() == process_);  // lease 1 is the process's
   if (process_->deadline_ns != 0) arm(*process_);
 }
 
@@ -51,8 +53,10 @@ Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, ui
   const bool has_deadline = lease->deadline_ns != 0;
   {
     std::lock_guard lock(mutex_);
+    LG_ASSERT(next_id_ > kProcessLeaseId && next_id_ != 0);  // ids never repeat, never 0 nor the process's
     lease->id = next_id_++;
-    leases_.emplace(lease->id, std::move(lease));
+    [[maybe_unused]] const bool added = leases_.emplace(lease->id, std::move(lease)).second;
+    LG_ASSERT(added);
   }
   if (has_deadline) arm(result);
   return result;
@@ -61,6 +65,7 @@ Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, ui
 Lease *LeaseRegistry::find(uint32_t id) {
   std::lock_guard lock(mutex_);
   auto it = leases_.find(id);
+  LG_ASSERT(it == leases_.end() || it->second->id == id);
   return it == leases_.end() ? nullptr : it->second.get();
 }
 
@@ -72,6 +77,8 @@ std::vector<Lease *> LeaseRegistry::open_leases() {
       if (!lease->ended.load()) open.push_back(lease.get());
   }
   std::sort(open.begin(), open.end(), [](const Lease *a, const Lease *b) { return a->id > b->id; });
+  // Newest first, so the process lease (the oldest) is last when it is open.
+  LG_ASSERT(open.empty() || open.back()->id == kProcessLeaseId || process_->ended.load());
   return open;
 }
 
@@ -117,7 +124,8 @@ void LeaseRegistry::watch() {
       wake_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(earliest - now, 3'600'000'000'000ull)));
       continue;
     }
-    due->deadline_ns = 0;  // fires once
+    LG_ASSERT(earliest != 0 && due->deadline_ns == earliest);  // only the watchdog changes a published deadline
+    due->deadline_ns = 0;                                      // fires once
     lock.unlock();
     on_expiry_(*due);
     lock.lock();

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "handle_record.h"
+#include "lg_assert.h"
 
 namespace leaseguard {
 
@@ -22,6 +23,7 @@ class RecordSlots {
   // The record under `key`, or nullptr.
   LiveRecord *find(const HandleKey &key) noexcept {
     if (capacity_ == 0) return nullptr;
+    LG_ASSERT(count_ < capacity_);  // a free slot ends every probe
     for (size_t i = home(key);; i = next(i)) {
       Slot &slot = slots_[i];
       if (!slot.used) return nullptr;
@@ -33,6 +35,8 @@ class RecordSlots {
   // the key's address, space and reference). Throws std::bad_alloc if it cannot grow.
   std::pair<LiveRecord *, bool> emplace(const HandleKey &key) {
     if ((count_ + 1) * 5 > capacity_ * 4) grow();
+    LG_ASSERT((count_ + 1) * 5 <= capacity_ * 4);  // at most 80% full, with this one
+    LG_ASSERT(capacity_is_a_size_grown_to());
     for (size_t i = home(key);; i = next(i)) {
       Slot &slot = slots_[i];
       if (slot.used && slot.matches(key)) return {&slot.record(), false};
@@ -43,6 +47,7 @@ class RecordSlots {
         slot.address = key.value;
         slot.reference = key.reference;
         ++count_;
+        LG_ASSERT(slot.matches(key) && home(key) < capacity_);
         return {&slot.record(), true};
       }
     }
@@ -51,6 +56,7 @@ class RecordSlots {
   // Removes the record `found` (a pointer find or emplace returned, not since invalidated).
   void erase(LiveRecord *found) noexcept {
     size_t hole = static_cast<size_t>(static_cast<Slot *>(found) - slots_.get());
+    LG_ASSERT(hole < capacity_ && slots_[hole].used && count_ > 0);  // a record find or emplace returned
     // Backward shift: move each later record of the probe run into the hole if the hole lies
     // between its home and where it sits (cyclically).
     for (size_t later = next(hole); slots_[later].used; later = next(later)) {
@@ -63,6 +69,7 @@ class RecordSlots {
     }
     slots_[hole].used = false;
     --count_;
+    LG_ASSERT(count_ < capacity_);
   }
 
   // Calls visit(record) for every record.
@@ -111,16 +118,27 @@ class RecordSlots {
     h = (h ^ h >> 29) * 0xD6E8FEB86659FD93ull;
     return static_cast<size_t>(static_cast<unsigned __int128>(h) * capacity_ >> 64);
   }
-  size_t next(size_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
+  size_t next(size_t i) const noexcept {
+    LG_ASSERT(i < capacity_);
+    return i + 1 == capacity_ ? 0 : i + 1;
+  }
+  // 0, 8, or a power of two or 3/2 of one from there (grow's sizes).
+  bool capacity_is_a_size_grown_to() const noexcept {
+    const size_t power = (capacity_ & (capacity_ - 1)) == 0 ? capacity_ : capacity_ / 3 * 2;
+    return capacity_ == 0 ||
+           (capacity_ >= 8 && (power & (power - 1)) == 0 && (capacity_ == power || power * 3 / 2 == capacity_));
+  }
 
   void grow() {
     // 8, 12, 16, 24, 32, 48...: from a power of two by 3/2, from the size between by 4/3.
     const size_t capacity = capacity_ == 0                       ? 8
                             : (capacity_ & (capacity_ - 1)) == 0 ? capacity_ / 2 * 3
                                                                  : capacity_ / 3 * 4;
+    LG_ASSERT(capacity > capacity_ && count_ * 5 < capacity * 4);
     std::unique_ptr<Slot[]> grown(new Slot[capacity]);  // may throw: nothing is lost then
     std::unique_ptr<Slot[]> old = std::move(slots_);
     const size_t old_capacity = capacity_;
+    [[maybe_unused]] const size_t old_count = count_;
     slots_ = std::move(grown);
     capacity_ = capacity;
     count_ = 0;
@@ -130,6 +148,7 @@ class RecordSlots {
       (void)created;
       *record = old[i].record();
     }
+    LG_ASSERT(count_ == old_count);  // every record moved, none twice
   }
 
   std::unique_ptr<Slot[]> slots_;

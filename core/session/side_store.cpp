@@ -41,6 +41,7 @@ uint32_t SideStore::put(const AllocationDetails &fields) noexcept {
         throw;
       }
     }
+    LG_ASSERT(index < kIndexLimit && shard.free.capacity() >= shard.fields.size());  // release never grows
     return LiveRecord::kInSideStoreBit | shard_number << kIndexBits | index;
   } catch (...) {
     return LiveRecord::kNowhere;
@@ -56,10 +57,12 @@ AllocationDetails SideStore::get(uint32_t details_at) const noexcept {
 }
 
 void SideStore::release(uint32_t details_at) noexcept {
+  LG_ASSERT((details_at & LiveRecord::kInSideStoreBit) != 0 && details_at != LiveRecord::kNowhere);
   Shard &shard = shards_[shard_of(details_at)];
   std::lock_guard lock(shard.mutex);
   const uint32_t index = index_of(details_at);
-  if (index < shard.fields.size()) shard.free.push_back(index);  // never grows: reserved by put
+  LG_ASSERT(index < shard.fields.size() && shard.free.size() < shard.fields.size());  // put handed it out, once
+  if (index < shard.fields.size()) shard.free.push_back(index);                       // never grows: reserved by put
 }
 
 size_t SideStore::memory_bytes() const {

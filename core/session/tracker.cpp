@@ -251,6 +251,7 @@ void Tracker::write_lease_begin(const Lease &lease) noexcept {
 }
 
 Lease &Tracker::current_lease() noexcept {
+  LG_ASSERT(t_entered_depth >= 0 && t_entered_depth <= kMaxEnteredLeases);
   for (int i = t_entered_depth - 1; i >= 0; --i)
     if (!t_entered[i]->ended.load(std::memory_order_relaxed)) return *t_entered[i];
   return leases_.process_lease();
@@ -681,13 +682,16 @@ int Tracker::lease_enter(uint64_t lease_id) noexcept {
   if (lease_id == 0 || lease_id > UINT32_MAX) return -1;
   Lease *lease = leases_.find(static_cast<uint32_t>(lease_id));
   if (lease == nullptr || lease->ended.load() || t_entered_depth == kMaxEnteredLeases) return -1;
+  LG_ASSERT(lease->id == lease_id);
   t_entered[t_entered_depth++] = lease;
+  LG_ASSERT(t_entered_depth <= kMaxEnteredLeases);
   return 0;
 }
 
 int Tracker::lease_leave() noexcept {
   if (t_entered_depth == 0) return -1;
   --t_entered_depth;
+  LG_ASSERT(t_entered_depth >= 0);
   return 0;
 }
 

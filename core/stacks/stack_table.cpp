@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "code_generation.h"
+#include "lg_assert.h"
 
 namespace leaseguard {
 
@@ -46,8 +47,10 @@ uint32_t StackTable::intern(const uintptr_t *frames, size_t depth, journal::Jour
   const uint64_t code_now = code_generation();
   std::atomic<const Entry *> &recent = recent_[(key >> 20) % kRecentStacks];
   if (const Entry *seen = recent.load(std::memory_order_acquire);
-      seen != nullptr && seen->matches(frames, depth, code_now))
+      seen != nullptr && seen->matches(frames, depth, code_now)) {
+    LG_ASSERT(seen->id != 0);  // 0 means "no stack"
     return seen->id;
+  }
   return intern_locked(frames, depth, key, code_now, recent, journal);
 }
 
@@ -79,10 +82,13 @@ __attribute__((noinline)) uint32_t StackTable::intern_locked(const uintptr_t *fr
     std::lock_guard id_lock(id_mutex_);
     id = next_id_++;
   }
+  LG_ASSERT(id != 0);  // ids count from 1, and a stack's record precedes every use of its id
+  LG_ASSERT(payload.size() == sizeof(journal::StackPayload) + depth * sizeof(journal::StackFrame));
   journal::StackPayload header{id, static_cast<uint32_t>(depth)};
   std::memcpy(payload.data(), &header, sizeof header);
   journal.append(journal::RecordType::Stack, payload.data(), payload.size());
   auto stored = shard.entries.emplace(key, Entry{std::vector<uintptr_t>(frames, frames + depth), id, code_now});
+  LG_ASSERT(stored->second.matches(frames, depth, code_now));  // interned once, found by what it holds
   recent.store(&stored->second, std::memory_order_release);
   return id;
 }

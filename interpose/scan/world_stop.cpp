@@ -30,14 +30,15 @@ struct Slot {
   StoppedThread info;
 };
 
-constexpr size_t kMaxThreads = 16384;
+static_assert(kThreadRegisterWords == NGREG, "a stopped thread's registers are its ucontext's gregset_t");
+static_assert(sizeof(StoppedThread::registers) == sizeof(gregset_t));
 Slot *g_slots = nullptr;
 // The threads the last stop parked. Resumed, each still leaves the handler, whose mask blocks
 // every signal, when the next stop may begin: that mask is not the program's.
 pid_t *g_last_parked = nullptr;
 size_t g_last_parked_count = 0;
 std::atomic<size_t> g_count{0};
-std::atomic<bool> g_table_full{false};  // a thread found past kMaxThreads: never stopped nor read
+std::atomic<bool> g_table_full{false};  // a thread found past kMaxStoppedThreads: never stopped nor read
 std::atomic<uint32_t> g_resume_epoch{0};
 std::atomic<uint32_t> g_stop_events{0};
 std::atomic<bool> g_active{false};
@@ -238,7 +239,7 @@ long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexce
       bool skipped = tid == self || known(tid);
       for (size_t i = 0; i < skip_count && !skipped; ++i) skipped = skip[i] == tid;
       if (skipped) continue;
-      if (g_count.load(std::memory_order_relaxed) >= kMaxThreads) {
+      if (g_count.load(std::memory_order_relaxed) >= kMaxStoppedThreads) {
         g_table_full.store(true, std::memory_order_relaxed);
         continue;
       }
@@ -321,11 +322,11 @@ void wait_for_stops() noexcept {
 
 bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
   if (g_slots == nullptr) {
-    void *memory = mmap(nullptr, kMaxThreads * (sizeof(Slot) + sizeof(pid_t)), PROT_READ | PROT_WRITE,
+    void *memory = mmap(nullptr, kMaxStoppedThreads * (sizeof(Slot) + sizeof(pid_t)), PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return false;
     g_slots = static_cast<Slot *>(memory);
-    g_last_parked = reinterpret_cast<pid_t *>(g_slots + kMaxThreads);
+    g_last_parked = reinterpret_cast<pid_t *>(g_slots + kMaxStoppedThreads);
   }
   if (!install_handler()) return false;
   g_pid = getpid();

@@ -30,12 +30,17 @@
 
 namespace leaseguard::interpose {
 
+// The most threads one stop has room for: those past it are neither stopped nor read.
+inline constexpr size_t kMaxStoppedThreads = 16384;
+// The general registers read of each stopped thread: x86-64's gregset_t, NGREG words.
+inline constexpr size_t kThreadRegisterWords = 23;
+
 struct StoppedThread {
   pid_t tid = 0;
   bool registers_read = false;  // stopped by the signal: `registers` and `thread_pointer` are valid
   uintptr_t stack_pointer = 0;  // 0: unknown (not stopped and not blocked in a system call)
   uintptr_t thread_pointer = 0;
-  uint64_t registers[23] = {};  // the interrupted general registers (x86-64 gregset_t)
+  uint64_t registers[kThreadRegisterWords] = {};  // the interrupted general registers
 };
 
 class WorldStop {
