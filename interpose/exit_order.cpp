@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "real_dlsym.h"
+#include "tracker.h"
 
 // This library's: the handler lives as long as it, which is never unloaded (-z nodelete).
 extern "C" void *__dso_handle __attribute__((visibility("hidden")));
@@ -104,7 +105,35 @@ void run_if_exiting(void *) {
 constexpr uint32_t kMostThreadRepeats = 1 << 12;
 thread_local uint32_t t_thread_repeats __attribute__((tls_model("initial-exec"))) = 0;
 
+std::atomic<void (*)(void *)> g_parents_work{nullptr};
+
+void parents_exit(void *);
+
+// In a later child's exit, at its atexit stage: the thread_local stage it has passed now.
+void hand_on_to_parent(void *) {
+  if (CxaThreadAtexit next = real_cxa_thread_atexit()) next(parents_exit, nullptr, &__dso_handle);
+}
+
+// A thread_local destructor on the thread that made the child. In the parent, where that
+// thread is in exit(): the work. In a later child's exit (its thread_local stage, where a new
+// destructor would run at once, and again): handed on from the child's atexit stage.
+void parents_exit(void *) {
+  Tracker *tracker = Tracker::instance();
+  if (tracker == nullptr) return;
+  if (!tracker->in_own_process()) {
+    if (CxaAtexit next = real_cxa_atexit()) next(hand_on_to_parent, nullptr, &__dso_handle);
+    return;
+  }
+  void (*const work)(void *) = g_parents_work.load(std::memory_order_acquire);
+  if (work != nullptr && thread_is_exiting()) work(nullptr);
+}
+
 }  // namespace
+
+void run_at_parents_exit(void (*work)(void *)) noexcept {
+  if (g_parents_work.exchange(work, std::memory_order_acq_rel) == work) return;  // arranged already
+  hand_on_to_parent(nullptr);
+}
 
 void run_first_at_exit(void (*handler)(void *)) noexcept {
   g_first.store(handler, std::memory_order_release);

@@ -27,4 +27,12 @@ namespace leaseguard::interpose {
 // is always nullptr).
 void run_first_at_exit(void (*handler)(void *)) noexcept;
 
+// A vfork child (or a child of clone(CLONE_VM)) that calls exit() instead of _exit() runs the
+// parent's exit handlers and destructors in the parent's memory, and glibc marks each as done:
+// the parent's own exit then finds leaseguard's gone. Called there, in the child's exit, this
+// arranges that `work` runs at the parent's exit instead: from the exiting thread's
+// thread_local destructors, which run first in exit() and which the child has passed already.
+// A later such child passes them too: it hands the arrangement on the same way.
+void run_at_parents_exit(void (*work)(void *)) noexcept;
+
 }  // namespace leaseguard::interpose

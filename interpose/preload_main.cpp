@@ -2,6 +2,7 @@
 // the termination signals, and the end of recording at exit.
 #include "authority_registration.h"
 #include "driver_queries.h"
+#include "exit_order.h"
 #include "heap_tracker.h"
 #include "log.h"
 #include "preload_state.h"
@@ -32,11 +33,20 @@ __attribute__((constructor(101))) void preload_start() {
   if (tracker != nullptr) register_with_lease_authority(tracker->options());
 }
 
+void finish_recording(void *);
+
 __attribute__((destructor(101))) void preload_finish() {
   // Runs after the program's atexit handlers and static destructors (which may still free
   // device memory), so what is live now was really leaked.
   Tracker *tracker = recording_tracker();
   if (tracker == nullptr) return;
+  // A vfork child (or a child of clone(CLONE_VM)) that calls exit() runs this in its parent's
+  // memory: the core is the parent's, and the parent's process goes on. Its exit is done at
+  // the parent's own (exit_order.h).
+  if (!tracker->in_own_process()) {
+    run_at_parents_exit(finish_recording);
+    return;
+  }
   if (inside_leaseguard()) {
     // Ending the leases takes the core's locks, which the interrupted frames may hold. The
     // journal then reads as a killed process's: every allocation it recorded is reported.
@@ -46,6 +56,12 @@ __attribute__((destructor(101))) void preload_finish() {
     return;
   }
   tracker->finish_process(loaded_drivers());
+}
+
+// The process's end, where a vfork child's exit() used up the handlers that do it.
+void finish_recording(void *) {
+  classify_at_process_exit();
+  preload_finish();
 }
 
 }  // namespace

@@ -710,13 +710,16 @@ std::atomic<pid_t> g_classified_in{0};  // the process whose exit classification
 // The process's classification at its exit, once: from libc's exit handlers, or earlier,
 // from Python's (python_interpreter.h).
 __attribute__((noinline)) void classify_process_at_exit() {
+  // A vfork child's exit() (or a clone(CLONE_VM) child's) is not its parent's: no stop of the
+  // parent's threads, nothing written in the parent's memory or journal, the mark below included.
+  Tracker *tracker = Tracker::instance();
+  if (tracker == nullptr || !tracker->in_own_process()) return;
   if (g_classified_in.exchange(getpid()) == getpid()) return;
   // exit() from a signal handler that interrupted leaseguard on this thread: its locks may be
   // held below. Not classified (the live allocations are reported unchecked); preload_finish
   // says why.
   if (inside_leaseguard()) return;
-  if (Tracker *tracker = Tracker::instance())
-    classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
+  classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
 }
 
 void classify_at_exit(void *) { classify_process_at_exit(); }
@@ -728,6 +731,11 @@ void arrange_classification_at_exit() noexcept {
   if (tracker == nullptr || tracker->options().reachability == ReachabilityMode::Off) return;
   run_first_at_exit(classify_at_exit);
   python::classify_before_finalization(classify_process_at_exit);
+}
+
+void classify_at_process_exit() noexcept {
+  Tracker *tracker = Tracker::instance();
+  if (tracker != nullptr && tracker->options().reachability != ReachabilityMode::Off) classify_process_at_exit();
 }
 
 void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {

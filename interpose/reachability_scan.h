@@ -26,4 +26,7 @@ void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept;
 // would free the containers that hold its device memory.
 void arrange_classification_at_exit() noexcept;
 
+// The process's classification at its exit, now, once (what that arrangement runs).
+void classify_at_process_exit() noexcept;
+
 }  // namespace leaseguard::interpose

@@ -805,7 +805,7 @@ void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>>
 }
 
 void Tracker::finish_process(uint32_t drivers) noexcept {
-  if (finished_) return;
+  if (!in_own_process() || finished_) return;
   finished_ = true;
   authority_control_.stop();  // a request being served is finished first
   leases_.stop_watchdog();

@@ -6,6 +6,8 @@
 // leaseguard degrades to "not recorded" with one warning, never to a changed host program.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -113,6 +115,11 @@ class Tracker {
   // The C ABI of include/leaseguard/leaseguard.h.
   uint64_t lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept;
   int lease_end(uint64_t lease_id) noexcept;  // leaked allocations, or -1
+  // Whether the calling process is the one this core records for. False in a child that
+  // shares its parent's memory without a fork handler having run (vfork, clone(CLONE_VM)):
+  // everything the core holds there is its parent's, and an exit() there must touch none of it.
+  bool in_own_process() const noexcept { return getpid() == pid_; }
+
   int lease_enter(uint64_t lease_id) noexcept;
   LeaseState lease_state(uint64_t lease_id) noexcept;
   int lease_leave() noexcept;
@@ -265,6 +272,7 @@ class Tracker {
   // allocation's id costs no shared atomic operation. Unique, but not consecutive across
   // threads: the report orders allocations by their place in the journal, not by id.
   const uint64_t instance_number_;  // tells this tracker's blocks from another's (tests make several)
+  const pid_t pid_ = getpid();      // the process it records for (a forked child makes its own)
   std::atomic<uint64_t> next_allocation_id_{1};
   std::atomic<uint32_t> barriers_{0};                                             // raise_barrier()
   AllocationRecords records_{journal_, options_.journal_mode, instance_number_};  // what the table does not keep

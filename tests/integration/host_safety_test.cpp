@@ -162,6 +162,32 @@ TEST(HostSafety, AProcessWhoseMainThreadExitedFirstIsClassified) {
   EXPECT_TRUE(contains(run.result.err, "in outlive_main")) << run.result.err;
 }
 
+// A vfork child whose exec fails and that calls exit() (not _exit()) runs the program's exit
+// handlers in its parent's memory; so does a child of clone(CLONE_VM). Before, leaseguard's
+// ran there too: the parent's process lease ended at the child's exit, with the parent's
+// global buffer reported leaked and the parent's later allocations after its end.
+TEST(HostSafety, AVforkChildThatCallsExitEndsNothingOfItsParent) {
+  for (const char *how : {"vfork", "clone"}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "vfork_exit", how});
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_EQ(run.result.out, "child exited 3\n");
+    ASSERT_EQ(run.json["processes"].size(), 1u) << run.result.err;
+    const JsonValue &process = run.json["processes"][0];
+    EXPECT_EQ(process["allocations"].as_number(), 3);
+    size_t process_lease_ends = 0;
+    for (const auto &lease : process["leases"].items())
+      if (lease["name"].as_string() == "process") {
+        ++process_lease_ends;
+        EXPECT_EQ(lease["ended_by"].as_string(), "exit");
+      }
+    EXPECT_EQ(process_lease_ends, 1u);
+    EXPECT_EQ(classes_by_size(run.json), (std::map<uint64_t, std::string>{{7101, "reachable"}, {7102, "direct"}}))
+        << run.result.err;
+  }
+}
+
 // The world stop takes a real-time signal nothing handles when it first needs one. A program
 // that later installs a handler of its own for that signal must never be sent leaseguard's
 // stops (before: its handler ran, and the stop waited five seconds for a thread that never

@@ -33,6 +33,10 @@
  *                    lock while main drops an allocation and exits; 77 if they cannot be made
  *   no_fds           holds an allocation in a global, drops one, then opens /dev/null until
  *                    no descriptor is left and exits
+ *   vfork_exit [clone] a vfork child (or, with `clone`, a raw clone sharing the memory)
+ *                    whose exec fails calls exit(), not _exit(), running its exit handlers in
+ *                    the parent's memory; the parent then holds 7101 in a global, allocates
+ *                    and frees, drops 7102, and exits
  *   near_limit FILE  moves itself into a memory cgroup (FILE: its cgroup.procs), keeps 10^6
  *                    small heap blocks and an allocation in globals, drops one, and exits:
  *                    a program whose limit leaves room for itself, not for a classification
@@ -566,6 +570,35 @@ static void near_limit(const char *cgroup_procs) {
   leak(6702);
 }
 
+/* A vfork child that calls exit() (the common bug: _exit() is what it may call) runs the
+ * exit handlers and destructors of the parent's program, in the parent's memory. */
+static CUdeviceptr g_held_after_child;
+
+static int exec_fails_then_exits(void *unused) {
+  (void)unused;
+  execl("/nonexistent/leaseguard-victim", "victim", (char *)NULL);
+  exit(3);
+}
+
+static void vfork_exit(const char *how) {
+  pid_t child;
+  if (strcmp(how, "clone") == 0) {
+    static char stack[256 << 10];
+    child = clone(exec_fails_then_exits, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+  } else {
+    child = vfork();
+    if (child == 0) exec_fails_then_exits(NULL);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child) exit(10);
+  CHECK(cuMemAlloc_v2(&g_held_after_child, 7101));
+  CUdeviceptr passing;
+  CHECK(cuMemAlloc_v2(&passing, 4096));
+  CHECK(cuMemFree_v2(passing));
+  leak(7102);
+  printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *path = argc > 2 ? argv[2] : "";
@@ -587,6 +620,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "frees_unstopped") == 0) frees_unstopped();
   else if (strcmp(mode, "near_limit") == 0) near_limit(path);
   else if (strcmp(mode, "no_fds") == 0) no_fds();
+  else if (strcmp(mode, "vfork_exit") == 0) vfork_exit(path);
   else if (strcmp(mode, "many_threads") == 0) {
     if (*path != '\0') g_thread_count = atoi(path);
     many_threads();
