@@ -1,7 +1,7 @@
 /* Code of "the program" for the scan's unit tests: a library apart from the test binary, which
  * the mechanisms under test are linked into as they are into the preload (whose own calls they
  * leave out). Its calls to mmap, munmap and mremap reach theirs through the global scope, as a
- * program's do. */ 
+ * program's do. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <sys/mman.h>
