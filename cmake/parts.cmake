@@ -11,7 +11,7 @@ set(LEASEGUARD_PART_ARROWS
   "base                 "
   "journal              base"
   "stacks               base journal"
-  "reachability         base"
+  "reachability         base journal"
   "authority_protocol   base"
   "session              base journal stacks authority_protocol"
   "interception         "

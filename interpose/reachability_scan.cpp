@@ -39,6 +39,7 @@
 #include "python_interpreter.h"
 #include "python_pools.h"
 #include "reachability.h"
+#include "scan_policy.h"
 #include "resource_rules.h"
 #include "tracker.h"
 #include "world_stop.h"
@@ -514,19 +515,11 @@ size_t arena_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
          kRunningStackBytes + device_bytes + 4096;
 }
 
-// What a classification makes resident: the nodes and the classifier's arrays, faulted in
-// before the stop, the device copies, and what the rest of the arena is written with (the
-// maps text, roots, registers, copies of running stacks) in a process of thousands of mappings.
-size_t resident_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
-  return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + device_bytes + (4u << 20);
-}
-
-// Whether the memory the classification would take can be spared: at most half of what the
-// process may still use (memory_headroom.h), so that a program running near its memory limit
-// is never killed by its leak checker, and keeps room to run on after a lease's end.
+// Whether the memory the classification would take can be spared (scan_policy.h), and if not,
+// says so.
 bool memory_to_spare(size_t needed) noexcept {
   const uint64_t headroom = memory_headroom();
-  if (needed <= headroom / 2) return true;
+  if (reachability::fits_in_headroom(needed, headroom)) return true;
   // Once a process: with --reachability leases, every lease's end would say it again.
   static std::atomic<bool> warned{false};
   void (*say)(const char *, ...) noexcept = warned.exchange(true) ? log_debug : log_warning;
@@ -673,17 +666,13 @@ void log_costs(const Prepared &prepared, const Costs &costs) noexcept {
 // was not tracked or a Python interpreter's objects could not be read, what was not
 // found reachable is unchecked, never guessed lost.
 void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags) noexcept {
-  const bool lost_unchecked = (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked |
-                                        journal::kReachabilityPythonObjectsUnread)) != 0;
   std::vector<std::pair<uint64_t, uint8_t>> classes;
   try {
     classes.reserve(prepared.device_nodes);
     for (size_t i = 0; i < prepared.nodes.count; ++i) {
       const Node &node = prepared.nodes.items[i];
       if (node.allocation_id == 0) continue;
-      Class result = node.result;
-      if (lost_unchecked && result != Class::Reachable) result = Class::Unchecked;
-      classes.emplace_back(node.allocation_id, static_cast<uint8_t>(result));
+      classes.emplace_back(node.allocation_id, static_cast<uint8_t>(reachability::reported_class(node.result, flags)));
     }
   } catch (...) {
     log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
@@ -859,8 +848,8 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   // threads make until they stop (more than that: the heap is reported incomplete).
   const Options &options = tracker.options();
   const size_t blocks = heap::live_blocks() + python_objects.blocks;
-  const size_t node_room = blocks + blocks / 16 + mappings::count() + 16384 + live.size();
-  if (!memory_to_spare(resident_bytes_for(node_room, device_bytes_to_read(live, options)))) {
+  const size_t node_room = reachability::node_room_for(blocks, mappings::count(), live.size());
+  if (!memory_to_spare(reachability::resident_bytes_for(node_room, device_bytes_to_read(live, options)))) {
     journal_unchecked(tracker, live, flags | journal::kReachabilityMemoryShort);
     return;
   }
