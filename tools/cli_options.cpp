@@ -1,9 +1,11 @@
 // Implementation of command-line parsing.
 #include "cli_options.h"
 
+#include "option_table.h"
 #include "options.h"
 #include "suppressions.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace leaseguard::cli {
@@ -179,48 +181,14 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
 // value is not one it takes.
 using RunValueOption = bool (*)(const std::string &value, RunOptions &run, std::string &error);
 
-bool parse_ttl(const std::string &value, RunOptions &run, std::string &error) {
-  auto ms = parse_duration_ms(value);
-  if (!ms) error = "--ttl " + value + ": not a duration (examples: 250ms, 30s, 5m, 2h)";
-  else run.ttl_ms = *ms;
-  return ms.has_value();
-}
-
-bool parse_on_expiry(const std::string &value, RunOptions &run, std::string &error) {
-  auto policy = policy_from_name(value);
-  if (!policy) error = "--on-expiry " + value + ": must be report, reclaim or abort";
-  else run.on_expiry = *policy;
-  return policy.has_value();
-}
-
-bool parse_stack_depth(const std::string &value, RunOptions &run, std::string &error) {
-  auto depth = parse_integer(value, 0, kMaxStackDepth);
-  if (!depth) error = "--stack-depth " + value + ": must be a number from 0 to " + std::to_string(kMaxStackDepth);
-  else run.stack_depth = static_cast<int>(*depth);
-  return depth.has_value();
-}
-
-bool parse_journal(const std::string &value, RunOptions &run, std::string &error) {
-  auto mode = journal_mode_from_name(value);
-  if (!mode) error = "--journal " + value + ": must be full or compact";
-  else run.journal_mode = *mode;
-  return mode.has_value();
-}
-
-bool parse_reachability(const std::string &value, RunOptions &run, std::string &error) {
-  auto mode = reachability_mode_from_name(value);
-  if (!mode) error = "--reachability " + value + ": must be exit, leases or off";
-  else run.reachability = *mode;
-  return mode.has_value();
-}
-
-bool parse_device_scan_option(const std::string &value, RunOptions &run, std::string &error) {
-  uint64_t total = 0, per_allocation = 0;
-  if (!parse_device_scan(value, total, per_allocation)) {
-    error = "--device-scan " + value + ": must be TOTAL[,PER_ALLOCATION] byte counts (K, M, G suffixes)";
+// A flag of the table of settings: checked as the preload would read it, passed on as given.
+bool parse_setting(const OptionRow &row, const std::string &value, RunOptions &run, std::string &error) {
+  if (!row.apply(value, run.values)) {
+    error = std::string(row.flag) + " " + value + ": must be " + std::string(row.expect);
     return false;
   }
-  run.device_scan = value;
+  std::erase_if(run.settings, [&](const auto &setting) { return setting.first == row.variable; });
+  run.settings.emplace_back(row.variable, value);
   return true;
 }
 
@@ -232,8 +200,6 @@ bool parse_keep(const std::string &value, RunOptions &run, std::string &error) {
 }
 
 const std::pair<const char *, RunValueOption> kRunValueOptions[] = {
-    {"--ttl", parse_ttl},         {"--on-expiry", parse_on_expiry},       {"--stack-depth", parse_stack_depth},
-    {"--journal", parse_journal}, {"--reachability", parse_reachability}, {"--device-scan", parse_device_scan_option},
     {"--keep", parse_keep},
 };
 
@@ -247,6 +213,10 @@ bool parse_run_only(const std::vector<std::string> &arguments, size_t &index, co
     }
     run.sim = true;
     return true;
+  }
+  if (const OptionRow *row = option_with_flag(name)) {
+    std::string value;
+    return take_value(arguments, index, name, inline_value, value, error) && parse_setting(*row, value, run, error);
   }
   for (const auto &[option, apply] : kRunValueOptions) {
     if (name != option) continue;
@@ -555,6 +525,39 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
   return false;
 }
 
+// run's flags of the table of settings (core/base/option_table.h) as --help lists them: the
+// flag and its value's form in 25 columns, then its help without the `code` marks, wrapped.
+std::string settings_help() {
+  constexpr size_t kHelpColumn = 25, kWidth = 98;
+  std::string text;
+  for (const OptionRow &row : option_rows()) {
+    if (row.flag.empty()) continue;
+    std::string line = "  " + std::string(row.flag) + " " + std::string(row.value);
+    line.resize(std::max(line.size() + 1, kHelpColumn), ' ');
+    bool first_word = true;
+    std::string word;
+    auto place = [&] {
+      if (word.empty()) return;
+      if (!first_word && line.size() + 1 + word.size() > kWidth) {
+        text += line + "\n";
+        line = std::string(kHelpColumn, ' ');
+      } else if (!first_word) {
+        line += ' ';
+      }
+      line += word;
+      word.clear();
+      first_word = false;
+    };
+    for (char c : row.help) {
+      if (c == ' ') place();
+      else if (c != '`') word += c;
+    }
+    place();
+    text += line + "\n";
+  }
+  return text;
+}
+
 std::string usage_text() {
   return R"(leaseguard: find GPU device-memory leaks in CUDA programs
 
@@ -576,19 +579,8 @@ Options of run:
   --out DIR              where reports go (default ./leaseguard-out); each run's journals go
                          into a directory of its own there, DIR/latest names the newest
   --keep N               keep the newest N runs in DIR, removing older ones
-  --ttl DURATION         time-to-live of the process lease: 250ms, 30s, 5m, 2h
-  --on-expiry POLICY     report | reclaim | abort (default report)
-  --stack-depth N        frames recorded per allocation, 0 to 64; 0 turns stacks off (default 16)
-  --journal MODE         full | compact (default full): compact writes an allocation freed
-                         right away over by the thread's next one, so loops keep the journal
-                         small; leaks are reported the same, timelines and peaks leave them out
-  --reachability MODE    exit | leases | off (default exit): at exit, tell leaked device
-                         memory (direct, indirect) from memory the program still reaches
-                         (reachable: not reported); leases: at every lease's end too; off
-                         reports every live allocation, unchecked
-  --device-scan T[,P]    device memory read for pointers by the classification: T in all,
-                         P of one allocation (default 64M,1M); larger is read as pointer-free
-  --show-reachable       list reachable allocations too (run, report, diff)
+)" + settings_help() +
+         R"(  --show-reachable       list reachable allocations too (run, report, diff)
   --format FMT[=PATH]    text | json | sarif | junit | html | folded; repeatable; without =PATH
                          a file in DIR
   --source-root DIR      SARIF file locations are relative to DIR (default: the current

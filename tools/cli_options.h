@@ -46,13 +46,11 @@ struct CommonOptions {
 struct RunOptions {
   CommonOptions common;
   bool sim = false;
-  std::optional<uint64_t> ttl_ms;
-  Policy on_expiry = Policy::Report;
-  std::optional<int> stack_depth;
-  std::optional<JournalMode> journal_mode;
+  // The settings its flags gave (core/base/option_table.h), each as given, checked, passed on
+  // to the command as its variable; and the same applied, for what run reads of them.
+  std::vector<std::pair<std::string, std::string>> settings;  // (variable, value)
+  Options values;
   std::optional<size_t> keep_runs;  // --keep N: the newest N runs stay under --out
-  std::optional<ReachabilityMode> reachability;
-  std::string device_scan;  // --device-scan, checked: passed on as LEASEGUARD_DEVICE_SCAN
   std::vector<std::string> command;
 };
 

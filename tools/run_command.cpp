@@ -125,17 +125,11 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   }
   overrides["LEASEGUARD_OUT"] = run_dir;
   overrides["LEASEGUARD_RUN_ID"] = run_id;
-  if (options.ttl_ms) overrides["LEASEGUARD_TTL"] = std::to_string(*options.ttl_ms) + "ms";
-  overrides["LEASEGUARD_ON_EXPIRY"] = std::string(policy_name(options.on_expiry));
-  if (options.stack_depth) overrides["LEASEGUARD_STACK_DEPTH"] = std::to_string(*options.stack_depth);
-  if (options.journal_mode)
-    overrides["LEASEGUARD_JOURNAL"] = *options.journal_mode == JournalMode::Compact ? "compact" : "full";
+  // The settings run's flags gave (core/base/option_table.h), as given. The process lease's
+  // policy is run's to say: report, unless --on-expiry says otherwise.
+  overrides["LEASEGUARD_ON_EXPIRY"] = std::string(policy_name(Policy::Report));
+  for (const auto &[variable, value] : options.settings) overrides[variable] = value;
   if (options.common.quiet) overrides["LEASEGUARD_LOG"] = "quiet";
-  if (options.reachability)
-    overrides["LEASEGUARD_REACHABILITY"] = *options.reachability == ReachabilityMode::Off      ? "off"
-                                           : *options.reachability == ReachabilityMode::Leases ? "leases"
-                                                                                               : "exit";
-  if (!options.device_scan.empty()) overrides["LEASEGUARD_DEVICE_SCAN"] = options.device_scan;
   // For what in the program wants to know the report will apply suppressions (the GoogleTest
   // listener, include/leaseguard/gtest.hpp); the preload does not read it.
   if (!options.common.suppressions.empty())

@@ -1,6 +1,8 @@
 // Parsing of LEASEGUARD_* environment variables and of durations.
 #include "options.h"
 
+#include "option_table.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -172,75 +174,16 @@ bool parse_device_scan(std::string_view text, uint64_t &total, uint64_t &per_all
 
 Options parse_options(const EnvLookup &lookup, std::vector<std::string> &warnings, uint64_t now_unix_ns) {
   Options options;
-  auto get = [&](const char *name) -> std::optional<std::string_view> {
-    const char *value = lookup(name);
-    if (value == nullptr) return std::nullopt;
-    return std::string_view(value);
-  };
-  auto warn = [&](const char *name, std::string_view value, std::string_view instead) {
-    warnings.push_back(std::string(name) + "='" + std::string(value) + "' is not valid; using " + std::string(instead));
-  };
-
-  if (auto value = get("LEASEGUARD_DISABLE")) {
-    if (*value == "1" || *value == "true" || *value == "yes") options.disabled = true;
-    else if (!(*value == "0" || *value == "false" || *value == "no" || value->empty()))
-      warn("LEASEGUARD_DISABLE", *value, "0 (enabled)");
-  }
-  if (auto value = get("LEASEGUARD_LOG")) {
-    if (*value == "quiet") options.log_level = LogLevel::Quiet;
-    else if (*value == "info") options.log_level = LogLevel::Info;
-    else if (*value == "debug") options.log_level = LogLevel::Debug;
-    else warn("LEASEGUARD_LOG", *value, "info");
-  }
-  if (auto value = get("LEASEGUARD_OUT")) {
-    if (value->empty()) warn("LEASEGUARD_OUT", *value, options.out_dir);
-    else options.out_dir = std::string(*value);
-  }
-  if (auto value = get("LEASEGUARD_TTL")) {
-    if (auto ms = parse_duration_ms(*value)) options.ttl_ms = *ms;
-    else warn("LEASEGUARD_TTL", *value, "no time-to-live");
-  }
-  if (auto value = get("LEASEGUARD_DEADLINE")) {
-    if (auto ns = parse_deadline_ns(*value)) options.deadline_unix_ns = *ns;
-    else warn("LEASEGUARD_DEADLINE", *value, "no deadline (want @SECONDS or 2026-11-29T18:00:00Z)");
-    if (options.deadline_unix_ns && now_unix_ns != 0 && *options.deadline_unix_ns <= now_unix_ns)
-      warnings.push_back("LEASEGUARD_DEADLINE='" + std::string(*value) +
+  for (const OptionRow &row : option_rows()) {
+    const char *value = lookup(row.variable.data());  // the table's names are literals
+    if (value == nullptr) continue;
+    if (!row.apply(value, options))
+      warnings.push_back(std::string(row.variable) + "='" + value + "' is not valid; using " +
+                         std::string(row.fallback));
+    if (row.variable == "LEASEGUARD_DEADLINE" && options.deadline_unix_ns && now_unix_ns != 0 &&
+        *options.deadline_unix_ns <= now_unix_ns)
+      warnings.push_back("LEASEGUARD_DEADLINE='" + std::string(value) +
                          "' is already past: the process lease ends as the process starts");
-  }
-  if (auto value = get("LEASEGUARD_ON_EXPIRY")) {
-    if (auto policy = policy_from_name(*value)) options.on_expiry = *policy;
-    else warn("LEASEGUARD_ON_EXPIRY", *value, "report");
-  }
-  if (auto value = get("LEASEGUARD_STACK_DEPTH")) {
-    if (auto depth = parse_integer(*value, 0, kMaxStackDepth)) {
-      options.stack_depth = static_cast<int>(*depth);
-    } else {
-      warn("LEASEGUARD_STACK_DEPTH", *value,
-           std::to_string(kDefaultStackDepth) + " (allowed: 0.." + std::to_string(kMaxStackDepth) + ")");
-    }
-  }
-  if (auto value = get("LEASEGUARD_JOURNAL")) {
-    if (auto mode = journal_mode_from_name(*value)) options.journal_mode = *mode;
-    else warn("LEASEGUARD_JOURNAL", *value, "full (allowed: full, compact)");
-  }
-  if (auto value = get("LEASEGUARD_REACHABILITY")) {
-    if (auto mode = reachability_mode_from_name(*value)) options.reachability = *mode;
-    else warn("LEASEGUARD_REACHABILITY", *value, "exit (allowed: exit, leases, off)");
-  }
-  if (auto value = get("LEASEGUARD_DEVICE_SCAN")) {
-    if (!parse_device_scan(*value, options.device_scan_total_bytes, options.device_scan_allocation_bytes))
-      warn("LEASEGUARD_DEVICE_SCAN", *value, "64M,1M (want TOTAL[,PER_ALLOCATION] in bytes, K, M or G)");
-  }
-  if (auto value = get("LEASEGUARD_RUN_ID")) {
-    bool ok = !value->empty() && value->size() <= 64;
-    for (char c : *value)
-      ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-');
-    if (ok) options.run_id = std::string(*value);
-    else warn("LEASEGUARD_RUN_ID", *value, "none");
-  }
-  if (auto value = get("LEASEGUARD_AUTHORITY_LEASE"); value && !value->empty()) {
-    if (parse_integer(*value, 1, std::numeric_limits<long long>::max())) options.authority_lease = std::string(*value);
-    else warn("LEASEGUARD_AUTHORITY_LEASE", *value, "none (want a lease's id)");
   }
   return options;
 }

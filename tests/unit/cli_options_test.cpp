@@ -22,10 +22,15 @@ TEST(CommandLine, RunWithEveryOption) {
   const RunOptions &run = command.run;
   EXPECT_TRUE(run.sim);
   EXPECT_EQ(run.common.out_dir, "o");
-  EXPECT_EQ(run.ttl_ms, 250u);
-  EXPECT_EQ(run.on_expiry, Policy::Abort);
-  EXPECT_EQ(run.stack_depth, 8);
-  EXPECT_EQ(run.journal_mode, JournalMode::Compact);
+  EXPECT_EQ(run.values.ttl_ms, 250u);
+  EXPECT_EQ(run.values.on_expiry, Policy::Abort);
+  EXPECT_EQ(run.values.stack_depth, 8);
+  EXPECT_EQ(run.values.journal_mode, JournalMode::Compact);
+  // Passed on to the command as given, each as its variable (core/base/option_table.h).
+  EXPECT_EQ(run.settings, (std::vector<std::pair<std::string, std::string>>{{"LEASEGUARD_TTL", "250ms"},
+                                                                            {"LEASEGUARD_ON_EXPIRY", "abort"},
+                                                                            {"LEASEGUARD_STACK_DEPTH", "8"},
+                                                                            {"LEASEGUARD_JOURNAL", "compact"}}));
   ASSERT_EQ(run.common.formats.size(), 2u);
   EXPECT_EQ(run.common.formats[0].format, "json");
   EXPECT_EQ(run.common.formats[0].path, "");
@@ -69,7 +74,7 @@ TEST(CommandLine, EveryPolicy) {
     Command command;
     std::string error;
     ASSERT_TRUE(parse({"run", "--on-expiry", name, "--", "p"}, command, error)) << error;
-    EXPECT_EQ(command.run.on_expiry, policy);
+    EXPECT_EQ(command.run.values.on_expiry, policy);
   }
 }
 
@@ -161,7 +166,7 @@ TEST(CommandLine, LeaseStartTakesItsOwnOptionsAndRunsTheRestAsRun) {
   EXPECT_EQ(lease.socket, "/s");
   EXPECT_TRUE(lease.run.sim);
   EXPECT_EQ(lease.run.common.out_dir, "o");
-  EXPECT_FALSE(lease.run.ttl_ms) << "the lease's TTL is not the process lease's";
+  EXPECT_TRUE(lease.run.settings.empty()) << "the lease's TTL is not the process lease's";
   EXPECT_EQ(lease.run.command, (std::vector<std::string>{"prog", "--ttl", "9"}));
 }
 
