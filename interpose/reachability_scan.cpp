@@ -34,6 +34,7 @@
 #include "journal_format.h"
 #include "log.h"
 #include "memory_headroom.h"
+#include "memory_reader.h"
 #include "program_mappings.h"
 #include "preload_state.h"
 #include "python_interpreter.h"
@@ -366,12 +367,11 @@ void add_running_stack(Prepared &prepared, uintptr_t stack_pointer) noexcept {
   const size_t bytes = std::min<size_t>(end - begin, kRunningStackBytes - prepared.running_stacks_used);
   if (bytes == 0) return;
   char *copy = prepared.running_stacks + prepared.running_stacks_used;
-  iovec local{copy, bytes}, remote{reinterpret_cast<void *>(end - bytes), bytes};
-  const long got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
-  if (got <= 0) return;  // gone already: nothing on it is live
-  prepared.running_stacks_used += (static_cast<size_t>(got) + 7) & ~size_t{7};
+  const size_t got = memory::copy(copy, end - bytes, bytes);
+  if (got == 0) return;  // gone already: nothing on it is live
+  prepared.running_stacks_used += (got + 7) & ~size_t{7};
   const auto at = reinterpret_cast<uintptr_t>(copy);
-  prepared.program_roots.push(MemoryRange{at, at + static_cast<size_t>(got)});
+  prepared.program_roots.push(MemoryRange{at, at + got});
 }
 
 // A thread's static TLS and control block around its thread pointer. A thread that glibc

@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "memory_reader.h"
 #include "module_map.h"
 #include "program_mappings.h"
 
@@ -69,8 +70,8 @@ size_t live_block_bound(const Extent &module) noexcept {
           local[pools] = iovec{&fields[pools], sizeof fields[pools]};
           remote[pools] = iovec{reinterpret_cast<void *>(pool), sizeof fields[pools]};
         }
-        const long got = syscall(SYS_process_vm_readv, getpid(), local, pools, remote, pools, 0);
-        for (size_t i = 0; got > 0 && i < pools && i * sizeof(uint32_t) < static_cast<size_t>(got); ++i)
+        const size_t got = memory::copy_ranges(local, remote, pools);
+        for (size_t i = 0; i < pools && i * sizeof(uint32_t) < got; ++i)
           total.blocks += pymalloc::live_block_bound(fields[i], pool_bytes);
       },
       &count);
