@@ -61,6 +61,14 @@ constexpr uint32_t make_tag(RecordType type, size_t slots) {
 }
 inline constexpr uint32_t kContinuationTag = make_tag(RecordType::Continuation, 1);
 
+// A slot's first word, decoded (the only decoding of it: the reader and the live view use
+// these). 0 is a slot not committed; a word without the magic is not leaseguard's.
+constexpr bool is_leaseguard_tag(uint32_t tag) { return (tag & kTagMagicMask) == kTagMagic; }
+constexpr RecordType tag_type(uint32_t tag) { return static_cast<RecordType>((tag >> 8) & 0xFF); }
+constexpr size_t tag_slots(uint32_t tag) { return tag & 0xFF; }
+static_assert(tag_type(make_tag(RecordType::Alloc, 3)) == RecordType::Alloc &&
+              tag_slots(make_tag(RecordType::Alloc, 3)) == 3);
+
 constexpr size_t slots_for(size_t payload_bytes) {
   return payload_bytes == 0 ? 1 : (payload_bytes + kSlotPayloadBytes - 1) / kSlotPayloadBytes;
 }

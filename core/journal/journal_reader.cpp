@@ -300,13 +300,13 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
       ++slot;
       continue;
     }
-    if ((tag & kTagMagicMask) != kTagMagic) {
+    if (!is_leaseguard_tag(tag)) {
       ++stats.corrupt_slots;
       ++slot;
       continue;
     }
-    auto type = static_cast<RecordType>((tag >> 8) & 0xFF);
-    size_t slots = tag & 0xFF;
+    const RecordType type = tag_type(tag);
+    const size_t slots = tag_slots(tag);
     if (type == RecordType::Continuation) {
       ++stats.uncommitted_slots;  // its record's first slot was never committed
       ++slot;

@@ -152,7 +152,7 @@ class CountingBackend : public ReclaimBackend {
 };
 
 // Reads the journal as the daemon does until the process's answer is there.
-journal::AuthorityReclaimPayload wait_for_answer(authority::LiveBytesReader &reader) {
+journal::AuthorityReclaimPayload wait_for_answer(journal::LiveBytesReader &reader) {
   for (;;) {
     reader.update();
     if (reader.reclaim_answer()) return *reader.reclaim_answer();
@@ -179,7 +179,7 @@ TEST(AuthorityControl, AProcessAskedToReclaimEndsEveryLeaseGivesItsMemoryBackAnd
   ASSERT_EQ(tracker.lease_leave(), 0);
   EXPECT_EQ(tracker.on_free(Api::cuMemFree_v2, 0x2000), FreeOutcome::Known);
 
-  authority::LiveBytesReader reader;
+  journal::LiveBytesReader reader;
   std::string error;
   ASSERT_TRUE(reader.open(tracker.journal_path(), getuid(), error)) << error;
   reader.update();

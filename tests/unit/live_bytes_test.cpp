@@ -15,7 +15,7 @@
 #include "api_ids.h"
 #include "journal_format.h"
 
-namespace leaseguard::authority {
+namespace leaseguard::journal {
 namespace {
 
 using namespace journal;
@@ -171,4 +171,4 @@ TEST(LiveBytes, RefusesWhatIsNotAJournal) {
 }
 
 }  // namespace
-}  // namespace leaseguard::authority
+}  // namespace leaseguard::journal

@@ -236,7 +236,7 @@ LeaseAuthority::ProcessJournal *LeaseAuthority::journal_of(const LeaseState &lea
   while (newest < 1000 && exists(journal_name(newest + 1))) ++newest;
   if (newest < 0 && exists(journal_name(0))) newest = 0;
   if (newest != journal.image) {
-    auto reader = std::make_unique<LiveBytesReader>();
+    auto reader = std::make_unique<journal::LiveBytesReader>();
     std::string error;
     if (newest >= 0 && reader->open(journal_name(newest), lease.owner, error)) {
       journal.reader = std::move(reader);

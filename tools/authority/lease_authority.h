@@ -83,7 +83,7 @@ class LeaseAuthority {
   struct ProcessJournal {
     int image = -1;  // which journal: 0 PREFIX.journal, N PREFIX.N.journal
     std::string path;
-    std::unique_ptr<LiveBytesReader> reader;
+    std::unique_ptr<journal::LiveBytesReader> reader;
   };
   // The newest journal of `process` (an exec'd image writes a new one), read up to now; null
   // if it has none yet.

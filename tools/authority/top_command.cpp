@@ -94,7 +94,7 @@ bool from_daemon(const std::string &socket, Snapshot &snapshot) {
 
 // Without a daemon: the running processes of the newest run under `out_dir`, from their journals.
 void from_journals(const std::string &out_dir, Snapshot &snapshot,
-                   std::map<std::string, std::unique_ptr<authority::LiveBytesReader>> &readers) {
+                   std::map<std::string, std::unique_ptr<journal::LiveBytesReader>> &readers) {
   const std::optional<std::string> run = newest_run(out_dir);
   const std::string directory = run ? *run : out_dir;
   snapshot.source = "the journals in " + directory + " (no lease authority answers)";
@@ -117,10 +117,10 @@ void from_journals(const std::string &out_dir, Snapshot &snapshot,
     }
     const pid_t pid = static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10));
     if (pid <= 0 || !authority::live_process(pid)) continue;
-    std::unique_ptr<authority::LiveBytesReader> &reader = readers[directory + "/" + name];
+    std::unique_ptr<journal::LiveBytesReader> &reader = readers[directory + "/" + name];
     std::string error;
     if (!reader) {
-      reader = std::make_unique<authority::LiveBytesReader>();
+      reader = std::make_unique<journal::LiveBytesReader>();
       if (!reader->open(directory + "/" + name, getuid(), error)) continue;
     }
     reader->update();
@@ -182,7 +182,7 @@ void on_stop(int) { g_stop = 1; }
 
 int top_command(const TopOptions &options) {
   const std::string socket = authority::socket_path(options.socket);
-  std::map<std::string, std::unique_ptr<authority::LiveBytesReader>> readers;
+  std::map<std::string, std::unique_ptr<journal::LiveBytesReader>> readers;
   auto take = [&] {
     Snapshot snapshot;
     if (!from_daemon(socket, snapshot)) from_journals(options.out_dir, snapshot, readers);

@@ -12,10 +12,8 @@
 #include "journal_format.h"
 #include "resource_rules.h"
 
-namespace leaseguard::authority {
+namespace leaseguard::journal {
 namespace {
-
-using namespace journal;
 
 // Zero slots in a row after which the rest of the file is taken for unwritten: more than
 // the records all of a process's threads can have in flight at once.
@@ -90,8 +88,8 @@ void LiveBytesReader::add_allocation(uint64_t slot) {
 }
 
 size_t LiveBytesReader::apply(uint64_t slot, uint32_t tag) {
-  const size_t slots = tag & 0xFF;
-  const auto type = static_cast<RecordType>((tag >> 8) & 0xFF);
+  const size_t slots = tag_slots(tag);
+  const RecordType type = tag_type(tag);
   if (slots == 0 || (slot + slots) * kSlotBytes > mapped_bytes_) return 1;
   if (slots != 1) return slots;  // what matters here fits one slot
   switch (type) {
@@ -142,7 +140,7 @@ void LiveBytesReader::update() {
   // Slots that were being written last time, in journal order.
   for (auto it = pending_.begin(); it != pending_.end();) {
     const uint32_t tag = tag_at(*it);
-    if ((tag & kTagMagicMask) != kTagMagic) {
+    if (!is_leaseguard_tag(tag)) {
       ++it;
       continue;
     }
@@ -162,7 +160,7 @@ void LiveBytesReader::update() {
     }
     for (uint64_t gap = slot - zeros; gap < slot; ++gap) pending_.insert(gap);
     zeros = 0;
-    if ((tag & kTagMagicMask) != kTagMagic || tag == kContinuationTag) {
+    if (!is_leaseguard_tag(tag) || tag == kContinuationTag) {
       ++slot;
       continue;
     }
@@ -181,4 +179,4 @@ std::map<int, uint64_t> LiveBytesReader::live_bytes_per_device() const {
   return bytes;
 }
 
-}  // namespace leaseguard::authority
+}  // namespace leaseguard::journal

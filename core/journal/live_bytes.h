@@ -1,6 +1,7 @@
-// What a running process holds on each device, read from its journal while the process
-// writes it: the daemon's view of live bytes, with no message from the process per
-// allocation (docs/lease-authority.md, "Metrics").
+// The journal's live view: what a running process holds on each device, read from its
+// journal while the process writes it, with no message from the process per allocation. The
+// lease authority's daemon and `leaseguard top` read live bytes this way (docs/lease-authority.md,
+// "Metrics"). Slots are decoded as journal_reader.cpp decodes them (journal_format.h's tag_*).
 //
 // The journal is mapped read-only and shared, so each look sees what the writer committed,
 // and only what is new since the last look is read: the records after the last one read,
@@ -23,7 +24,7 @@
 
 #include "journal_format.h"
 
-namespace leaseguard::authority {
+namespace leaseguard::journal {
 
 class LiveBytesReader {
  public:
@@ -77,4 +78,4 @@ class LiveBytesReader {
   std::optional<journal::AuthorityReclaimPayload> reclaim_answer_;
 };
 
-}  // namespace leaseguard::authority
+}  // namespace leaseguard::journal
