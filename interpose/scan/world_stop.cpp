@@ -87,8 +87,34 @@ void park(Slot &slot, const ucontext_t &context) noexcept {
   while (g_resume_epoch.load(std::memory_order_acquire) == epoch) futex_wait(g_resume_epoch, epoch, nullptr);
 }
 
+// What marks a signal as a stop of leaseguard's: sent with rt_tgsigqueueinfo, SI_QUEUE and
+// this value, so that the same signal from anyone else (the program raising it, another
+// process's kill) is told apart, as is a stop of ours still pending after its scan.
+constexpr int kStopMark = 0x4c475354;  // "LGST"
+
+bool is_our_stop(const siginfo_t *info) noexcept {
+  return info->si_code == SI_QUEUE && info->si_pid == g_pid && info->si_value.sival_int == kStopMark;
+}
+
+// The signal is not a stop: someone else sent it, and the program had left it at its default
+// action when a stop chose it (install_handler). That action is taken, as without leaseguard
+// (the process ends): the default is put back, and the signal sent again to this thread, where
+// it waits until the handler returns. Putting back the default gives the signal up (signal_hooks
+// .cpp tells program_sets_action): the next stop takes another.
+void take_default_action(int signal_number) noexcept {
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal_number, &fallback, nullptr);
+  syscall(SYS_tgkill, getpid(), current_tid(), signal_number);
+}
+
 void on_stop_signal(int signal_number, siginfo_t *info, void *context) {
-  if (!g_active.load(std::memory_order_acquire) || info->si_code != SI_TKILL || info->si_pid != g_pid) return;
+  if (!is_our_stop(info)) {
+    take_default_action(signal_number);
+    return;
+  }
+  if (!g_active.load(std::memory_order_acquire)) return;  // pending when its scan ended
   if (heap::in_tracked_call()) {
     heap::defer_stop(signal_number);
     return;
@@ -99,10 +125,23 @@ void on_stop_signal(int signal_number, siginfo_t *info, void *context) {
   errno = saved_errno;
 }
 
-// A real-time signal with no handler, chosen once and then kept: its handler stays
-// installed, so a stop signal still pending for a thread when the scan ended is ignored.
+// Whether the handler of `signal_number` is still this file's: the program may have put one of
+// its own there without the interposed sigaction or signal (sigset, bsd_signal, a raw
+// rt_sigaction system call).
+bool handler_still_ours(int signal_number) noexcept {
+  struct sigaction current {};
+  return sigaction(signal_number, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) != 0 &&
+         current.sa_sigaction == on_stop_signal;
+}
+
+// A real-time signal with no handler, chosen once and then kept while its handler is still
+// ours: it stays installed, so a stop signal still pending for a thread when the scan ended
+// is ignored. One the program took meanwhile is given up, and another chosen.
 bool install_handler() noexcept {
-  if (g_signal.load(std::memory_order_acquire) != 0) return true;
+  if (const int chosen = g_signal.load(std::memory_order_acquire); chosen != 0) {
+    if (handler_still_ours(chosen)) return true;
+    program_sets_action(chosen);
+  }
   for (int candidate = SIGRTMAX; candidate >= SIGRTMIN + 2; --candidate) {
     struct sigaction current {};
     if (sigaction(candidate, nullptr, &current) != 0) continue;
@@ -179,7 +218,14 @@ SignalBlock stop_signal_block(pid_t tid) noexcept {
 // Sends the stop signal to the thread of `slot`, or marks it gone if it has ended.
 void send_stop(Slot &slot) noexcept {
   slot.state.store(kSignalled, std::memory_order_release);
-  if (syscall(SYS_tgkill, g_pid, slot.info.tid, g_signal.load(std::memory_order_relaxed)) != 0)
+  const int signal_number = g_signal.load(std::memory_order_relaxed);
+  siginfo_t info{};
+  info.si_signo = signal_number;
+  info.si_code = SI_QUEUE;
+  info.si_pid = g_pid;
+  info.si_uid = getuid();
+  info.si_value.sival_int = kStopMark;
+  if (syscall(SYS_rt_tgsigqueueinfo, g_pid, slot.info.tid, signal_number, &info) != 0)
     slot.state.store(kGone, std::memory_order_release);
 }
 

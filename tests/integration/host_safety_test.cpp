@@ -202,6 +202,33 @@ TEST(HostSafety, ARealTimeSignalTheProgramTakesLaterIsNeverSentToIt) {
   EXPECT_EQ(classes, (std::map<uint64_t, std::string>{{5201, "direct"}, {5202, "direct"}})) << run.result.err;
 }
 
+// The program sends itself the signal the world stop took (it had left it at its default
+// action): it dies of it, as without leaseguard. Before, leaseguard's handler swallowed it and
+// the program ran on.
+TEST(HostSafety, ASignalTheStopTookStillEndsTheProgramWhenTheProgramSendsIt) {
+  TempDir dir;
+  const auto plain =
+      run_process({victim("host_safety"), "realtime_default"}, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
+  auto run =
+      run_under_leaseguard(dir / "out", {victim("host_safety"), "realtime_default"}, {"--reachability", "leases"});
+  EXPECT_EQ(plain.exit_code, 128 + SIGRTMAX);
+  EXPECT_EQ(run.result.exit_code, plain.exit_code) << run.result.out << run.result.err;
+  EXPECT_EQ(run.result.out, plain.out);
+}
+
+// A handler the program installs with sigset() (no interposed call sees it) after a stop took
+// the signal: the next stop sees the handler is not leaseguard's any more and takes another
+// signal, so the program's handler never receives a stop.
+TEST(HostSafety, AHandlerInstalledWithSigsetIsNeverSentAStop) {
+  TempDir dir;
+  auto run =
+      run_under_leaseguard(dir / "out", {victim("host_safety"), "realtime_sigset"}, {"--reachability", "leases"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_FALSE(run.json["processes"][0]["reachability"]["threads_not_stopped"].as_bool()) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json), (std::map<uint64_t, std::string>{{5221, "direct"}, {5222, "direct"}}))
+      << run.result.err;
+}
+
 // Each lease's classification stops the program's threads while short-lived ones start and
 // end. A thread inside glibc's moments with every signal blocked (its creation, its exit), or
 // still leaving the previous stop's handler, is waited for, not called unstoppable: before,

@@ -33,6 +33,10 @@
  *                    lock while main drops an allocation and exits; 77 if they cannot be made
  *   no_fds           holds an allocation in a global, drops one, then opens /dev/null until
  *                    no descriptor is left and exits
+ *   realtime_default a lease ends (classified, with an idle thread stopped), then the program
+ *                    sends itself SIGRTMAX, which it left at its default action: it must die of it
+ *   realtime_sigset  as realtime_handler, with the handler installed by sigset(); exits 20 if
+ *                    leaseguard's stops reached the program's handler
  *   vfork_exit [clone] a vfork child (or, with `clone`, a raw clone sharing the memory)
  *                    whose exec fails calls exit(), not _exit(), running its exit handlers in
  *                    the parent's memory; the parent then holds 7101 in a global, allocates
@@ -436,6 +440,26 @@ static int realtime_handler(void) {
   return g_realtime_hits == 0 ? 0 : 20;
 }
 
+static void realtime_default(void) {
+  pthread_t idle;
+  if (pthread_create(&idle, NULL, idle_thread, NULL) != 0) exit(10);
+  lease_with_leak(5211);
+  raise(SIGRTMAX);
+  printf("survived SIGRTMAX\n");
+}
+
+static int realtime_sigset(void) {
+  pthread_t idle;
+  if (pthread_create(&idle, NULL, idle_thread, NULL) != 0) exit(10);
+  lease_with_leak(5221);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // as old programs still call it
+  sigset(SIGRTMAX, count_realtime);
+#pragma GCC diagnostic pop
+  lease_with_leak(5222);
+  return g_realtime_hits == 0 ? 0 : 20;
+}
+
 /* Threads that start and end while leases are classified: each stop finds some of them inside
  * glibc's moments with every signal blocked (creation, exit), and the idle thread may still be
  * leaving the previous stop's handler. */
@@ -615,6 +639,8 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "jump_out") == 0) jump_out(path);
   else if (strcmp(mode, "main_exits") == 0) main_exits();
   else if (strcmp(mode, "realtime_handler") == 0) return realtime_handler();
+  else if (strcmp(mode, "realtime_default") == 0) realtime_default();
+  else if (strcmp(mode, "realtime_sigset") == 0) return realtime_sigset();
   else if (strcmp(mode, "threads_churn") == 0) threads_churn();
   else if (strcmp(mode, "blocks_signals") == 0) blocks_signals();
   else if (strcmp(mode, "frees_unstopped") == 0) frees_unstopped();
