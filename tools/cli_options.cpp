@@ -177,10 +177,6 @@ bool parse_common(const std::vector<std::string> &arguments, size_t &index, cons
   return false;
 }
 
-// What a run-only option that takes a value does with it; false, with `error` set, if the
-// value is not one it takes.
-using RunValueOption = bool (*)(const std::string &value, RunOptions &run, std::string &error);
-
 // A flag of the table of settings: checked as the preload would read it, passed on as given.
 bool parse_setting(const OptionRow &row, const std::string &value, RunOptions &run, std::string &error) {
   if (!row.apply(value, run.values)) {
@@ -192,16 +188,13 @@ bool parse_setting(const OptionRow &row, const std::string &value, RunOptions &r
   return true;
 }
 
+// --keep N; false, with `error` set, if N is not a number of runs.
 bool parse_keep(const std::string &value, RunOptions &run, std::string &error) {
   const auto keep = parse_integer(value, 1, 1000000);
   if (!keep) error = "--keep " + value + ": must be a number of runs from 1 up";
   else run.keep_runs = static_cast<size_t>(*keep);
   return keep.has_value();
 }
-
-const std::pair<const char *, RunValueOption> kRunValueOptions[] = {
-    {"--keep", parse_keep},
-};
 
 // An option only run takes. Returns false, with `error` set, if it is unknown or given wrongly.
 bool parse_run_only(const std::vector<std::string> &arguments, size_t &index, const std::string &name,
@@ -218,10 +211,9 @@ bool parse_run_only(const std::vector<std::string> &arguments, size_t &index, co
     std::string value;
     return take_value(arguments, index, name, inline_value, value, error) && parse_setting(*row, value, run, error);
   }
-  for (const auto &[option, apply] : kRunValueOptions) {
-    if (name != option) continue;
+  if (name == "--keep") {
     std::string value;
-    return take_value(arguments, index, name, inline_value, value, error) && apply(value, run, error);
+    return take_value(arguments, index, name, inline_value, value, error) && parse_keep(value, run, error);
   }
   error = "unknown option " + name + " for 'run'";
   return false;

@@ -39,7 +39,7 @@ void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes
                     void *context) noexcept;
 
 // For the world stop's signal handler: a thread inside a tracked call is not stopped there;
-// its stop is marked pending and taken when the call ends (by raising the signal again).
+// its stop is marked pending and taken when the call ends (park_after_deferred_stop).
 bool in_tracked_call() noexcept;
 void defer_stop(int signal_number) noexcept;
 

@@ -6,8 +6,10 @@
 // CAP_SYS_PTRACE, a program already under a debugger or strace all refuse it), while a
 // signal reaches every thread that has not blocked it, and its handler is handed exactly
 // the registers the thread was interrupted with. A real-time signal that nothing in the
-// process handles is sent to each thread with tgkill; its handler saves the interrupted
-// registers and waits on a futex until the scan is done. Threads are listed from
+// process handles is sent to each thread with rt_tgsigqueueinfo and a mark of leaseguard's;
+// its handler saves the interrupted registers and waits on a futex until the scan is done.
+// The same signal without the mark is the program's, and takes the default action the
+// program left it at (the process ends). Threads are listed from
 // /proc/self/task again after each round, until no new one appeared: a thread created while
 // others stop is stopped too.
 //
