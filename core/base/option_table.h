@@ -2,8 +2,8 @@
 // point: the environment variable the preload reads, the `leaseguard run` flag that sets it
 // (none for some), the form of its value, what a bad value must look like and falls back to,
 // and its help. From it come the preload's parser (options.cpp), run's flags, what run passes
-// on and `run --help` (tools/cli_options.cpp), and the tables of the README and
-// docs/usage.md, which OptionTable.* hold to it word for word.
+// on and `run --help` (tools/cli_options.cpp, tools/cli_flags.cpp), and the tables of the
+// README and docs/usage.md, which OptionTable.* and CliFlags.* hold to it word for word.
 #pragma once
 
 #include <span>

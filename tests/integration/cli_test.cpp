@@ -105,8 +105,7 @@ TEST(Cli, OptionsThatCannotWorkAreRefusedBeforeTheCommandRuns) {
     EXPECT_EQ(count_lines(result.err), options[0] == "--fail-on-leak" ? 2 : 1) << result.err;
   }
   auto code = leaseguard({"run", "--sim", "--fail-on-leak", "5", "--", "/bin/true"});
-  EXPECT_NE(code.err.find("--fail-on-leak takes its exit code after '=': --fail-on-leak=5"), std::string::npos)
-      << code.err;
+  EXPECT_NE(code.err.find("--fail-on-leak takes its value after '=': --fail-on-leak=5"), std::string::npos) << code.err;
 }
 
 // report --out makes its directory (before the work, so a bad one fails first); --min-bytes

@@ -1,5 +1,5 @@
 // The table of settings (core/base/option_table.h): the parser, run's flags, run's help and
-// the pages all come from it, word for word.
+// the README's table all come from it, word for word (docs/usage.md's: CliFlags.*).
 #include "option_table.h"
 
 #include <gtest/gtest.h>
@@ -55,16 +55,6 @@ TEST(OptionTable, TheReadmeListsEveryVariableUsersSetAsTheTableSaysIt) {
   for (const OptionRow &row : option_rows())
     if (!row.set_by_leaseguard) expected.emplace_back(row.variable, row.help);
   EXPECT_EQ(table_rows(page("README.md"), "LEASEGUARD_"), expected);
-}
-
-TEST(OptionTable, UsageListsEveryRunFlagAsTheTableSaysIt) {
-  std::vector<std::pair<std::string, std::string>> listed;
-  for (const auto &[name, help] : table_rows(page("docs/usage.md"), "--"))
-    if (option_with_flag(name.substr(0, name.find(' '))) != nullptr) listed.emplace_back(name, help);
-  std::vector<std::pair<std::string, std::string>> expected;
-  for (const OptionRow &row : option_rows())
-    if (!row.flag.empty()) expected.emplace_back(std::string(row.flag) + " " + std::string(row.value), row.help);
-  EXPECT_EQ(listed, expected);
 }
 
 TEST(OptionTable, RunsHelpListsEveryFlagWithItsValue) {
