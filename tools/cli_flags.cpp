@@ -206,7 +206,8 @@ const FlagRow kRows[] = {
     {"--socket", "PATH", V::Required, kDaemon, "the socket to listen on (default as for `lease`)",
      keep_text<&T::daemon, &authority::DaemonOptions::socket>},
     {"--state", "DIR", V::Required, kDaemon,
-     "where leases are kept across restarts (default `$XDG_STATE_HOME/leaseguard`; `/var/lib/leaseguard` for root)",
+     "where leases are kept across restarts (default `$XDG_STATE_HOME/leaseguard`, else "
+     "`~/.local/state/leaseguard`; `/var/lib/leaseguard` for root)",
      keep_text<&T::daemon, &authority::DaemonOptions::state_directory>},
     {"--metrics", "HOST:PORT", V::Required, kDaemon, "serve Prometheus's text format at `/metrics`",
      keep_text<&T::daemon, &authority::DaemonOptions::metrics_address>},
