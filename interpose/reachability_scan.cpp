@@ -785,6 +785,17 @@ struct StoppedPhase {
   size_t fixed_roots;
 };
 
+const char *not_stopped_text(NotStoppedReason reason) noexcept {
+  switch (reason) {
+    case NotStoppedReason::kTooMany: return "the process has more threads than one stop holds (16,384)";
+    case NotStoppedReason::kAttachRefused:
+      return "ptrace was refused for a thread (a debugger or strace holds the process, or seccomp or Yama forbids it)";
+    case NotStoppedReason::kStuckInCall: return "a thread stayed inside a heap call for 5 seconds";
+    case NotStoppedReason::kNone: break;
+  }
+  return "a thread could not be stopped";
+}
+
 // Stops the program's threads, classifies, resumes them, and journals the classes.
 void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase &phase, uint32_t flags,
                        Costs &costs) noexcept {
@@ -794,7 +805,7 @@ void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase 
   WorldStop world;
   if (!world.stop(own_threads, own_thread_count)) {
     log_warning(
-        "could not stop the program's threads (no free signal, or no descriptor to list them): "
+        "could not stop the program's threads (no memory, no task to trace them, or no descriptor to list them): "
         "live allocations are reported unchecked");
     journal_classes(tracker, prepared, flags | journal::kReachabilityThreadsNotStopped);
     return;
@@ -810,9 +821,11 @@ void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase 
     faulted = !run_recoverably([](void *work) { (*static_cast<decltype(classify_now) *>(work))(); }, &classify_now);
   }
   costs.other_threads = world.count();
+  const NotStoppedReason why_not_stopped = world.reason();
   world.resume();
   costs.resumed_ns = monotonic_ns();
   log_costs(prepared, costs);
+  if (!threads_stopped) log_info("%s: lost allocations are reported unchecked", not_stopped_text(why_not_stopped));
 
   if (faulted) {
     log_warning(

@@ -59,22 +59,23 @@ uint64_t realtime_ns() noexcept {
   return detail::nanoseconds_of(now);
 }
 
+// Its buffers are on the heap: the first allocation of a thread with the smallest stack glibc
+// allows (16 KiB) opens the journal, and 12 KiB of arrays here overflowed it.
 std::vector<unsigned char> process_payload() {
-  std::string command;
-  char exe[4096];
-  ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  command.append(exe, length > 0 ? static_cast<size_t>(length) : 0);
+  std::string command(4096, '\0');
+  const ssize_t length = readlink("/proc/self/exe", command.data(), command.size() - 1);
+  command.resize(length > 0 ? static_cast<size_t>(length) : 0);
   command.push_back('\0');
   uint32_t argc = 0;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    char buffer[8192];
-    ssize_t got = read(fd, buffer, sizeof buffer);
+    std::vector<char> buffer(8192);
+    ssize_t got = read(fd, buffer.data(), buffer.size());
     close(fd);
     if (got > 0) {
-      command.append(buffer, static_cast<size_t>(got));
+      command.append(buffer.data(), static_cast<size_t>(got));
       if (command.back() != '\0') command.push_back('\0');
-      for (ssize_t i = 0; i < got; ++i) argc += buffer[i] == '\0';
+      for (ssize_t i = 0; i < got; ++i) argc += buffer[static_cast<size_t>(i)] == '\0';
     }
   }
   journal::ProcessPayload header{};

@@ -21,7 +21,6 @@
 #include "preload_state.h"
 #include "real_dlsym.h"
 #include "signal_hooks.h"
-#include "world_stop.h"
 
 namespace leaseguard::interpose {
 namespace {
@@ -150,9 +149,7 @@ extern "C" __attribute__((visibility("default"))) int sigaction(int signal_numbe
       errno = ENOSYS;
       return -1;
     }
-    const int result = real(signal_number, action, old_action);
-    if (result == 0 && action != nullptr) program_sets_action(signal_number);
-    return result;
+    return real(signal_number, action, old_action);
   }
   // Block the signal while its recorded disposition changes, so the handler never sees
   // half of an update.
@@ -181,7 +178,6 @@ extern "C" __attribute__((visibility("default"))) sighandler_t signal(int signal
     sigemptyset(&action.sa_mask);
     SigactionFunction real = real_sigaction();
     if (real == nullptr || real(signal_number, &action, &old_action) != 0) return SIG_ERR;
-    program_sets_action(signal_number);
     return old_action.sa_handler;
   }
   struct sigaction action {

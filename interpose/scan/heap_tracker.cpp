@@ -248,7 +248,7 @@ bool ready() noexcept {
 // ---- deferring the world stop across a tracked call ----
 
 thread_local int t_in_call __attribute__((tls_model("initial-exec"))) = 0;
-thread_local int t_deferred_signal __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int t_stop_waiting __attribute__((tls_model("initial-exec"))) = 0;  // set by the tracer
 // The outermost tracked call's frame, for a jump that leaves it (stack_jump.h).
 thread_local uintptr_t t_call_frame __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -261,8 +261,8 @@ bool begin_tracked_call() noexcept {
 }
 
 void end_tracked_call() noexcept {
-  if (--t_in_call == 0 && __builtin_expect(t_deferred_signal != 0, false)) {
-    t_deferred_signal = 0;
+  if (--t_in_call == 0 && __builtin_expect(t_stop_waiting != 0, false)) {
+    t_stop_waiting = 0;
     park_after_deferred_stop();
   }
 }
@@ -352,15 +352,20 @@ void for_each_block(void (*visit)(void *, uintptr_t, size_t, bool), void *contex
 }
 
 bool in_tracked_call() noexcept { return t_in_call != 0; }
-void defer_stop(int signal_number) noexcept { t_deferred_signal = signal_number; }
+CallWords call_words() noexcept {
+  uintptr_t thread_pointer;
+  asm volatile("mov %%fs:0, %0" : "=r"(thread_pointer));
+  return {static_cast<intptr_t>(reinterpret_cast<uintptr_t>(&t_in_call) - thread_pointer),
+          static_cast<intptr_t>(reinterpret_cast<uintptr_t>(&t_stop_waiting) - thread_pointer)};
+}
 
 bool tracking() noexcept { return ready() && g_tracking; }
 
 void jumping_to(const StackJump &jump) noexcept {
   if (t_in_call == 0 || !jump.leaves(t_call_frame)) return;
   t_in_call = 0;  // the calls nested in it are deeper still
-  if (t_deferred_signal != 0) {
-    t_deferred_signal = 0;
+  if (t_stop_waiting != 0) {
+    t_stop_waiting = 0;
     park_after_deferred_stop();
   }
 }

@@ -7,9 +7,9 @@
 // Off (LEASEGUARD_REACHABILITY=off) they only forward. Under a sanitizer whose runtime owns
 // malloc, the sanitizer's malloc/free hooks feed the same table.
 //
-// The world stop (world_stop.h) never stops a thread inside one of these calls: a thread
+// The world stop (world_stop.h) never holds a thread inside one of these calls: a thread
 // between the allocator and the table, or inside realloc moving a block's contents, would
-// leave a live block unknown. Its stop signal is deferred to the call's end instead.
+// leave a live block unknown. It lets the thread go on to the call's end, where it waits.
 #pragma once
 
 #include <cstddef>
@@ -38,10 +38,18 @@ void mark_own(const void *block) noexcept;
 void for_each_block(void (*visit)(void *context, uintptr_t address, size_t bytes, bool leaseguard_own),
                     void *context) noexcept;
 
-// For the world stop's signal handler: a thread inside a tracked call is not stopped there;
-// its stop is marked pending and taken when the call ends (park_after_deferred_stop).
+// Whether this thread is inside a tracked call.
 bool in_tracked_call() noexcept;
-void defer_stop(int signal_number) noexcept;
+
+// Where each thread's depth of tracked calls and its "a stop waits for the call's end" word
+// (both int) lie, as offsets from its thread pointer (static TLS: the same for every
+// thread). The world stop's tracer reads the first and sets the second in a thread it holds;
+// the thread then waits at the call's end (park_after_deferred_stop).
+struct CallWords {
+  intptr_t depth_offset;
+  intptr_t stop_waiting_offset;
+};
+CallWords call_words() noexcept;
 
 // Whether host memory is tracked for the reachability scan (LEASEGUARD_REACHABILITY not off).
 bool tracking() noexcept;

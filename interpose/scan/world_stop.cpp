@@ -1,258 +1,190 @@
-// The world stop of world_stop.h: a real-time signal, a futex to wait on, and /proc read
-// with plain system calls (no allocation, no stdio: other threads may hold their locks).
+// The world stop of world_stop.h: a tracer task in the process's memory, ptrace, and /proc read
+// with raw system calls. The tracer shares the caller's thread pointer (it was not given a TLS
+// of its own), so it calls nothing that touches errno or any other thread-local: only the
+// system calls below and this file's own code.
 #include "world_stop.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
+#include <sys/user.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <ctime>
 
 #include "heap_tracker.h"
 
 namespace leaseguard::interpose {
 namespace {
 
-// kWaiting: listed and not yet sent the signal, which it blocks only for a moment (see
-// stop_signal_block); it is sent once it unblocks, or taken as gone once it exits.
-enum SlotState : int { kSignalled = 0, kStopped = 1, kNotStopped = 2, kGone = 3, kWaiting = 4 };
+// A system call that sets no errno: the result, or -errno.
+long raw_syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0, long a6 = 0) noexcept {
+  long result;
+  register long r10 asm("r10") = a4;
+  register long r8 asm("r8") = a5;
+  register long r9 asm("r9") = a6;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return result;
+}
+
+long trace(long request, pid_t tid, long address = 0, long data = 0) noexcept {
+  return raw_syscall(SYS_ptrace, request, tid, address, data);
+}
+
+// kHeld: stopped by the tracer, registers read. kInCall: let go on to its tracked call's end.
+// kRunning: not stopped (attaching was refused, or it could not leave its call).
+enum SlotState : int { kHeld = 1, kRunning = 2, kGone = 3, kInCall = 4 };
 
 struct Slot {
-  std::atomic<int> state{kSignalled};
+  int state = kGone;
+  bool attached = false;        // to be detached at resume
+  std::atomic<int> waiting{0};  // 1 once it waits at its call's end (park_after_deferred_stop)
   StoppedThread info;
 };
 
-static_assert(kThreadRegisterWords == NGREG, "a stopped thread's registers are its ucontext's gregset_t");
-static_assert(sizeof(StoppedThread::registers) == sizeof(gregset_t));
+// What the caller and the tracer share.
+enum Phase : uint32_t { kStarting, kGo, kAllHeld, kFailed, kResume, kDone };
+
+struct Control {
+  std::atomic<uint32_t> phase{kStarting};
+  std::atomic<uint32_t> waiting_events{0};  // bumped by a thread that waits at its call's end
+  std::atomic<uint32_t> resume_epoch{0};    // those threads wait until it changes
+  std::atomic<bool> active{false};
+  pid_t pid = 0, caller = 0;
+  const pid_t *skip = nullptr;
+  size_t skip_count = 0;
+  heap::CallWords call_words{};
+  std::atomic<size_t> count{0};
+  bool table_full = false;
+  NotStoppedReason reason = NotStoppedReason::kNone;
+};
+
+constexpr size_t kTracerStackBytes = 256 * 1024;
+Control g_control;
 Slot *g_slots = nullptr;
-// The threads the last stop parked. Resumed, each still leaves the handler, whose mask blocks
-// every signal, when the next stop may begin: that mask is not the program's.
-pid_t *g_last_parked = nullptr;
-size_t g_last_parked_count = 0;
-std::atomic<size_t> g_count{0};
-std::atomic<bool> g_table_full{false};  // a thread found past kMaxStoppedThreads: never stopped nor read
-std::atomic<uint32_t> g_resume_epoch{0};
-std::atomic<uint32_t> g_stop_events{0};
-std::atomic<bool> g_active{false};
-std::atomic<int> g_signal{0};  // 0 until a stop first needs one; see program_sets_action
-pid_t g_pid = 0;
+char *g_tracer_stack = nullptr;
+pid_t g_tracer = 0;
 
-pid_t current_tid() noexcept { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-void futex_wait(std::atomic<uint32_t> &word, uint32_t expected, const timespec *timeout) noexcept {
-  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, timeout, nullptr, 0);
+void futex_wait(std::atomic<uint32_t> &word, uint32_t expected, long timeout_ns) noexcept {
+  timespec timeout{0, timeout_ns};
+  raw_syscall(SYS_futex, reinterpret_cast<long>(&word), FUTEX_WAIT, expected,
+              timeout_ns > 0 ? reinterpret_cast<long>(&timeout) : 0);
 }
 void futex_wake_all(std::atomic<uint32_t> &word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  raw_syscall(SYS_futex, reinterpret_cast<long>(&word), FUTEX_WAKE, INT_MAX);
+}
+void set_phase(Phase phase) noexcept {
+  g_control.phase.store(phase, std::memory_order_release);
+  futex_wake_all(g_control.phase);
+}
+Phase wait_phase_other_than(uint32_t current) noexcept {
+  uint32_t phase;
+  while ((phase = g_control.phase.load(std::memory_order_acquire)) == current) futex_wait(g_control.phase, phase, 0);
+  return static_cast<Phase>(phase);
 }
 
-uintptr_t thread_pointer() noexcept {
-  uintptr_t pointer;
-  asm volatile("mov %%fs:0, %0" : "=r"(pointer));
-  return pointer;
+uint64_t monotonic_ms() noexcept {
+  timespec now{};
+  raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&now));
+  return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1000000;
 }
 
-Slot *own_slot() noexcept {
-  const pid_t tid = current_tid();
-  const size_t count = g_count.load(std::memory_order_acquire);
-  for (size_t i = 0; i < count; ++i)
-    if (g_slots[i].info.tid == tid) return &g_slots[i];
-  return nullptr;
+// ---- /proc, read with raw calls ----
+
+char *append_text(char *at, const char *text) noexcept {
+  while (*text != '\0') *at++ = *text++;
+  return at;
+}
+char *append_number(char *at, unsigned long value) noexcept {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + value % 10);
+  while ((value /= 10) != 0);
+  while (n > 0) *at++ = digits[--n];
+  return at;
+}
+// "/proc/PID/task/TID/LEAF", or "/proc/PID/LEAF" for tid 0.
+void proc_path(char *out, pid_t tid, const char *leaf) noexcept {
+  char *at = append_number(append_text(out, "/proc/"), static_cast<unsigned long>(g_control.pid));
+  if (tid != 0) at = append_number(append_text(at, "/task/"), static_cast<unsigned long>(tid));
+  *append_text(append_text(at, "/"), leaf) = '\0';
 }
 
-void park(Slot &slot, const ucontext_t &context) noexcept {
-  const uint32_t epoch = g_resume_epoch.load(std::memory_order_acquire);
-  static_assert(sizeof slot.info.registers == sizeof context.uc_mcontext.gregs);
-  std::memcpy(slot.info.registers, context.uc_mcontext.gregs, sizeof slot.info.registers);
-  slot.info.stack_pointer = static_cast<uintptr_t>(context.uc_mcontext.gregs[REG_RSP]);
-  slot.info.thread_pointer = thread_pointer();
-  slot.info.registers_read = true;
-  // Resumed already (stop() gave up after signalling this thread): nothing will bump the
-  // epoch again. resume() clears g_active before it bumps the epoch, so a thread that read
-  // the new epoch above sees g_active false here.
-  if (!g_active.load(std::memory_order_acquire)) return;
-  int expected = kSignalled;
-  // The scan may have given up on this thread already: then it must not wait.
-  if (!slot.state.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel)) return;
-  g_stop_events.fetch_add(1, std::memory_order_acq_rel);
-  futex_wake_all(g_stop_events);
-  while (g_resume_epoch.load(std::memory_order_acquire) == epoch) futex_wait(g_resume_epoch, epoch, nullptr);
-}
-
-// What marks a signal as a stop of leaseguard's: sent with rt_tgsigqueueinfo, SI_QUEUE and
-// this value, so that the same signal from anyone else (the program raising it, another
-// process's kill) is told apart, as is a stop of ours still pending after its scan.
-constexpr int kStopMark = 0x4c475354;  // "LGST"
-
-bool is_our_stop(const siginfo_t *info) noexcept {
-  return info->si_code == SI_QUEUE && info->si_pid == g_pid && info->si_value.sival_int == kStopMark;
-}
-
-// The signal is not a stop: someone else sent it, and the program had left it at its default
-// action when a stop chose it (install_handler). That action is taken, as without leaseguard
-// (the process ends): the default is put back, and the signal sent again to this thread, where
-// it waits until the handler returns. Putting back the default gives the signal up (signal_hooks
-// .cpp tells program_sets_action): the next stop takes another.
-void take_default_action(int signal_number) noexcept {
-  struct sigaction fallback {};
-  fallback.sa_handler = SIG_DFL;
-  sigemptyset(&fallback.sa_mask);
-  sigaction(signal_number, &fallback, nullptr);
-  syscall(SYS_tgkill, getpid(), current_tid(), signal_number);
-}
-
-void on_stop_signal(int signal_number, siginfo_t *info, void *context) {
-  if (!is_our_stop(info)) {
-    take_default_action(signal_number);
-    return;
-  }
-  if (!g_active.load(std::memory_order_acquire)) return;  // pending when its scan ended
-  if (heap::in_tracked_call()) {
-    heap::defer_stop(signal_number);
-    return;
-  }
-  const int saved_errno = errno;
-  if (Slot *slot = own_slot(); slot != nullptr && slot->state.load(std::memory_order_acquire) == kSignalled)
-    park(*slot, *static_cast<const ucontext_t *>(context));
-  errno = saved_errno;
-}
-
-// Whether the handler of `signal_number` is still this file's: the program may have put one of
-// its own there without the interposed sigaction or signal (sigset, bsd_signal, a raw
-// rt_sigaction system call).
-bool handler_still_ours(int signal_number) noexcept {
-  struct sigaction current {};
-  return sigaction(signal_number, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) != 0 &&
-         current.sa_sigaction == on_stop_signal;
-}
-
-// A real-time signal with no handler, chosen once and then kept while its handler is still
-// ours: it stays installed, so a stop signal still pending for a thread when the scan ended
-// is ignored. One the program took meanwhile is given up, and another chosen.
-bool install_handler() noexcept {
-  if (const int chosen = g_signal.load(std::memory_order_acquire); chosen != 0) {
-    if (handler_still_ours(chosen)) return true;
-    program_sets_action(chosen);
-  }
-  for (int candidate = SIGRTMAX; candidate >= SIGRTMIN + 2; --candidate) {
-    struct sigaction current {};
-    if (sigaction(candidate, nullptr, &current) != 0) continue;
-    if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) continue;
-    struct sigaction ours {};
-    ours.sa_sigaction = on_stop_signal;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&ours.sa_mask);
-    if (sigaction(candidate, &ours, nullptr) != 0) continue;
-    g_signal.store(candidate, std::memory_order_release);
-    return true;
-  }
-  return false;
-}
-
-// Reads a small /proc file into `buffer` (NUL-terminated); false if it could not.
 bool read_proc(const char *path, char *buffer, size_t size) noexcept {
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  const long fd = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   size_t used = 0;
-  for (ssize_t got; used + 1 < size && (got = read(fd, buffer + used, size - 1 - used)) > 0;) used += got;
-  close(fd);
+  for (long got; used + 1 < size && (got = raw_syscall(SYS_read, fd, reinterpret_cast<long>(buffer + used),
+                                                       static_cast<long>(size - 1 - used))) > 0;)
+    used += static_cast<size_t>(got);
+  raw_syscall(SYS_close, fd);
   buffer[used] = '\0';
   return used > 0;
 }
 
-void task_path(char *out, pid_t tid, const char *leaf) noexcept {
-  char digits[16];
-  int n = 0;
-  for (unsigned value = static_cast<unsigned>(tid); value != 0 || n == 0; value /= 10) digits[n++] = '0' + value % 10;
-  char *at = out;
-  for (const char *p = "/proc/self/task/"; *p != '\0'; ++p) *at++ = *p;
-  while (n > 0) *at++ = digits[--n];
-  *at++ = '/';
-  for (const char *p = leaf; *p != '\0'; ++p) *at++ = *p;
-  *at = '\0';
-}
-
-enum class SignalBlock { kNone, kExiting, kForAMoment, kByProgram };
-
-bool parked_last_time(pid_t tid) noexcept {
-  for (size_t i = 0; i < g_last_parked_count; ++i)
-    if (g_last_parked[i] == tid) return true;
-  return false;
-}
-
-// Whether `tid` blocks the stop signal (SigBlk in its status), and why. glibc blocks signals
-// for a moment around work a signal must not interrupt, and blocks SIGCANCEL (32) then too,
-// which a program cannot block through glibc (its sigprocmask and sigfillset leave it out):
-// with SIGSETXID (33) unblocked, the thread is past its start routine's return and on its way
-// to the exit system call, and nothing on its stack is live any more; with SIGSETXID blocked
-// too, a thread is being made (pthread_create, and the new thread until it starts). A thread
-// the last stop parked may still be leaving its handler. Unreadable: exiting if the thread has
-// ended, else taken as the program's.
-bool task_exited(pid_t tid) noexcept;
-
-SignalBlock stop_signal_block(pid_t tid) noexcept {
-  char path[64], status[4096];
-  task_path(path, tid, "status");
-  // A thread that ended since it was listed has no status left to read.
-  auto unread = [tid] { return task_exited(tid) ? SignalBlock::kExiting : SignalBlock::kByProgram; };
-  if (!read_proc(path, status, sizeof status)) return unread();
-  const char *line = std::strstr(status, "SigBlk:");
-  if (line == nullptr) return unread();
-  const unsigned long long mask = std::strtoull(line + 7, nullptr, 16);
-  if ((mask >> (g_signal.load(std::memory_order_relaxed) - 1) & 1) == 0) return SignalBlock::kNone;
-  constexpr unsigned long long kCancelSignal = 1ull << (32 - 1), kSetxidSignal = 1ull << (33 - 1);
-  if ((mask & kCancelSignal) != 0)
-    return (mask & kSetxidSignal) != 0 ? SignalBlock::kForAMoment : SignalBlock::kExiting;
-  if (parked_last_time(tid)) return SignalBlock::kForAMoment;
-  return SignalBlock::kByProgram;
-}
-
-// Sends the stop signal to the thread of `slot`, or marks it gone if it has ended.
-void send_stop(Slot &slot) noexcept {
-  slot.state.store(kSignalled, std::memory_order_release);
-  const int signal_number = g_signal.load(std::memory_order_relaxed);
-  siginfo_t info{};
-  info.si_signo = signal_number;
-  info.si_code = SI_QUEUE;
-  info.si_pid = g_pid;
-  info.si_uid = getuid();
-  info.si_value.sival_int = kStopMark;
-  if (syscall(SYS_rt_tgsigqueueinfo, g_pid, slot.info.tid, signal_number, &info) != 0)
-    slot.state.store(kGone, std::memory_order_release);
+unsigned long long parse_unsigned(const char *text, int base) noexcept {
+  unsigned long long value = 0;
+  for (;; ++text) {
+    const char c = *text;
+    const int digit = c >= '0' && c <= '9' ? c - '0' : base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return value;
+    value = value * static_cast<unsigned>(base) + static_cast<unsigned>(digit);
+  }
 }
 
 // The stack pointer of a thread blocked in a system call (/proc/.../syscall: "nr args... sp
 // pc"), or 0.
 uintptr_t blocked_stack_pointer(pid_t tid) noexcept {
   char path[64], text[256];
-  task_path(path, tid, "syscall");
+  proc_path(path, tid, "syscall");
   if (!read_proc(path, text, sizeof text) || text[0] < '0' || text[0] > '9') return 0;
-  const char *fields[9] = {};
-  int count = 0;
-  for (char *at = text; *at != '\0' && count < 9;) {
+  const char *at = text;
+  for (int field = 0; field < 7; ++field) {
+    while (*at != ' ' && *at != '\0') ++at;
     while (*at == ' ') ++at;
-    if (*at == '\0' || *at == '\n') break;
-    fields[count++] = at;
-    while (*at != ' ' && *at != '\0' && *at != '\n') ++at;
+    if (*at == '\0') return 0;
   }
-  return count == 9 ? static_cast<uintptr_t>(std::strtoull(fields[7], nullptr, 16)) : 0;
+  return static_cast<uintptr_t>(parse_unsigned(at + (at[0] == '0' && at[1] == 'x' ? 2 : 0), 16));
+}
+
+// The hexadecimal mask after `field` ("SigPnd:") in a status text; 0 if absent.
+unsigned long long status_mask(const char *status, const char *field) noexcept {
+  const char *line = std::strstr(status, field);
+  if (line == nullptr) return 0;
+  line += std::strlen(field);
+  while (*line == '\t' || *line == ' ') ++line;
+  return parse_unsigned(line, 16);
+}
+
+// Whether a signal of the program's waits for `tid` (its own or the process's, not blocked):
+// then an EINTR it got is the program's too.
+bool program_signal_pending(pid_t tid) noexcept {
+  char path[64], status[4096];
+  proc_path(path, tid, "status");
+  if (!read_proc(path, status, sizeof status)) return true;  // unknown: leave the EINTR as it is
+  return ((status_mask(status, "SigPnd:") | status_mask(status, "ShdPnd:")) & ~status_mask(status, "SigBlk:")) != 0;
 }
 
 // Whether `tid` has exited: gone from /proc, or a zombie. A main thread that called
-// pthread_exit stays listed as a zombie until the last thread exits; it never runs a handler
-// again, and what its stack held is dead.
+// pthread_exit stays listed as a zombie until the last thread exits; ptrace refuses it, and
+// what its stack held is dead.
 bool task_exited(pid_t tid) noexcept {
   char path[64], stat[512];
-  task_path(path, tid, "stat");
-  if (syscall(SYS_faccessat, AT_FDCWD, path, F_OK) != 0) return true;
+  proc_path(path, tid, "stat");
+  if (raw_syscall(SYS_faccessat, AT_FDCWD, reinterpret_cast<long>(path), F_OK) != 0) return true;
   if (!read_proc(path, stat, sizeof stat)) return false;  // no descriptor left: taken as alive
   const char *name_end = std::strrchr(stat, ')');         // the name may hold spaces and parentheses
   if (name_end == nullptr || name_end[1] != ' ') return false;
@@ -260,106 +192,246 @@ bool task_exited(pid_t tid) noexcept {
   return state == 'Z' || state == 'X' || state == 'x';
 }
 
+// ---- holding one thread ----
+
+// Handles one wait status of a traced thread: a signal of the program's on its way to it
+// stops it first (signal-delivery-stop), and is delivered at once, as without the tracer.
+// Returns 1 for a stop that holds it (PTRACE_EVENT_STOP: our interrupt, or a group stop), 0 to
+// wait on, -1 if it exited.
+int take_status(pid_t tid, int status) noexcept {
+  if (WIFEXITED(status) || WIFSIGNALED(status)) return -1;
+  if (!WIFSTOPPED(status)) return 0;
+  if ((status >> 16) == PTRACE_EVENT_STOP) return 1;
+  trace(PTRACE_CONT, tid, 0, WSTOPSIG(status));
+  return 0;
+}
+
+// Waits for the thread of `slot` to be held; false if it exited instead.
+bool wait_for_stop(const Slot &slot) noexcept {
+  for (;;) {
+    int status = 0;
+    const long got = raw_syscall(SYS_wait4, slot.info.tid, reinterpret_cast<long>(&status), __WALL, 0);
+    if (got == -EINTR) continue;
+    if (got < 0) return false;
+    if (const int taken = take_status(slot.info.tid, status); taken != 0) return taken > 0;
+  }
+}
+
+// A thread let go on to its call's end may meet a signal of the program's on the way: it is
+// delivered (take_status). Returns false if the thread exited.
+bool let_signals_through(const Slot &slot) noexcept {
+  for (;;) {
+    int status = 0;
+    const long got = raw_syscall(SYS_wait4, slot.info.tid, reinterpret_cast<long>(&status), __WALL | WNOHANG, 0);
+    if (got == -EINTR) continue;
+    if (got < 0) return false;
+    if (got == 0) return true;
+    if (take_status(slot.info.tid, status) < 0) return false;
+  }
+}
+
+// A system call our stop ended with EINTR runs again when the thread goes on, as one ended
+// with ERESTARTSYS would: the number back in rax, rip back on the 2-byte syscall instruction.
+void restart_interrupted_call(const Slot &slot, user_regs_struct &registers) noexcept {
+  if (static_cast<long>(registers.orig_rax) < 0) return;
+  if (static_cast<long>(registers.rax) != -EINTR || program_signal_pending(slot.info.tid)) return;
+  registers.rax = registers.orig_rax;
+  registers.rip -= 2;
+  trace(PTRACE_SETREGS, slot.info.tid, 0, reinterpret_cast<long>(&registers));
+}
+
+void read_registers(Slot &slot) noexcept {
+  user_regs_struct registers{};
+  if (trace(PTRACE_GETREGS, slot.info.tid, 0, reinterpret_cast<long>(&registers)) != 0) return;
+  restart_interrupted_call(slot, registers);
+  static_assert(sizeof(user_regs_struct) >= sizeof slot.info.registers);
+  std::memcpy(slot.info.registers, &registers, sizeof slot.info.registers);
+  slot.info.stack_pointer = registers.rsp;
+  slot.info.thread_pointer = registers.fs_base;
+  slot.info.registers_read = true;
+}
+
+int *call_word(const Slot &slot, intptr_t offset) noexcept {
+  return reinterpret_cast<int *>(slot.info.thread_pointer + static_cast<uintptr_t>(offset));
+}
+
+// Attaches to the thread of `slot` and stops it. One inside a tracked call is let go on to
+// the call's end (kInCall).
+void hold(Slot &slot) noexcept {
+  const long attached = trace(PTRACE_SEIZE, slot.info.tid, 0, 0);
+  if (attached != 0) {
+    if (attached == -ESRCH || task_exited(slot.info.tid)) return;
+    slot.state = kRunning;
+    slot.info.stack_pointer = blocked_stack_pointer(slot.info.tid);
+    g_control.reason = NotStoppedReason::kAttachRefused;
+    return;
+  }
+  slot.attached = true;
+  trace(PTRACE_INTERRUPT, slot.info.tid);
+  if (!wait_for_stop(slot)) {
+    slot.attached = false;
+    return;
+  }
+  read_registers(slot);
+  slot.state = kHeld;
+  if (!slot.info.registers_read || *call_word(slot, g_control.call_words.depth_offset) == 0) return;
+  *call_word(slot, g_control.call_words.stop_waiting_offset) = 1;
+  slot.state = kInCall;
+  trace(PTRACE_CONT, slot.info.tid);
+}
+
+// ---- the tracer ----
+
 bool known(pid_t tid) noexcept {
-  const size_t count = g_count.load(std::memory_order_relaxed);
+  const size_t count = g_control.count.load(std::memory_order_relaxed);
   for (size_t i = 0; i < count; ++i)
     if (g_slots[i].info.tid == tid) return true;
   return false;
 }
 
-// Adds and signals every thread of /proc/self/task not yet known; returns how many, or -1
-// if the list could not be read (no descriptor left: the program may have used them all).
-long signal_new_threads(pid_t self, const pid_t *skip, size_t skip_count) noexcept {
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+bool skipped(pid_t tid) noexcept {
+  if (tid == g_control.caller || known(tid)) return true;
+  for (size_t i = 0; i < g_control.skip_count; ++i)
+    if (g_control.skip[i] == tid) return true;
+  return false;
+}
+
+// Holds every thread of /proc/PID/task not yet known; returns how many it found, or -1 if the
+// list could not be read (no descriptor left: the program may have used them all).
+long hold_new_threads() noexcept {
+  char path[64];
+  proc_path(path, 0, "task");
+  const long fd = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -1;
   alignas(8) char entries[8192];
   long added = 0;
-  for (long got; (got = syscall(SYS_getdents64, fd, entries, sizeof entries)) > 0;) {
+  for (long got; (got = raw_syscall(SYS_getdents64, fd, reinterpret_cast<long>(entries), sizeof entries)) > 0;) {
     for (long at = 0; at < got;) {
-      const auto *name = entries + at + 19;  // linux_dirent64: ino 8, off 8, reclen 2, type 1, name
+      const char *name = entries + at + 19;  // linux_dirent64: ino 8, off 8, reclen 2, type 1, name
       uint16_t record_length;
       std::memcpy(&record_length, entries + at + 16, sizeof record_length);
       at += record_length;
       if (*name < '0' || *name > '9') continue;
-      const auto tid = static_cast<pid_t>(std::strtol(name, nullptr, 10));
-      bool skipped = tid == self || known(tid);
-      for (size_t i = 0; i < skip_count && !skipped; ++i) skipped = skip[i] == tid;
-      if (skipped) continue;
-      if (g_count.load(std::memory_order_relaxed) >= kMaxStoppedThreads) {
-        g_table_full.store(true, std::memory_order_relaxed);
+      const auto tid = static_cast<pid_t>(parse_unsigned(name, 10));
+      if (skipped(tid)) continue;
+      const size_t count = g_control.count.load(std::memory_order_relaxed);
+      if (count >= kMaxStoppedThreads) {
+        g_control.table_full = true;
+        g_control.reason = NotStoppedReason::kTooMany;
         continue;
       }
-      Slot &slot = g_slots[g_count.load(std::memory_order_relaxed)];
+      Slot &slot = g_slots[count];
+      slot.state = kGone;
+      slot.attached = false;
+      slot.waiting.store(0, std::memory_order_relaxed);
       slot.info = StoppedThread{};
       slot.info.tid = tid;
-      slot.state.store(kSignalled, std::memory_order_relaxed);
-      g_count.fetch_add(1, std::memory_order_release);
+      g_control.count.store(count + 1, std::memory_order_release);
       ++added;
-      if (task_exited(tid)) {
-        slot.state.store(kGone, std::memory_order_release);
-        continue;
-      }
-      switch (stop_signal_block(tid)) {
-        case SignalBlock::kNone: send_stop(slot); break;
-        case SignalBlock::kExiting: slot.state.store(kGone, std::memory_order_release); break;
-        case SignalBlock::kForAMoment: slot.state.store(kWaiting, std::memory_order_release); break;
-        case SignalBlock::kByProgram:
-          slot.info.stack_pointer = blocked_stack_pointer(tid);
-          slot.state.store(kNotStopped, std::memory_order_release);
-          break;
-      }
+      hold(slot);
     }
   }
-  close(fd);
+  raw_syscall(SYS_close, fd);
   return added;
 }
 
-// Waits until no thread is still on its way to stopping. A thread that has not stopped
-// after a few seconds (it blocked the signal after it was sent) is taken as not stopped; so
-// is one that blocked it "for a moment" for as long.
-void wait_for_stops() noexcept {
-  timespec started{};
-  clock_gettime(CLOCK_MONOTONIC, &started);
+// Stops again each thread let go on to its call's end, once it waits there. One still in its
+// call after five seconds (blocked in it) is stopped where it is and counted as not stopped:
+// the heap table may be half changed.
+void hold_threads_in_calls() noexcept {
+  const uint64_t started = monotonic_ms();
   for (;;) {
-    const uint32_t seen = g_stop_events.load(std::memory_order_acquire);
-    size_t signalled = 0, waiting = 0;
-    const size_t count = g_count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < count; ++i) {
-      const int state = g_slots[i].state.load(std::memory_order_acquire);
-      signalled += state == kSignalled;
-      waiting += state == kWaiting;
-    }
-    if (signalled + waiting == 0) return;
-    // A thread that blocks the signal for a moment does so for microseconds: look again soon.
-    const timespec slice{0, waiting != 0 ? 1'000'000 : 20'000'000};
-    futex_wait(g_stop_events, seen, &slice);
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const bool given_up = now.tv_sec - started.tv_sec >= 5;
+    const uint32_t seen = g_control.waiting_events.load(std::memory_order_acquire);
+    const bool given_up = monotonic_ms() - started >= 5000;
+    size_t in_call = 0;
+    const size_t count = g_control.count.load(std::memory_order_acquire);
     for (size_t i = 0; i < count; ++i) {
       Slot &slot = g_slots[i];
-      int expected = slot.state.load(std::memory_order_acquire);
-      if (expected != kSignalled && expected != kWaiting) continue;
-      if (task_exited(slot.info.tid)) {
-        slot.state.compare_exchange_strong(expected, kGone);
+      if (slot.state != kInCall) continue;
+      if (!let_signals_through(slot)) {
+        slot.state = kGone;
+        slot.attached = false;
         continue;
       }
-      if (expected == kWaiting) {
-        const SignalBlock block = stop_signal_block(slot.info.tid);
-        if (block == SignalBlock::kNone) {
-          send_stop(slot);
-          continue;
-        }
-        if (block == SignalBlock::kExiting) {
-          slot.state.compare_exchange_strong(expected, kGone);
-          continue;
-        }
-        if (block == SignalBlock::kForAMoment && !given_up) continue;
-      } else if (!given_up) {
+      if (slot.waiting.load(std::memory_order_acquire) == 0 && !given_up) {
+        ++in_call;
         continue;
       }
-      if (slot.state.compare_exchange_strong(expected, kNotStopped))
-        slot.info.stack_pointer = blocked_stack_pointer(slot.info.tid);
+      trace(PTRACE_INTERRUPT, slot.info.tid);
+      if (!wait_for_stop(slot)) {
+        slot.state = kGone;
+        slot.attached = false;
+        continue;
+      }
+      slot.info.registers_read = false;
+      read_registers(slot);
+      slot.state = slot.waiting.load(std::memory_order_acquire) != 0 ? kHeld : kRunning;
+      if (slot.state == kRunning) g_control.reason = NotStoppedReason::kStuckInCall;
+    }
+    if (in_call == 0) return;
+    futex_wait(g_control.waiting_events, seen, 5'000'000);
+  }
+}
+
+void release_all() noexcept {
+  const size_t count = g_control.count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    Slot &slot = g_slots[i];
+    if (!slot.attached) continue;
+    trace(PTRACE_DETACH, slot.info.tid);
+    slot.attached = false;
+  }
+}
+
+int tracer_main(void *) {
+  if (wait_phase_other_than(kStarting) != kGo) return 0;
+  bool listed = true;
+  for (long added; listed && (added = hold_new_threads()) != 0;) {
+    listed = added > 0;
+    hold_threads_in_calls();
+  }
+  // Threads not listed cannot be held or read: the caller lets those held so far go at once.
+  const Phase outcome = listed ? kAllHeld : kFailed;
+  set_phase(outcome);
+  wait_phase_other_than(outcome);
+  release_all();
+  set_phase(kDone);
+  return 0;
+}
+
+// Yama's restricted mode (ptrace_scope 1) lets a process trace only its descendants, unless
+// the traced process names the tracer.
+bool yama_restricts() noexcept {
+  char text[8];
+  return read_proc("/proc/sys/kernel/yama/ptrace_scope", text, sizeof text) && text[0] == '1';
+}
+
+bool prepare_memory() noexcept {
+  if (g_slots != nullptr) return true;
+  void *slots = mmap(nullptr, kMaxStoppedThreads * sizeof(Slot), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *stack = mmap(nullptr, kTracerStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (slots == MAP_FAILED || stack == MAP_FAILED) {
+    if (slots != MAP_FAILED) munmap(slots, kMaxStoppedThreads * sizeof(Slot));
+    if (stack != MAP_FAILED) munmap(stack, kTracerStackBytes);
+    return false;
+  }
+  g_slots = static_cast<Slot *>(slots);
+  g_tracer_stack = static_cast<char *>(stack);
+  return true;
+}
+
+// Waits until the tracer leaves `current`. A tracer that ended without a word (killed: the
+// kernel lets every thread it held go) counts as done, or as failed where it was to hold them.
+Phase tracer_phase_other_than(uint32_t current) noexcept {
+  for (;;) {
+    const uint32_t phase = g_control.phase.load(std::memory_order_acquire);
+    if (phase != current) return static_cast<Phase>(phase);
+    futex_wait(g_control.phase, phase, 100'000'000);
+    int status = 0;
+    if (raw_syscall(SYS_wait4, g_tracer, reinterpret_cast<long>(&status), __WALL | WNOHANG, 0) == g_tracer) {
+      g_tracer = 0;
+      return current == kGo ? kFailed : kDone;
     }
   }
 }
@@ -367,64 +439,89 @@ void wait_for_stops() noexcept {
 }  // namespace
 
 bool WorldStop::stop(const pid_t *skip, size_t skip_count) noexcept {
-  if (g_slots == nullptr) {
-    void *memory = mmap(nullptr, kMaxStoppedThreads * (sizeof(Slot) + sizeof(pid_t)), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return false;
-    g_slots = static_cast<Slot *>(memory);
-    g_last_parked = reinterpret_cast<pid_t *>(g_slots + kMaxStoppedThreads);
+  if (!prepare_memory()) return false;
+  g_control.phase.store(kStarting, std::memory_order_relaxed);
+  g_control.pid = static_cast<pid_t>(raw_syscall(SYS_getpid));
+  g_control.caller = static_cast<pid_t>(raw_syscall(SYS_gettid));
+  g_control.skip = skip;
+  g_control.skip_count = skip_count;
+  g_control.call_words = heap::call_words();
+  g_control.count.store(0, std::memory_order_relaxed);
+  g_control.table_full = false;
+  g_control.reason = NotStoppedReason::kNone;
+  g_control.active.store(true, std::memory_order_release);
+  // Not a thread of the process, so that it may trace them; no exit signal, so that the
+  // program's SIGCHLD and wait() never see it.
+  // It starts with every signal blocked: a signal to the process group (a Ctrl-C) must not
+  // run the program's handler on the tracer, in the program's memory.
+  const int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED;
+  sigset_t all, previous;
+  sigfillset(&all);
+  raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all), reinterpret_cast<long>(&previous),
+              sizeof(long));
+  g_tracer = clone(tracer_main, g_tracer_stack + kTracerStackBytes, flags, nullptr);
+  raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous), 0, sizeof(long));
+  if (g_tracer <= 0) {
+    g_control.active.store(false, std::memory_order_release);
+    return false;
   }
-  if (!install_handler()) return false;
-  g_pid = getpid();
-  g_last_parked_count = 0;
-  for (size_t i = 0, count = g_count.load(std::memory_order_acquire); i < count; ++i)
-    if (g_slots[i].state.load(std::memory_order_acquire) == kStopped)
-      g_last_parked[g_last_parked_count++] = g_slots[i].info.tid;
-  g_count.store(0, std::memory_order_release);
-  g_table_full.store(false, std::memory_order_relaxed);
-  g_active.store(true, std::memory_order_release);
-  const pid_t self = current_tid();
-  for (long added; (added = signal_new_threads(self, skip, skip_count)) != 0;) {
-    if (added < 0) {
-      // Threads not listed cannot be stopped or read: let those stopped so far go.
-      resume();
-      return false;
-    }
-    wait_for_stops();
+  const bool named = yama_restricts() && prctl(PR_SET_PTRACER, g_tracer, 0, 0, 0) == 0;
+  set_phase(kGo);
+  const Phase reached = tracer_phase_other_than(kGo);
+  if (named) prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+  if (reached == kFailed) {
+    resume();
+    return false;
   }
   return true;
 }
 
 void WorldStop::resume() noexcept {
-  g_active.store(false, std::memory_order_release);
-  g_resume_epoch.fetch_add(1, std::memory_order_acq_rel);
-  futex_wake_all(g_resume_epoch);
+  g_control.active.store(false, std::memory_order_release);
+  g_control.resume_epoch.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(g_control.resume_epoch);
+  if (g_tracer <= 0) return;
+  if (const uint32_t phase = g_control.phase.load(std::memory_order_acquire); phase == kAllHeld || phase == kFailed)
+    set_phase(kResume);
+  while (tracer_phase_other_than(kResume) != kDone) {
+  }
+  if (g_tracer > 0) {
+    int status = 0;
+    while (raw_syscall(SYS_wait4, g_tracer, reinterpret_cast<long>(&status), __WALL, 0) == -EINTR) {
+    }
+  }
+  g_tracer = 0;
 }
 
-size_t WorldStop::count() const noexcept { return g_count.load(std::memory_order_acquire); }
+size_t WorldStop::count() const noexcept { return g_control.count.load(std::memory_order_acquire); }
 const StoppedThread &WorldStop::thread(size_t i) const noexcept { return g_slots[i].info; }
-bool WorldStop::parked(size_t i) const noexcept { return g_slots[i].state.load(std::memory_order_acquire) == kStopped; }
+bool WorldStop::parked(size_t i) const noexcept { return g_slots[i].state == kHeld; }
 
 bool WorldStop::stopped_all() const noexcept {
-  if (g_table_full.load(std::memory_order_relaxed)) return false;
-  const size_t count = g_count.load(std::memory_order_acquire);
+  if (g_control.table_full) return false;
+  const size_t count = g_control.count.load(std::memory_order_acquire);
   for (size_t i = 0; i < count; ++i)
-    if (g_slots[i].state.load(std::memory_order_acquire) == kNotStopped) return false;
+    if (g_slots[i].state == kRunning) return false;
   return true;
 }
 
-void program_sets_action(int signal_number) noexcept {
-  int ours = signal_number;
-  g_signal.compare_exchange_strong(ours, 0, std::memory_order_acq_rel);
-}
+NotStoppedReason WorldStop::reason() const noexcept { return g_control.reason; }
 
 void park_after_deferred_stop() noexcept {
-  if (!g_active.load(std::memory_order_acquire)) return;
-  Slot *slot = own_slot();
-  if (slot == nullptr || slot->state.load(std::memory_order_acquire) != kSignalled) return;
-  ucontext_t context{};  // getcontext leaves some registers unset: never stale stack bytes
-  getcontext(&context);
-  park(*slot, context);
+  if (!g_control.active.load(std::memory_order_acquire)) return;
+  const pid_t tid = static_cast<pid_t>(raw_syscall(SYS_gettid));
+  const uint32_t epoch = g_control.resume_epoch.load(std::memory_order_acquire);
+  const size_t count = g_control.count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    if (g_slots[i].info.tid != tid) continue;
+    g_slots[i].waiting.store(1, std::memory_order_release);
+    g_control.waiting_events.fetch_add(1, std::memory_order_acq_rel);
+    futex_wake_all(g_control.waiting_events);
+    while (g_control.active.load(std::memory_order_acquire) &&
+           g_control.resume_epoch.load(std::memory_order_acquire) == epoch)
+      futex_wait(g_control.resume_epoch, epoch, 0);
+    return;
+  }
 }
 
 }  // namespace leaseguard::interpose

@@ -1,15 +1,23 @@
-// Stopping the program's threads (interpose/scan/world_stop.h): each other thread is parked
-// with its registers and stack pointer read, stays parked until resume, and then goes on.
+// Stopping the program's threads (interpose/scan/world_stop.h): each other thread is held
+// with its registers and stack pointer read, stays held until resume, and then goes on as if
+// nothing had happened: no EINTR, no signal.
 // Every wait is on an event the threads publish, never on time.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
 #include <atomic>
+#include <csignal>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "heap_tracker.h"
 #include "world_stop.h"
 
 namespace leaseguard::interpose {
@@ -100,9 +108,9 @@ TEST(WorldStop, TheThreadsItIsToldToSkipRunOn) {
   thread.join();
 }
 
-TEST(WorldStop, AThreadThatBlocksTheSignalIsNotStoppedAndSaysSo) {
+// A thread that blocks every signal is held as any other: the stop sends no signal.
+TEST(WorldStop, AThreadThatBlocksEverySignalIsHeldToo) {
   Worker blocking;
-  std::atomic<bool> done{false};
   int pipe_ends[2];
   ASSERT_EQ(pipe(pipe_ends), 0);
   std::thread thread([&] {
@@ -111,9 +119,7 @@ TEST(WorldStop, AThreadThatBlocksTheSignalIsNotStoppedAndSaysSo) {
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     note_stack(blocking);
     char byte;
-    while (read(pipe_ends[0], &byte, 1) < 0) {
-    }
-    done = true;
+    EXPECT_EQ(read(pipe_ends[0], &byte, 1), 1) << "errno " << errno;
   });
   while (blocking.tid.load() == 0) std::this_thread::yield();
   WorldStop world;
@@ -121,15 +127,105 @@ TEST(WorldStop, AThreadThatBlocksTheSignalIsNotStoppedAndSaysSo) {
   size_t index = 0;
   const StoppedThread *thread_seen = stopped(world, blocking.tid.load(), index);
   ASSERT_NE(thread_seen, nullptr);
-  EXPECT_FALSE(world.parked(index));
-  EXPECT_FALSE(thread_seen->registers_read);
-  EXPECT_FALSE(world.stopped_all());
+  EXPECT_TRUE(world.parked(index));
+  EXPECT_TRUE(thread_seen->registers_read);
+  EXPECT_TRUE(world.stopped_all());
   world.resume();
   ASSERT_EQ(write(pipe_ends[1], "x", 1), 1);
   thread.join();
-  EXPECT_TRUE(done.load());
   close(pipe_ends[0]);
   close(pipe_ends[1]);
+}
+
+// Whether /proc says `tid` waits in a system call now (its first field is the call's number).
+bool waits_in_system_call(pid_t tid) {
+  std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  std::string first;
+  file >> first;
+  return !first.empty() && first != "running" && first != "-1";
+}
+
+// The calls a stop by ptrace would end with EINTR (the kernel restarts the others itself):
+// each returns what it would have without the stop, once what it waits for comes.
+TEST(WorldStop, CallsTheStopInterruptsGoOnWithoutEintr) {
+  const int event = eventfd(0, 0);
+  ASSERT_GE(event, 0);
+  const int epoll = epoll_create1(0);
+  epoll_event wanted{};
+  wanted.events = EPOLLIN;
+  ASSERT_EQ(epoll_ctl(epoll, EPOLL_CTL_ADD, event, &wanted), 0);
+  sigset_t user1;
+  sigemptyset(&user1);
+  sigaddset(&user1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &user1, nullptr);  // inherited: SIGUSR1 waits for sigtimedwait
+  std::atomic<pid_t> epoll_tid{0}, signal_tid{0};
+  std::atomic<int> epoll_result{-2}, epoll_errno{0}, signal_result{-2}, signal_errno{0};
+  std::thread epoll_waiter([&] {
+    epoll_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    epoll_event got{};
+    epoll_result = epoll_wait(epoll, &got, 1, -1);
+    epoll_errno = errno;
+  });
+  std::thread signal_waiter([&] {
+    signal_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    const timespec long_wait{600, 0};
+    signal_result = sigtimedwait(&user1, nullptr, &long_wait);
+    signal_errno = errno;
+  });
+  while (epoll_tid.load() == 0 || signal_tid.load() == 0 || !waits_in_system_call(epoll_tid) ||
+         !waits_in_system_call(signal_tid))
+    std::this_thread::yield();
+  for (int round = 0; round < 3; ++round) {
+    WorldStop world;
+    ASSERT_TRUE(world.stop(nullptr, 0));
+    EXPECT_TRUE(world.stopped_all());
+    world.resume();
+  }
+  const uint64_t one = 1;
+  ASSERT_EQ(write(event, &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  ASSERT_EQ(syscall(SYS_tgkill, getpid(), signal_tid.load(), SIGUSR1), 0);
+  epoll_waiter.join();
+  signal_waiter.join();
+  pthread_sigmask(SIG_UNBLOCK, &user1, nullptr);
+  EXPECT_EQ(epoll_result.load(), 1) << "errno " << epoll_errno.load();
+  EXPECT_EQ(signal_result.load(), SIGUSR1) << "errno " << signal_errno.load();
+  close(epoll);
+  close(event);
+}
+
+// A thread inside a tracked heap call is not held there: it goes on to the call's end and is
+// held as it leaves it, so the heap table is never read half changed.
+TEST(WorldStop, AThreadInsideATrackedCallIsHeldAtTheCallsEnd) {
+  std::atomic<bool> in_call{false}, left_call{false}, done{false};
+  std::atomic<pid_t> tid{0};
+  std::thread thread([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    heap::begin_tracked_call();
+    const heap::CallWords words = heap::call_words();
+    uintptr_t thread_pointer;
+    asm volatile("mov %%fs:0, %0" : "=r"(thread_pointer));
+    auto *stop_waiting = reinterpret_cast<volatile int *>(thread_pointer + words.stop_waiting_offset);
+    in_call = true;
+    while (*stop_waiting == 0) {  // until the stop asks this call's end to wait
+    }
+    heap::end_tracked_call();
+    left_call = true;
+    while (!done.load()) std::this_thread::yield();
+  });
+  while (!in_call.load()) std::this_thread::yield();
+  WorldStop world;
+  ASSERT_TRUE(world.stop(nullptr, 0));
+  EXPECT_TRUE(world.stopped_all());
+  size_t index = 0;
+  const StoppedThread *seen = stopped(world, tid.load(), index);
+  ASSERT_NE(seen, nullptr);
+  EXPECT_TRUE(world.parked(index));
+  EXPECT_TRUE(seen->registers_read);
+  EXPECT_FALSE(left_call.load()) << "held at the call's end, not past it";
+  world.resume();
+  while (!left_call.load()) std::this_thread::yield();
+  done = true;
+  thread.join();
 }
 
 }  // namespace

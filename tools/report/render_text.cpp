@@ -123,8 +123,9 @@ class TextReport {
              "address-space limit, or the machine's free memory): live allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
       note +=
-          "the program's threads could not all be stopped (one blocked the scan's signal, there were more than 16,384, "
-          "or no descriptor was left to list them) or a stack could not be read: lost allocations are unchecked";
+          "the program's threads could not all be stopped (ptrace was refused: a debugger, strace, seccomp or Yama; "
+          "there were more than 16,384; one stayed inside a heap call; or no descriptor was left to list them) or a "
+          "stack could not be read: lost allocations are unchecked";
     else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
       note +=
           "the program's host heap was not all tracked (its own malloc, a heap or mapping call from a signal handler "
