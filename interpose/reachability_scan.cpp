@@ -40,6 +40,7 @@
 #include "python_interpreter.h"
 #include "python_pools.h"
 #include "reachability.h"
+#include "resident_pages.h"
 #include "scan_policy.h"
 #include "resource_rules.h"
 #include "tracker.h"
@@ -261,6 +262,9 @@ uintptr_t thread_pointer() noexcept {
 }
 
 constexpr size_t kMaxRoots = 65536, kMaxMappings = 262144, kMapsText = 32u << 20, kRunningStackBytes = 8u << 20;
+// Runs of resident pages (resident_pages.h): a process whose memory is sparser than this has
+// the rest read as unread (kReachabilityPagesUnread).
+constexpr size_t kMaxResidentRuns = size_t{1} << 20;
 // The registers of every thread a stop has room for, and this thread's first: one row each.
 constexpr size_t kRegisterRows = kMaxStoppedThreads + 1;
 static_assert(sizeof(ucontext_t::uc_mcontext.gregs) == kThreadRegisterWords * sizeof(uint64_t),
@@ -275,6 +279,7 @@ struct Prepared {
   Array<MemoryRange> owner_roots;
   Array<MemoryRange> own_roots;  // leaseguard's module's
   Array<MemoryRange> mappings;
+  Array<MemoryRange> resident;  // where memory may be read in place (resident_pages.h)
   char *maps_text = nullptr;
   size_t maps_capacity = 0;
   uint64_t *registers = nullptr;   // each stopped thread's, in a row: roots too
@@ -287,6 +292,7 @@ struct Prepared {
   size_t device_nodes = 0;
   bool heap_overflow = false;
   bool roots_unread = false;                 // a thread's stack could not be found (/proc/self/maps unreadable)
+  bool pages_unread = false;                 // memory swapped out or past the bounds: not read
   python_pools::Extent python_pools_module;  // whose arenas are read block by block; empty if none
 };
 
@@ -385,6 +391,25 @@ void add_thread_block(Prepared &prepared, uintptr_t stack_pointer, uintptr_t thr
   add_clamped(prepared, thread_pointer, thread_pointer - tls_bytes, thread_pointer + kThreadBlockBytes);
 }
 
+// Where the classifier may read in place: the present pages of the readable mappings, from
+// the maps text the stopped phase read (resident_pages.h). Last, so that every copy the scan
+// made of its own (registers, stacks) is written, and so present. Without the pagemap, nothing
+// is read.
+void find_resident_pages(Prepared &prepared) noexcept {
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/pagemap", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+  prepared.resident.count = 0;
+  if (fd < 0) {
+    prepared.pages_unread = true;
+    return;
+  }
+  const ResidentPages found =
+      resident_ranges(prepared.maps_text, fd, prepared.resident.items, prepared.resident.capacity);
+  close(fd);
+  prepared.resident.count = found.count;
+  prepared.pages_unread = found.swapped || found.bounded;
+}
+
 // The stopped phase: roots of every thread and the heap's blocks, then the classification.
 reachability::Statistics collect_and_classify(Prepared &prepared, const WorldStop &world, uintptr_t caller_frame,
                                               const CallerStack &caller, const ucontext_t &own_registers,
@@ -422,10 +447,13 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
     if (parked) add_clamped(prepared, thread.stack_pointer, thread.stack_pointer - 128, UINTPTR_MAX);
     else add_running_stack(prepared, thread.stack_pointer);
   }
+  find_resident_pages(prepared);
   reachability::Snapshot snapshot{prepared.program_roots.items, prepared.program_roots.count,
                                   prepared.owner_roots.items,   prepared.owner_roots.count,
                                   prepared.nodes.items,         prepared.nodes.count,
                                   prepared.own_roots.items,     prepared.own_roots.count};
+  snapshot.readable = prepared.resident.items;
+  snapshot.readable_count = prepared.resident.count;
   return reachability::classify(snapshot, scratch);
 }
 
@@ -511,8 +539,8 @@ struct Costs {
 
 size_t arena_bytes_for(size_t node_room, uint64_t device_bytes) noexcept {
   return node_room * sizeof(Node) + reachability::scratch_bytes(node_room) + 3 * kMaxRoots * sizeof(MemoryRange) +
-         kMaxMappings * sizeof(MemoryRange) + kMapsText + kRegisterRows * kThreadRegisterWords * sizeof(uint64_t) +
-         kRunningStackBytes + device_bytes + 4096;
+         (kMaxMappings + kMaxResidentRuns) * sizeof(MemoryRange) + kMapsText +
+         kRegisterRows * kThreadRegisterWords * sizeof(uint64_t) + kRunningStackBytes + device_bytes + 4096;
 }
 
 // Whether the memory the classification would take can be spared (scan_policy.h), and if not,
@@ -537,6 +565,7 @@ void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
   if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
       !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
       !prepared.own_roots.take(arena, kMaxRoots) || !prepared.mappings.take(arena, kMaxMappings) ||
+      !prepared.resident.take(arena, kMaxResidentRuns) ||
       (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
       (prepared.registers = arena.take<uint64_t>(kRegisterRows * kThreadRegisterWords)) == nullptr ||
       (prepared.running_stacks = arena.take<char>(kRunningStackBytes)) == nullptr)
@@ -837,6 +866,7 @@ void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase 
   if (!heap::complete() || !mappings::complete() || prepared.heap_overflow)
     flags |= journal::kReachabilityHeapUntracked;
   if (prepared.mappings_bounded) flags |= journal::kReachabilityMappingsBounded;
+  if (prepared.pages_unread) flags |= journal::kReachabilityPagesUnread;
   journal_classes(tracker, prepared, flags);
 }
 

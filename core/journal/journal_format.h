@@ -302,6 +302,10 @@ inline constexpr uint32_t kReachabilityMappingsBounded = 32;
 // could still use (its cgroup's limit, the machine's free memory), or could not be mapped at all
 // (its address-space limit). Every allocation is unchecked.
 inline constexpr uint32_t kReachabilityMemoryShort = 64;
+// Lost ones are unchecked: memory that may hold pointers could not be read without faulting it
+// in (a page swapped out), or the process had more resident runs or mapped pages than the scan
+// examines (interpose/scan/resident_pages.h).
+inline constexpr uint32_t kReachabilityPagesUnread = 128;
 inline constexpr int kReachabilityClassShift = 62;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 

@@ -23,6 +23,9 @@ const char *class_name(Class value) noexcept {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+// Set in a node's contents_bytes (by sorted position) where its contents are not all inside
+// one readable range: they are then read piece by piece.
+constexpr uint64_t kPartlyReadable = uint64_t{1} << 63;
 
 enum State : uint8_t { kLost = 0, kOwned = 1, kReachable = 2, kIgnored = 3 };
 // What a node is (Scratch::device).
@@ -160,7 +163,12 @@ Keyed *radix_sort(Keyed *keys, Keyed *spare, size_t n) noexcept {
 class Classifier {
  public:
   Classifier(Snapshot &snapshot, void *scratch) noexcept
-      : nodes_(snapshot.nodes), count_(snapshot.node_count), s_(scratch, snapshot.node_count) {
+      : nodes_(snapshot.nodes),
+        count_(snapshot.node_count),
+        s_(scratch, snapshot.node_count),
+        readable_(snapshot.readable),
+        readable_count_(snapshot.readable_count) {
+    LG_ASSERT(readable_ranges_are_sorted());
     LG_ASSERT(count_ < kNone);  // positions fit 32 bits, with kNone apart
     LG_ASSERT(reinterpret_cast<uintptr_t>(scratch) % 8 == 0);
     LG_ASSERT(count_ == 0 || nodes_ != nullptr);
@@ -221,6 +229,7 @@ class Classifier {
       s_.sizes[i] = here.bytes;
       s_.contents[i] = nodes_[here.node].contents;
       s_.contents_bytes[i] = nodes_[here.node].contents_bytes;
+      if (!wholly_readable(s_.contents[i], s_.contents_bytes[i])) s_.contents_bytes[i] |= kPartlyReadable;
       s_.device[i] = here.host == 0 ? kDeviceNode : nodes_[here.node].leaseguard_own ? kOwnHostNode : kHostNode;
       s_.state[i] = kLost;
       s_.has_lost_predecessor[i] = 0;
@@ -322,8 +331,58 @@ class Classifier {
     return i;
   }
 
+  // Whether [memory, memory + bytes) lies in one readable range. Nodes come in address
+  // order, so the range the last one lay in is tried first.
+  bool wholly_readable(const void *memory, uint64_t bytes) const noexcept {
+    if (readable_ == nullptr || memory == nullptr || bytes == 0) return true;
+    if (readable_count_ == 0) return false;
+    const auto begin = reinterpret_cast<uintptr_t>(memory);
+    const MemoryRange *range = readable_ + last_readable_;
+    if (!(range->begin <= begin && begin < range->end)) {
+      range = readable_at_or_after(begin);
+      if (range == readable_ + readable_count_ || range->begin > begin) return false;
+      last_readable_ = static_cast<size_t>(range - readable_);
+    }
+    return bytes <= range->end - begin;
+  }
+
+  // The first readable range that ends past `address` (readable_ + readable_count_ if none).
+  const MemoryRange *readable_at_or_after(uintptr_t address) const noexcept {
+    return std::upper_bound(readable_, readable_ + readable_count_, address,
+                            [](uintptr_t a, const MemoryRange &range) { return a < range.end; });
+  }
+
+  bool readable_ranges_are_sorted() const noexcept {
+    for (size_t i = 0; i < readable_count_; ++i)
+      if (readable_[i].end <= readable_[i].begin || (i > 0 && readable_[i].begin < readable_[i - 1].end)) return false;
+    return true;
+  }
+
+  // The next readable piece of [at, end): its start (end if none) and, in `piece_end`, its end.
+  uintptr_t next_readable(uintptr_t at, uintptr_t end, uintptr_t &piece_end) const noexcept {
+    const MemoryRange *range = readable_at_or_after(at);
+    if (range == readable_ + readable_count_ || range->begin >= end) {
+      piece_end = end;
+      return end;
+    }
+    piece_end = std::min<uintptr_t>(range->end, end);
+    return std::max<uintptr_t>(range->begin, at);
+  }
+
   template <typename Visit>
   void for_each_word(const void *memory, uint64_t bytes, Visit visit) noexcept {
+    if ((bytes & kPartlyReadable) == 0 && wholly_readable(memory, bytes)) {
+      for_each_word_in_place(memory, bytes, visit);
+      return;
+    }
+    const auto begin = reinterpret_cast<uintptr_t>(memory);
+    const uintptr_t end = begin + (bytes & ~kPartlyReadable);
+    for (uintptr_t at = begin, piece_end; (at = next_readable(at, end, piece_end)) < end; at = piece_end)
+      for_each_word_in_place(reinterpret_cast<const void *>(at), piece_end - at, visit);
+  }
+
+  template <typename Visit>
+  void for_each_word_in_place(const void *memory, uint64_t bytes, Visit visit) noexcept {
     auto begin = (reinterpret_cast<uintptr_t>(memory) + 7) & ~uintptr_t{7};
     uintptr_t end = (reinterpret_cast<uintptr_t>(memory) + bytes) & ~uintptr_t{7};
     if (memory == nullptr || end <= begin) return;
@@ -377,7 +436,7 @@ class Classifier {
   void scan_range(const MemoryRange &range, State as) noexcept {
     if (range.end <= range.begin) return;
     for_each_word(reinterpret_cast<const void *>(range.begin), range.end - range.begin,
-                  [&](uint64_t word) { mark(word, as); });
+                  [&](uint64_t word) { mark(word, as); });  // clipped to what is readable
   }
 
   void flood(State as) noexcept {
@@ -430,8 +489,16 @@ class Classifier {
         uint32_t descend = kNone;
         uint64_t position = s_.call_position[depth - 1];
         const auto *words = static_cast<const uint64_t *>(s_.contents[v]);
-        const uint64_t word_count = words == nullptr ? 0 : s_.contents_bytes[v] / 8;
+        const bool partly = (s_.contents_bytes[v] & kPartlyReadable) != 0;
+        const uint64_t word_count = words == nullptr ? 0 : (s_.contents_bytes[v] & ~kPartlyReadable) / 8;
+        uintptr_t piece_end = 0;  // partly readable: where the readable piece being read ends
         for (; position < word_count && descend == kNone; ++position) {
+          if (partly && reinterpret_cast<uintptr_t>(words + position) >= piece_end) {
+            const auto end = reinterpret_cast<uintptr_t>(words + word_count);
+            const uintptr_t next = next_readable(reinterpret_cast<uintptr_t>(words + position), end, piece_end);
+            position = (((next - reinterpret_cast<uintptr_t>(words)) + 7) / 8);
+            if (position >= word_count) break;
+          }
           const uint64_t value = load_word(words + position);
           if (value - low_ >= span_) continue;
           const uint32_t w = find(value);
@@ -497,6 +564,9 @@ class Classifier {
   Node *nodes_;
   size_t count_;
   Scratch s_;
+  const MemoryRange *readable_;  // nullptr: everywhere
+  size_t readable_count_;
+  mutable size_t last_readable_ = 0;  // wholly_readable()'s last range
   size_t work_size_ = 0;
   bool only_leaseguards_ = false;  // marking from leaseguard's roots: its own blocks only
   uint64_t low_ = 0, span_ = 0;

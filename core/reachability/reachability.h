@@ -22,7 +22,8 @@
 //      its earliest device allocation, so a lost cycle never hides behind `indirect`.
 //
 // A word is a pointer to a node if it lies anywhere inside it (interior pointers count, as
-// in LeakSanitizer); only 8-byte aligned words are read.
+// in LeakSanitizer); only 8-byte aligned words are read, and only inside the snapshot's
+// readable ranges.
 #pragma once
 
 #include <cstddef>
@@ -62,6 +63,11 @@ struct Snapshot {
   size_t node_count = 0;
   const MemoryRange *own_roots = nullptr;  // leaseguard's: they reach only its own blocks
   size_t own_root_count = 0;
+  // Where memory may be read at all: sorted, disjoint ranges (the pages that can be read
+  // without a fault that does work: interpose/scan/resident_pages.h). Roots and node contents
+  // outside them are read as holding no pointers. nullptr: everywhere.
+  const MemoryRange *readable = nullptr;
+  size_t readable_count = 0;
 };
 
 struct Statistics {

@@ -17,7 +17,7 @@ bool fits_in_headroom(size_t needed, uint64_t headroom) noexcept { return needed
 
 bool lost_is_unchecked(uint32_t flags) noexcept {
   return (flags & (journal::kReachabilityThreadsNotStopped | journal::kReachabilityHeapUntracked |
-                   journal::kReachabilityPythonObjectsUnread)) != 0;
+                   journal::kReachabilityPythonObjectsUnread | journal::kReachabilityPagesUnread)) != 0;
 }
 
 Class reported_class(Class found, uint32_t flags) noexcept {

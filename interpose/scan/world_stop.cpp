@@ -384,6 +384,11 @@ void release_all() noexcept {
 }
 
 int tracer_main(void *) {
+  // Dies with the process: a program that crashes (or is killed) while its threads are held
+  // must not leave the tracer waiting for a resume that never comes (and `run`, which waits
+  // for every process of the tree, waiting on it).
+  raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (raw_syscall(SYS_getppid) != g_control.pid) return 0;
   if (wait_phase_other_than(kStarting) != kGo) return 0;
   bool listed = true;
   for (long added; listed && (added = hold_new_threads()) != 0;) {

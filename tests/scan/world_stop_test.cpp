@@ -4,7 +4,9 @@
 // Every wait is on an event the threads publish, never on time.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sys/epoll.h>
@@ -226,6 +228,52 @@ TEST(WorldStop, AThreadInsideATrackedCallIsHeldAtTheCallsEnd) {
   while (!left_call.load()) std::this_thread::yield();
   done = true;
   thread.join();
+}
+
+// The tracer whose pid /proc gives as `tid`'s TracerPid, or 0 while none holds it.
+pid_t tracer_of(pid_t tid) {
+  std::ifstream status("/proc/self/task/" + std::to_string(tid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("TracerPid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(10)));
+  return 0;
+}
+
+// A process killed while a stop holds its threads takes the tracer with it: nothing of the
+// stop's outlives the process (a tracer left waiting for the resume would keep `leaseguard
+// run`, which waits for every process of the tree, waiting forever). This test process adopts
+// the orphans and waits for both to end.
+TEST(WorldStop, TheTracerEndsWithAProcessKilledWhileItsThreadsAreHeld) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<pid_t> worker_tid{0};
+    std::thread worker([&] {
+      worker_tid = static_cast<pid_t>(syscall(SYS_gettid));
+      for (;;) pause();
+    });
+    while (worker_tid.load() == 0) std::this_thread::yield();
+    std::atomic<pid_t> killer_tid{0};
+    std::thread killer([&] {
+      killer_tid = static_cast<pid_t>(syscall(SYS_gettid));
+      while (tracer_of(worker_tid) == 0) std::this_thread::yield();  // held now
+      kill(getpid(), SIGKILL);
+    });
+    while (killer_tid.load() == 0) std::this_thread::yield();
+    const pid_t skip[] = {killer_tid.load()};
+    WorldStop world;
+    if (world.stop(skip, 1))
+      for (;;) pause();  // held until the process is killed
+    _exit(3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  // The tracer, reparented here, ends too: the wait returns once it has (ECHILD after).
+  int reaped = 0;
+  while (waitpid(-1, &status, __WALL) > 0) ++reaped;
+  EXPECT_EQ(reaped, 1);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 }  // namespace

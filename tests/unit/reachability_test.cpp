@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -40,11 +41,16 @@ struct Case {
   std::vector<MemoryRange> program_roots, owner_roots;
   std::vector<Node> nodes;
   std::vector<MemoryRange> own_roots = {};  // leaseguard's
+  std::vector<MemoryRange> readable = {};   // empty: everywhere
 
   // The class of the node with `id` (device) or at `address` (host) after classifying.
   std::vector<Node> classify() {
     Snapshot snapshot{program_roots.data(), program_roots.size(), owner_roots.data(), owner_roots.size(),
                       nodes.data(),         nodes.size(),         own_roots.data(),   own_roots.size()};
+    std::sort(readable.begin(), readable.end(),
+              [](const MemoryRange &a, const MemoryRange &b) { return a.begin < b.begin; });
+    snapshot.readable = readable.empty() ? nullptr : readable.data();
+    snapshot.readable_count = readable.size();
     std::vector<uint64_t> scratch(scratch_bytes(nodes.size()) / 8 + 1);
     reachability::classify(snapshot, scratch.data());
     return nodes;
@@ -65,6 +71,42 @@ TEST(Reachability, APointerInARootMakesAnAllocationReachableEvenInsideIt) {
   c.classify();
   EXPECT_EQ(c.of(1), Class::Reachable);
   EXPECT_EQ(c.of(2), Class::Reachable);
+}
+
+// The first `words` words of `memory`, as a readable range.
+MemoryRange first_words(const Memory &memory, size_t words) { return {memory.at(0), memory.at(words)}; }
+
+// Memory outside the readable ranges (a page never touched, a guard page, memory unmapped) is
+// read as holding no pointers, wherever it is read: in a root, in a block the program reaches,
+// in a lost block, in a lost cycle.
+TEST(Reachability, OnlyTheReadablePartsOfRootsAndBlocksAreRead) {
+  Memory root, heap, lost_heap, seen, unseen_from_root, unseen_from_heap, hung, hidden_tail, devices[3];
+  root.words[10] = seen.at(0);
+  root.words[40] = unseen_from_root.at(0);  // past the readable part
+  seen.words[2] = heap.at(0);
+  heap.words[20] = hung.at(0);
+  heap.words[50] = unseen_from_heap.at(0);
+  lost_heap.words[3] = devices[0].at(0);   // a lost block's readable word: devices[0] hangs from it
+  lost_heap.words[60] = devices[1].at(0);  // unreadable: devices[1] is lost on its own
+  devices[2].words[1] = lost_heap.at(0);
+  devices[2].words[62] = hidden_tail.at(0);  // unreadable: hidden_tail is lost on its own
+  Case c{{root.range()},
+         {},
+         {device(seen, 1), host_block(heap), device(unseen_from_root, 2), device(unseen_from_heap, 3), device(hung, 4),
+          host_block(lost_heap), device(devices[0], 5), device(devices[1], 6), device(devices[2], 7),
+          device(hidden_tail, 8)}};
+  c.readable = {first_words(root, 32),    seen.range(),       first_words(heap, 32),       first_words(lost_heap, 32),
+                devices[0].range(),       devices[1].range(), first_words(devices[2], 32), unseen_from_root.range(),
+                unseen_from_heap.range(), hung.range(),       hidden_tail.range()};
+  c.classify();
+  EXPECT_EQ(c.of(1), Class::Reachable);
+  EXPECT_EQ(c.of(4), Class::Reachable);
+  EXPECT_EQ(c.of(2), Class::Direct);
+  EXPECT_EQ(c.of(3), Class::Direct);
+  EXPECT_EQ(c.of(7), Class::Direct);
+  EXPECT_EQ(c.of(5), Class::Indirect);
+  EXPECT_EQ(c.of(6), Class::Direct);
+  EXPECT_EQ(c.of(8), Class::Direct);
 }
 
 TEST(Reachability, ReachableHostBlocksAndDeviceMemoryAreFollowed) {

@@ -30,7 +30,7 @@ TEST(ScanPolicy, TheResidentEstimateGrowsWithTheNodesAndTheDeviceCopies) {
 // reachable is reachable, everything else unchecked.
 TEST(ScanPolicy, WhatTheScanCouldNotSeeMakesLostUncheckedNeverReachableUnchecked) {
   for (uint32_t blind : {journal::kReachabilityThreadsNotStopped, journal::kReachabilityHeapUntracked,
-                         journal::kReachabilityPythonObjectsUnread}) {
+                         journal::kReachabilityPythonObjectsUnread, journal::kReachabilityPagesUnread}) {
     SCOPED_TRACE(blind);
     EXPECT_TRUE(lost_is_unchecked(blind));
     EXPECT_EQ(reported_class(Class::Direct, blind), Class::Unchecked);

@@ -71,10 +71,21 @@ static int waits_in_system_call(pid_t tid) {
 
 /* ---- waits: every kind of wait, woken by main ---- */
 
-enum { kEpollWait, kEpollPwait, kSigtimedwait, kSelect, kPselect, kPoll, kFutex, kRead, kNanosleep, kClockNanosleep,
-       kWaits };
-static const char *const kWaitNames[kWaits] = {"epoll_wait", "epoll_pwait", "sigtimedwait", "select",
-                                               "pselect",    "poll",        "futex",        "read",
+enum {
+  kEpollWait,
+  kEpollPwait,
+  kSigtimedwait,
+  kSelect,
+  kPselect,
+  kPoll,
+  kFutex,
+  kRead,
+  kNanosleep,
+  kClockNanosleep,
+  kWaits
+};
+static const char *const kWaitNames[kWaits] = {"epoll_wait", "epoll_pwait",    "sigtimedwait", "select",
+                                               "pselect",    "poll",           "futex",        "read",
                                                "nanosleep",  "clock_nanosleep"};
 static int g_event, g_epoll, g_pipe[2], g_read_pipe[2];
 static uint32_t g_futex_word;

@@ -190,6 +190,7 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("device_unread").value((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0);
   json.key("mappings_bounded").value((process.reachability_flags & journal::kReachabilityMappingsBounded) != 0);
   json.key("memory_short").value((process.reachability_flags & journal::kReachabilityMemoryShort) != 0);
+  json.key("pages_unread").value((process.reachability_flags & journal::kReachabilityPagesUnread) != 0);
   json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);

@@ -134,6 +134,10 @@ class TextReport {
       note +=
           "the program's Python objects could not be read (an object allocator leaseguard does not know, or its "
           "interpreter had finalized): lost allocations are unchecked";
+    else if ((process.reachability_flags & journal::kReachabilityPagesUnread) != 0)
+      note +=
+          "some of the program's memory could not be read without faulting it in (pages swapped out, or more "
+          "mapped memory than the scan examines): lost allocations are unchecked";
     if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the reachability scan was bounded: device memory past --device-scan was read as holding no pointers";

@@ -138,6 +138,7 @@ class JsonReportReader {
     if (flag(reachability["device_unread"])) process.reachability_flags |= journal::kReachabilityDeviceUnread;
     if (flag(reachability["mappings_bounded"])) process.reachability_flags |= journal::kReachabilityMappingsBounded;
     if (flag(reachability["memory_short"])) process.reachability_flags |= journal::kReachabilityMemoryShort;
+    if (flag(reachability["pages_unread"])) process.reachability_flags |= journal::kReachabilityPagesUnread;
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {
