@@ -92,5 +92,18 @@ TEST(CarefulReads, ASparseSharedRingIsNotCommittedByTheScan) {
   EXPECT_EQ(classes_by_size(outcome.run.json).at(8102), "direct") << outcome.run.result.err;
 }
 
+// The siblings: a 1 GiB private MAP_NORESERVE reservation with one page touched is not
+// committed; a page sealed with mseal and a transparent huge page are read like any other.
+TEST(CarefulReads, ReservationsSealedPagesAndHugePagesAreReadAsTheyShouldBe) {
+  TempDir dir;
+  const Outcome outcome = run_both(dir, "siblings", {"--reachability", "leases"});
+  EXPECT_EQ(outcome.plain.out, "RssAnon stayed small\n");
+  EXPECT_EQ(outcome.run.result.exit_code, 0) << outcome.run.result.err;
+  EXPECT_EQ(outcome.run.result.out, outcome.plain.out);
+  EXPECT_EQ(classes_by_size(outcome.run.json),
+            (std::map<uint64_t, std::string>{{8201, "reachable"}, {8202, "reachable"}, {8203, "direct"}}))
+      << outcome.run.result.err;
+}
+
 }  // namespace
 }  // namespace leaseguard::testing

@@ -12,7 +12,11 @@
  *                        and holding 8001, in a global; drops 8002. Exits 77 without userfaultfd
  *   sparse_ring          a 256 MiB MAP_SHARED | MAP_NORESERVE ring in a global, one page touched
  *                        and holding 8101; a lease ends (classified: --reachability leases) with
- *                        8102 dropped; prints whether its RssShmem grew past 16 MiB */
+ *                        8102 dropped; prints whether its RssShmem grew past 16 MiB
+ *   siblings             a 1 GiB private MAP_NORESERVE mapping with one page touched, a page sealed
+ *                        with mseal (where the kernel has it) holding 8201, a transparent huge
+ *                        page region holding 8202, all in globals; a lease ends (classified)
+ *                        with 8203 dropped; prints whether its RssAnon grew past 64 MiB */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -124,14 +128,23 @@ static int userfaultfd_region(void) {
   return 0;
 }
 
-static long rss_shmem_kib(void) {
+/* A line of /proc/self/status in KiB ("RssShmem:"), or -1. */
+static long status_kib(const char *field) {
   FILE *status = fopen("/proc/self/status", "r");
   char line[256];
   long kib = -1;
   while (status != NULL && fgets(line, sizeof line, status) != NULL)
-    if (strncmp(line, "RssShmem:", 9) == 0) kib = strtol(line + 9, NULL, 10);
+    if (strncmp(line, field, strlen(field)) == 0) kib = strtol(line + strlen(field), NULL, 10);
   if (status != NULL) fclose(status);
   return kib;
+}
+
+static void lease_with_leak(size_t bytes) {
+  leaseguard_lease_t lease = LEASEGUARD_LEASE_BEGIN("job", 0, 0);
+  LEASEGUARD_LEASE_ENTER(lease);
+  leak(bytes);
+  LEASEGUARD_LEASE_LEAVE();
+  LEASEGUARD_LEASE_END(lease); /* classified now: --reachability leases */
 }
 
 static void sparse_ring(void) {
@@ -140,12 +153,30 @@ static void sparse_ring(void) {
   if (ring == MAP_FAILED) exit(10);
   ((CUdeviceptr *)(ring + ring_bytes / 2))[0] = allocate(8101);
   g_memory = ring;
-  leaseguard_lease_t lease = LEASEGUARD_LEASE_BEGIN("job", 0, 0);
-  LEASEGUARD_LEASE_ENTER(lease);
-  leak(8102);
-  LEASEGUARD_LEASE_LEAVE();
-  LEASEGUARD_LEASE_END(lease); /* classified now: --reachability leases */
-  printf("RssShmem %s\n", rss_shmem_kib() > 16 * 1024 ? "grew past 16 MiB" : "stayed small");
+  lease_with_leak(8102);
+  printf("RssShmem %s\n", status_kib("RssShmem:") > 16 * 1024 ? "grew past 16 MiB" : "stayed small");
+}
+
+__attribute__((used)) static void *volatile g_reserved, *volatile g_sealed, *volatile g_huge;
+
+static void siblings(void) {
+  const size_t reserved_bytes = (size_t)1 << 30, huge_bytes = (size_t)4 << 20;
+  char *reserved =
+      mmap(NULL, reserved_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  char *sealed = mmap(NULL, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *huge = mmap(NULL, huge_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (reserved == MAP_FAILED || sealed == MAP_FAILED || huge == MAP_FAILED) exit(10);
+  reserved[reserved_bytes / 2] = 1;
+  ((CUdeviceptr *)sealed)[0] = allocate(8201);
+  syscall(462 /* mseal, Linux 6.10 */, sealed, kPage, 0); /* left as it is where there is none */
+  madvise(huge, huge_bytes, MADV_HUGEPAGE);
+  memset(huge, 0, huge_bytes);
+  ((CUdeviceptr *)(huge + huge_bytes - 8))[0] = allocate(8202);
+  g_reserved = reserved;
+  g_sealed = sealed;
+  g_huge = huge;
+  lease_with_leak(8203);
+  printf("RssAnon %s\n", status_kib("RssAnon:") > 64 * 1024 ? "grew past 64 MiB" : "stayed small");
 }
 
 int main(int argc, char **argv) {
@@ -156,6 +187,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "guard_install") == 0) guard_install();
   else if (strcmp(mode, "userfaultfd") == 0) return userfaultfd_region();
   else if (strcmp(mode, "sparse_ring") == 0) sparse_ring();
+  else if (strcmp(mode, "siblings") == 0) siblings();
   else return 2;
   return 0;
 }
