@@ -149,7 +149,7 @@ TEST(HostSafety, AJumpOutOfADriverCallLosesNothingAfterIt) {
 
 // main calls pthread_exit and another thread ends the process. The exit's classification
 // runs on that thread while the main thread is a zombie: its maps read empty through
-// /proc/self and it never takes the stop signal. Before, the scan found no roots and waited
+// /proc/self and ptrace refuses it (a zombie). Before, the scan found no roots and waited
 // five seconds for the main thread, and every lost allocation read unchecked.
 TEST(HostSafety, AProcessWhoseMainThreadExitedFirstIsClassified) {
   TempDir dir;
