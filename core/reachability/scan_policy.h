@@ -18,7 +18,8 @@ size_t node_room_for(size_t heap_blocks, size_t program_mappings, size_t live_al
 
 // What a classification of `node_room` nodes makes resident: the nodes and the classifier's
 // arrays (faulted in before the stop), `device_bytes` of device copies, and 4 MiB for the
-// rest of its arena (maps text, roots, registers, copies of running stacks).
+// rest of its arena (maps text, roots, registers, copies of running stacks, the runs of
+// present pages: 2 MiB of them at 1.3 million nodes; the most there is room for is 16 MiB).
 size_t resident_bytes_for(size_t node_room, uint64_t device_bytes) noexcept;
 
 // Whether a classification that makes `needed` bytes resident may run in a process that may
@@ -27,8 +28,8 @@ size_t resident_bytes_for(size_t node_room, uint64_t device_bytes) noexcept;
 bool fits_in_headroom(size_t needed, uint64_t headroom) noexcept;
 
 // What the scan could not see, from the journal's kReachability* flags: where a thread could
-// not be stopped, the host heap was not all tracked, or a Python interpreter's objects could
-// not be read, something may hold what was not found reachable.
+// not be stopped, the host heap was not all tracked, a Python interpreter's objects could not
+// be read, or a page swapped out was not read, something may hold what was not found reachable.
 bool lost_is_unchecked(uint32_t flags) noexcept;
 
 // The class a report states for an allocation the classifier found `found`: never lost on a
