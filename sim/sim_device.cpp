@@ -251,6 +251,11 @@ Backing make_backing(size_t reserved, MemoryKind kind) {
     if (backing.heap_block == nullptr) return Backing{};
     backing.base = reinterpret_cast<void *>(round_up(reinterpret_cast<uintptr_t>(backing.heap_block), kAlignment));
     backing.reserved = reserved;
+    // Fresh device memory never shows the host heap's leftovers (a freed block's pointers,
+    // which on the simulator are the addresses of other device allocations): cleared, as a
+    // fresh mapping is. A real device's fresh memory holds what its last owner left, never the
+    // host's (docs/how-it-works.md, "Device memory as a place pointers live").
+    std::memset(backing.base, 0, reserved);
   }
   return backing;
 }

@@ -13,6 +13,10 @@
  *   sparse_ring          a 256 MiB MAP_SHARED | MAP_NORESERVE ring in a global, one page touched
  *                        and holding 8101; a lease ends (classified: --reachability leases) with
  *                        8102 dropped; prints whether its RssShmem grew past 16 MiB
+ *   fresh_device         200 times: a device buffer A, a host block of the size the simulator takes
+ *                        for the next one filled with A's address and freed, a device buffer B;
+ *                        every buffer dropped, none written (the simulator's device memory
+ *                        lives in the host heap: B would hold A's address, left there)
  *   siblings             a 1 GiB private MAP_NORESERVE mapping with one page touched, a page sealed
  *                        with mseal (where the kernel has it) holding 8201, a transparent huge
  *                        page region holding 8202, all in globals; a lease ends (classified)
@@ -157,6 +161,19 @@ static void sparse_ring(void) {
   printf("RssShmem %s\n", status_kib("RssShmem:") > 16 * 1024 ? "grew past 16 MiB" : "stayed small");
 }
 
+static void fresh_device(void) {
+  enum { kBuffer = 256, kSimulatorBlock = kBuffer + 255 }; /* sim_device.cpp: bytes + alignment - 1 */
+  for (int i = 0; i < 200; ++i) {
+    const CUdeviceptr first = allocate(kBuffer);
+    CUdeviceptr *leftover = malloc(kSimulatorBlock);
+    if (leftover == NULL) exit(10);
+    for (size_t word = 0; word < kSimulatorBlock / sizeof *leftover; ++word) leftover[word] = first;
+    free(leftover);
+    allocate(kBuffer); /* most often on the block just freed */
+  }
+  printf("exiting\n");
+}
+
 __attribute__((used)) static void *volatile g_reserved, *volatile g_sealed, *volatile g_huge;
 
 static void siblings(void) {
@@ -188,6 +205,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "userfaultfd") == 0) return userfaultfd_region();
   else if (strcmp(mode, "sparse_ring") == 0) sparse_ring();
   else if (strcmp(mode, "siblings") == 0) siblings();
+  else if (strcmp(mode, "fresh_device") == 0) fresh_device();
   else return 2;
   return 0;
 }
