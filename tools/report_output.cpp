@@ -50,9 +50,13 @@ bool collect_inputs(const std::vector<std::string> &paths, const std::string &ru
       return false;
     }
     if (fs::is_directory(status)) {
+      // An entry that cannot be looked at (a symbolic link to itself, or to nothing) is no
+      // journal: passed over, never an exception.
       for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, code);
-           !code && it != fs::recursive_directory_iterator(); it.increment(code))
-        if (it->is_regular_file()) consider(it->path(), run_id, inputs);
+           !code && it != fs::recursive_directory_iterator(); it.increment(code)) {
+        std::error_code entry_error;
+        if (it->is_regular_file(entry_error)) consider(it->path(), run_id, inputs);
+      }
       if (code) {
         error = "cannot read " + path + ": " + code.message();
         return false;

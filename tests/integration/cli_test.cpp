@@ -129,6 +129,23 @@ TEST(Cli, ReportOptionsAreAsDocumented) {
 // Runs into one --out directory are never merged by accident: each has a directory of its
 // own, `latest` names the newest, `report DIR` reads it (every run with --all-runs), and
 // --keep N leaves the newest N.
+// A symbolic link to itself (or to nothing) in a run's directory is passed over: `report` of
+// the directory and `run` into it report as before (both once died of an uncaught
+// filesystem_error, rc 134).
+TEST(Cli, ASymbolicLinkLoopInARunsDirectoryIsPassedOver) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", out, "--", kPipeline}).exit_code, 0);
+  const std::string run = std::filesystem::read_symlink(dir / "out/latest").string();
+  std::filesystem::create_symlink("loop", dir / ("out/" + run + "/loop"));
+  std::filesystem::create_symlink("nowhere", dir / ("out/" + run + "/dangling.journal"));
+  const auto reported = leaseguard({"report", "--quiet", "--fail-on-leak", out});
+  EXPECT_EQ(reported.exit_code, 23) << reported.err;
+  std::filesystem::create_symlink("loop", dir / "out/loop");
+  const auto ran = leaseguard({"run", "--sim", "--quiet", "--fail-on-leak", "--out", out, "--", kPipeline});
+  EXPECT_EQ(ran.exit_code, 23) << ran.err;
+}
+
 TEST(Cli, EachRunHasItsOwnDirectoryAndReportReadsTheNewest) {
   TempDir dir;
   const std::string out = dir / "out";
