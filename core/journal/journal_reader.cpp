@@ -273,9 +273,14 @@ bool check_header(SlotSource &source, size_t slot_count, ReadStats &stats, std::
     error = !committed ? "not a leaseguard journal (no header)" : "not a leaseguard journal (bad magic)";
     return false;
   }
-  if (header.version < kOldestReadableVersion || header.version > kVersion || header.slot_bytes != kSlotBytes) {
+  if (header.version < kOldestReadableVersion || header.version > kVersion) {
     error = "journal version " + std::to_string(header.version) + " is not supported (this leaseguard reads versions " +
             std::to_string(kOldestReadableVersion) + " to " + std::to_string(kVersion) + ")";
+    return false;
+  }
+  if (header.slot_bytes != kSlotBytes) {
+    error = "damaged journal: its header says slots of " + std::to_string(header.slot_bytes) +
+            " bytes, and every version's are " + std::to_string(kSlotBytes);
     return false;
   }
   return true;

@@ -69,6 +69,36 @@ std::vector<unsigned char> read_file(const std::string &path) {
   return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
 }
 
+// A header of a version this build cannot read says the versions it reads; a header whose
+// slot size is wrong is damage, and says so (it once said "version 5 is not supported (reads
+// 1 to 5)").
+TEST(Journal, AnUnreadableHeaderSaysWhatIsWrongWithIt) {
+  testing::TempDir dir;
+  auto error_for = [&](HeaderPayload header) {
+    std::string error;
+    {
+      JournalWriter writer;
+      EXPECT_TRUE(writer.open(dir / "j.journal", header, error)) << error;
+    }
+    Collector collector;
+    ReadStats stats;
+    EXPECT_FALSE(read_journal(dir / "j.journal", collector, stats, error));
+    std::filesystem::remove(dir / "j.journal");
+    return error;
+  };
+  HeaderPayload future = make_header();
+  future.version = kVersion + 1;
+  const std::string path = dir / "j.journal";
+  EXPECT_EQ(error_for(future), path + ": journal version " + std::to_string(kVersion + 1) +
+                                   " is not supported (this leaseguard reads versions " +
+                                   std::to_string(kOldestReadableVersion) + " to " + std::to_string(kVersion) + ")");
+  HeaderPayload bad_slots = make_header();
+  bad_slots.slot_bytes = kSlotBytes / 2;
+  EXPECT_EQ(error_for(bad_slots), path + ": damaged journal: its header says slots of " +
+                                      std::to_string(kSlotBytes / 2) + " bytes, and every version's are " +
+                                      std::to_string(kSlotBytes));
+}
+
 // With the prefaulting thread mapping ahead, two writers append across several chunks and
 // every record is there, whole, after the thread is stopped.
 void expect_every_record_written_while_a_thread_maps_ahead(JournalWriter::PrefaultBy method) {
