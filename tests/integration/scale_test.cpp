@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
 
 #include "../../bench/million_allocations.h"
 #include "process_runner.h"
@@ -49,6 +52,50 @@ TEST(Scale, ReportOfAMillionAllocationJournalHasBoundedMemory) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LT(peak_mib, 1024.0);
 #endif
+}
+
+// Whether process `pid` has a file open in `directory` (a report it is writing: named, or
+// unnamed with O_TMPFILE, which /proc shows as "DIRECTORY/#INODE (deleted)").
+bool writes_into(pid_t pid, const std::string &directory) {
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", error)) {
+    std::error_code unreadable;
+    const std::string target = std::filesystem::read_symlink(entry.path(), unreadable).string();
+    if (!unreadable && target.rfind(directory + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
+// A report killed while it writes leaves nothing behind: no temporary file of hundreds of MB
+// (one was left before), only the complete report where it finished first.
+TEST(Scale, AReportKilledWhileItWritesLeavesNoFileBehind) {
+  TempDir dir;
+  {
+    Options options;
+    options.out_dir = dir.path();
+    options.run_id = "scale";
+    options.stack_depth = 4;
+    options.log_level = LogLevel::Quiet;
+    Tracker tracker(options);
+    record_million_allocations(tracker);
+    tracker.finish_process();
+  }
+  const std::string reports = dir / "reports";
+  std::filesystem::create_directory(reports);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string format = "json=" + reports + "/r.json";
+    execl(LEASEGUARD_BIN, "leaseguard", "report", "--quiet", "--format", format.c_str(), dir.path().c_str(),
+          (char *)nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  while (!writes_into(child, reports) && waitpid(child, &status, WNOHANG) == 0) std::this_thread::yield();
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+  for (const auto &entry : std::filesystem::directory_iterator(reports))
+    EXPECT_EQ(entry.path().filename(), "r.json") << "left behind";
 }
 
 }  // namespace

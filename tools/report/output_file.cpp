@@ -45,6 +45,10 @@ OutputFile::OutputFile(const std::string &path) : path_(path) {
     if (fd_ < 0) fail(errno);
     return;
   }
+  // A file with no name until it is whole (O_TMPFILE): if leaseguard is killed while writing,
+  // nothing is left behind. Where the file system has none, a temporary name.
+  fd_ = openat(directory_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  unnamed_ = fd_ >= 0;
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     temporary_ = "." + name_ + "." + random_suffix() + ".tmp";
     fd_ = openat(directory_, temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -54,6 +58,22 @@ OutputFile::OutputFile(const std::string &path) : path_(path) {
     fail(errno);
     temporary_.clear();
   }
+}
+
+// Gives the unnamed file a temporary name beside its place, to be renamed over it: linkat of
+// /proc/self/fd/N needs no privilege (AT_EMPTY_PATH would).
+bool OutputFile::name_unnamed_file() {
+  const std::string link = "/proc/self/fd/" + std::to_string(fd_);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    temporary_ = "." + name_ + "." + random_suffix() + ".tmp";
+    if (linkat(AT_FDCWD, link.c_str(), directory_, temporary_.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
+    // No /proc: root may name it by its descriptor.
+    if (errno == ENOENT && linkat(fd_, "", directory_, temporary_.c_str(), AT_EMPTY_PATH) == 0) return true;
+    if (errno != EEXIST) break;
+  }
+  fail(errno);
+  temporary_.clear();
+  return false;
 }
 
 OutputFile::~OutputFile() { discard(); }
@@ -73,6 +93,7 @@ void OutputFile::write(std::string_view text) {
 }
 
 bool OutputFile::close(std::string &error) {
+  if (unnamed_ && fd_ >= 0 && error_.empty()) name_unnamed_file();
   if (fd_ >= 0 && ::close(fd_) != 0) fail(errno);
   fd_ = -1;
   if (error_.empty() && !temporary_.empty() && renameat(directory_, temporary_.c_str(), directory_, name_.c_str()) != 0)

@@ -1,9 +1,10 @@
 // A report or other output file, replaced whole or not at all.
 //
-// The file is written under a temporary name in the same directory and renamed into place
-// when complete, so a reader (a CI system, a later `leaseguard report`) sees the previous
-// file or the new one, never half of one, even if leaseguard is killed while writing; a
-// hard link at the name is replaced, not written through. Its directory is reached as
+// The file is written with no name (O_TMPFILE), or under a temporary name where the file
+// system has no unnamed files, in the same directory, and renamed into place when complete, so
+// a reader (a CI system, a later `leaseguard report`) sees the previous file or the new one,
+// never half of one, even if leaseguard is killed while writing (which then leaves no file
+// behind, where it had no name); a hard link at the name is replaced, not written through. Its directory is reached as
 // files.h says (no symbolic link someone else owns is followed); a symbolic link, a FIFO or
 // another special file at the name is refused, except a character device (/dev/null), which
 // is written directly. New files have mode 0600: reports hold paths and names from the
@@ -32,10 +33,12 @@ class OutputFile {
  private:
   void fail(int error_number);
   void discard() noexcept;
+  bool name_unnamed_file();
 
   std::string path_;
   std::string name_;       // its last component, in directory_
   std::string temporary_;  // the name it is written under, in directory_; empty: written directly
+  bool unnamed_ = false;   // written with O_TMPFILE: named just before it is put in place
   int directory_ = -1;
   int fd_ = -1;
   std::string error_;
