@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +68,10 @@ std::optional<std::string> start_run_directory(const std::string &out_dir, std::
     error = "cannot make " + path + ": " + std::strerror(errno);
     return std::nullopt;
   }
+  // A shared lock on the run's directory for as long as `run` lives (never closed; not
+  // inherited by the command): another run's --keep passes over a run still going.
+  const int held = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (held >= 0) flock(held, LOCK_SH);
   if (!point_latest_at(out_dir, name, error)) return std::nullopt;
   return path;
 }
@@ -107,8 +112,18 @@ bool prune_runs(const std::string &out_dir, size_t keep, std::string &error) {
   runs.resize(runs.size() - keep);  // the oldest
   for (const std::string &name : runs) {
     const std::string path = out_dir + "/" + name;
-    DIR *directory = opendir(path.c_str());
-    if (directory == nullptr) continue;
+    const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;
+    // A run still going (its `run` holds the directory's lock: start_run_directory) is left.
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      close(fd);
+      continue;
+    }
+    DIR *directory = fdopendir(fd);
+    if (directory == nullptr) {
+      close(fd);
+      continue;
+    }
     while (const dirent *entry = readdir(directory)) {
       const std::string file = entry->d_name;
       auto ends_with = [&](const std::string &suffix) {

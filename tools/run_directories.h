@@ -36,7 +36,7 @@ std::vector<std::string> run_directory_names(const std::string &out_dir);
 std::optional<std::string> newest_run(const std::string &directory);
 
 // Removes every run but the newest `keep` (its journals, exit files and kRunReportName, then
-// the directory).
+// the directory), save those still going: another `run` holds their directory's lock.
 // Anything else in a run's directory is left, and the directory with it. False and one line
 // in `error` if a run could not be removed.
 bool prune_runs(const std::string &out_dir, size_t keep, std::string &error);

@@ -1,6 +1,10 @@
 // The CLI as CI uses it: exit codes, the text report (golden file), JSON fields, report
 // over a directory, and bad input.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +15,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "api_ids.h"
 #include "process_runner.h"
@@ -144,6 +149,34 @@ TEST(Cli, ASymbolicLinkLoopInARunsDirectoryIsPassedOver) {
   std::filesystem::create_symlink("loop", dir / "out/loop");
   const auto ran = leaseguard({"run", "--sim", "--quiet", "--fail-on-leak", "--out", out, "--", kPipeline});
   EXPECT_EQ(ran.exit_code, 23) << ran.err;
+}
+
+// Two runs into one --out at once, each with --keep 1: the one that ends first leaves the
+// other's directory, whose command still runs (it removed it, journals and all).
+TEST(Cli, KeepPassesOverARunStillGoing) {
+  TempDir dir;
+  const std::string out = dir / "out", gate = dir / "gate";
+  ASSERT_EQ(mkfifo(gate.c_str(), 0600), 0);
+  const pid_t slow = fork();
+  ASSERT_GE(slow, 0);
+  if (slow == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execl(LEASEGUARD_BIN, "leaseguard", "run", "--sim", "--quiet", "--keep", "1", "--out", out.c_str(), "--", "sh",
+          "-c", ("read line < " + gate).c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  // Its directory made (`latest` names it), the other run goes from start to end.
+  std::error_code error;
+  while (std::filesystem::read_symlink(dir / "out/latest", error).empty()) std::this_thread::yield();
+  const std::string slow_run = std::filesystem::read_symlink(dir / "out/latest").string();
+  ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--keep", "1", "--out", out, "--", kPipeline}).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::is_directory(dir / ("out/" + slow_run))) << "the running run's directory was pruned";
+  std::ofstream(gate) << "go\n";
+  int status = 0;
+  ASSERT_EQ(waitpid(slow, &status, 0), slow);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST(Cli, EachRunHasItsOwnDirectoryAndReportReadsTheNewest) {
