@@ -45,10 +45,19 @@ inline uint64_t mix(uintptr_t address) noexcept { return (address >> 4) * 0x9E37
 inline Shard &shard_of(uint64_t mixed) noexcept { return g_shards[mixed >> 58]; }
 inline size_t home_of(uint64_t mixed, size_t mask) noexcept { return (mixed >> 16) & mask; }
 
+// The table's memory comes from the kernel directly, never through the mmap family the
+// preload interposes (program_mappings.h): the first call there looks the next definition up
+// with dlsym, which frees memory, and a free inside this heap call is a nested one, which
+// leaves the table alone and counts the heap incomplete. (A cudart program linked with cuBLAS
+// grew a shard during cuBLAS's constructors before anything had called munmap: its lost
+// allocations all read `unchecked`.)
 Entry *map_entries(size_t capacity) noexcept {
-  void *memory = mmap(nullptr, capacity * sizeof(Entry), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *memory = reinterpret_cast<void *>(
+      syscall(SYS_mmap, nullptr, capacity * sizeof(Entry), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   return memory == MAP_FAILED ? nullptr : static_cast<Entry *>(memory);
 }
+
+void unmap_entries(Entry *entries, size_t capacity) noexcept { syscall(SYS_munmap, entries, capacity * sizeof(Entry)); }
 
 void place(Entry *entries, size_t mask, uintptr_t address, size_t bytes) noexcept {
   for (size_t i = home_of(mix(address), mask);; i = (i + 1) & mask) {
@@ -70,7 +79,7 @@ Entry *first_table(const Shard &shard) noexcept {
     Entry *made = map_entries(kShards << kFirstCapacityLog2);
     if (made == nullptr) return nullptr;
     if (!g_first_tables.compare_exchange_strong(tables, made, std::memory_order_acq_rel))
-      munmap(made, (kShards << kFirstCapacityLog2) * sizeof(Entry));
+      unmap_entries(made, kShards << kFirstCapacityLog2);
     else tables = made;
   }
   return tables + (static_cast<size_t>(&shard - g_shards.data()) << kFirstCapacityLog2);
@@ -96,8 +105,8 @@ bool grow(Shard &shard) noexcept {
   shard.entries = bigger;
   shard.capacity_log2 = log2;
   // The first tables share one mapping: theirs stays mapped, its pages given back.
-  if (old_log2 != kFirstCapacityLog2) munmap(old, old_capacity * sizeof(Entry));
-  else madvise(old, old_capacity * sizeof(Entry), MADV_DONTNEED);
+  if (old_log2 != kFirstCapacityLog2) unmap_entries(old, old_capacity);
+  else syscall(SYS_madvise, old, old_capacity * sizeof(Entry), MADV_DONTNEED);
   return true;
 }
 

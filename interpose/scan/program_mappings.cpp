@@ -7,6 +7,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,17 +85,19 @@ uintptr_t page_end(uintptr_t begin, size_t bytes) noexcept {
 bool room_for_one() noexcept {
   if (g_count < g_capacity) return true;
   const size_t capacity = g_capacity == 0 ? kFirstCapacity : g_capacity * 2;
+  // From the kernel directly, as the heap table's memory (heap_tracker.cpp): looking the next
+  // mmap or munmap up here, inside a tracked call, would make dlsym's free a nested heap call.
   void *memory = capacity > kMaxCapacity
                      ? MAP_FAILED
-                     : next(g_mmap, "mmap")(nullptr, capacity * sizeof(Mapping), PROT_READ | PROT_WRITE,
-                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                     : reinterpret_cast<void *>(syscall(SYS_mmap, nullptr, capacity * sizeof(Mapping),
+                                                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (memory == MAP_FAILED) {
     g_missed.store(true, std::memory_order_relaxed);
     return false;
   }
   if (g_table != nullptr) {
     std::memcpy(memory, g_table, g_count * sizeof(Mapping));
-    next(g_munmap, "munmap")(g_table, g_capacity * sizeof(Mapping));
+    syscall(SYS_munmap, g_table, g_capacity * sizeof(Mapping));
   }
   g_table = static_cast<Mapping *>(memory);
   g_capacity = capacity;

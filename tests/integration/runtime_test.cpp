@@ -43,9 +43,12 @@ std::string program_function(const JsonValue &leak, int *line = nullptr) {
 
 }  // namespace
 
+// Each runtime alone, and with cuBLAS, cuBLASLt and cuFFT linked, never called: their
+// constructors once grew leaseguard's heap table before anything had called munmap, and every
+// lost allocation then read `unchecked` ("the program's host heap was not all tracked").
 TEST(Runtime, LeaksAreFoundExactlyAndNamedByTheProgramsFunctions) {
   SKIP_WITHOUT_NVCC();
-  for (const char *runtime : kRuntimes) {
+  for (const char *runtime : {"static", "shared", "static_libraries", "shared_libraries"}) {
     SCOPED_TRACE(runtime);
     TempDir out;
     auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "leaks"});
