@@ -138,7 +138,9 @@ const FlagRow kRows[] = {
     {"--all-runs", "", V::None, kReport, "a directory of runs: every run, not only the newest",
      switch_on<&T::report, &ReportOptions::all_runs>},
     {"--keep", "N", V::Required, kRun,
-     "after the run, remove all but the newest N runs in DIR (their journals and exit files)", set_keep},
+     "after the run, remove all but the newest N runs in DIR (their journals and exit files); a run still "
+     "going (another `run` into DIR) is left",
+     set_keep},
     {"--format", "FMT[=PATH]", V::Required, kRun | kReport,
      "`text`, `json`, `sarif`, `junit`, `html` or `folded` ([report-format.md](report-format.md)); repeatable. "
      "Without `=PATH` the file is `DIR/leaseguard-report.txt`, `.json`, `.sarif`, `.junit.xml`, `.html` or "
