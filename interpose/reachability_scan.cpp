@@ -820,6 +820,8 @@ const char *not_stopped_text(NotStoppedReason reason) noexcept {
     case NotStoppedReason::kAttachRefused:
       return "ptrace was refused for a thread (a debugger or strace holds the process, or seccomp or Yama forbids it)";
     case NotStoppedReason::kStuckInCall: return "a thread stayed inside a heap call for 5 seconds";
+    case NotStoppedReason::kInConnect:
+      return "a thread waited in connect(), which a stop would end with EINTR: it was not stopped";
     case NotStoppedReason::kNone: break;
   }
   return "a thread could not be stopped";

@@ -230,10 +230,36 @@ bool let_signals_through(const Slot &slot) noexcept {
   }
 }
 
+// The calls a stop ends with EINTR (the kernel restarts the others itself) that did nothing
+// before they ended, so that running them again is as if they had never been interrupted.
+// Not connect: one interrupted goes on connecting, and run again says EALREADY (a thread
+// waiting in connect is not stopped at all: waits_in_connect).
+bool restartable(long call) noexcept {
+  switch (call) {
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_epoll_pwait2:
+    case SYS_rt_sigtimedwait:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_recvmmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+    case SYS_sendmmsg:
+    case SYS_io_getevents:
+    case SYS_io_pgetevents: return true;
+    default: return false;
+  }
+}
+
 // A system call our stop ended with EINTR runs again when the thread goes on, as one ended
 // with ERESTARTSYS would: the number back in rax, rip back on the 2-byte syscall instruction.
 void restart_interrupted_call(const Slot &slot, user_regs_struct &registers) noexcept {
-  if (static_cast<long>(registers.orig_rax) < 0) return;
+  if (static_cast<long>(registers.orig_rax) < 0 || !restartable(static_cast<long>(registers.orig_rax))) return;
   if (static_cast<long>(registers.rax) != -EINTR || program_signal_pending(slot.info.tid)) return;
   registers.rax = registers.orig_rax;
   registers.rip -= 2;
@@ -255,9 +281,24 @@ int *call_word(const Slot &slot, intptr_t offset) noexcept {
   return reinterpret_cast<int *>(slot.info.thread_pointer + static_cast<uintptr_t>(offset));
 }
 
+// Whether `tid` waits in connect now (/proc/.../syscall's first field): a stop would end the
+// call with EINTR where it has a timeout, and it cannot be run again (restartable).
+bool waits_in_connect(pid_t tid) noexcept {
+  char path[64], text[64];
+  proc_path(path, tid, "syscall");
+  if (!read_proc(path, text, sizeof text) || text[0] < '0' || text[0] > '9') return false;
+  return parse_unsigned(text, 10) == SYS_connect;
+}
+
 // Attaches to the thread of `slot` and stops it. One inside a tracked call is let go on to
-// the call's end (kInCall).
+// the call's end (kInCall); one waiting in connect is left running.
 void hold(Slot &slot) noexcept {
+  if (waits_in_connect(slot.info.tid)) {
+    slot.state = kRunning;
+    slot.info.stack_pointer = blocked_stack_pointer(slot.info.tid);
+    g_control.reason = NotStoppedReason::kInConnect;
+    return;
+  }
   const long attached = trace(PTRACE_SEIZE, slot.info.tid, 0, 0);
   if (attached != 0) {
     if (attached == -ESRCH || task_exited(slot.info.tid)) return;

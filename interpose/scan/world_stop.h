@@ -6,10 +6,12 @@
 // process), it attaches to each thread with PTRACE_SEIZE and stops it with PTRACE_INTERRUPT,
 // which sends no signal, runs no handler on the thread's stack and leaves every signal
 // disposition alone. A system call the stop interrupts is restarted when the thread goes on,
-// as the kernel restarts it after a stop: those the kernel would end with EINTR instead
-// (epoll_wait, sigtimedwait, semop, a socket call with a timeout) are set back to run again
-// before the thread resumes, unless a signal of the program's is pending for it (that EINTR
-// is the program's). A signal that arrives while a thread is held is delivered when it goes on.
+// as the kernel restarts it after a stop: those the kernel would end with EINTR instead, and
+// that did nothing before they ended (epoll_wait, sigtimedwait, semop, a send or receive with
+// a timeout), are set back to run again before the thread resumes, unless a signal of the
+// program's is pending for it (that EINTR is the program's). A thread waiting in connect is
+// not stopped (ended by a stop, the call cannot be run again). A signal that arrives while a
+// thread is held is delivered when it goes on.
 // Threads are listed from /proc/PID/task again after each round, until no new one appeared.
 //
 // A thread inside a tracked heap call (heap_tracker.h) is let go on until the call's end, where
@@ -46,7 +48,7 @@ struct StoppedThread {
 };
 
 // Why threads were left running, for the report's one line.
-enum class NotStoppedReason { kNone, kTooMany, kAttachRefused, kStuckInCall };
+enum class NotStoppedReason { kNone, kTooMany, kAttachRefused, kStuckInCall, kInConnect };
 
 class WorldStop {
  public:

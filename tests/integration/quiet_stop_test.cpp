@@ -101,5 +101,21 @@ TEST(QuietStop, AThreadWithLittleStackLeftIsHeldWithoutTouchingIt) {
       << run.result.err;
 }
 
+// A thread waits in connect (with a send timeout, which a stop would end with EINTR, and
+// which cannot be run again) while a lease is classified: it is not stopped, its connect
+// completes as without leaseguard, and the lease's lost allocation is `unchecked`, with the
+// reason, since that thread's registers were not read.
+TEST(QuietStop, AThreadWaitingInConnectIsLeftToIt) {
+  TempDir dir;
+  const std::vector<std::string> command = {victim("quiet_stop"), "connect_wait"};
+  const RunResult plain = without_leaseguard(command);
+  auto run = run_under_leaseguard(dir / "out", command, {"--reachability", "leases"});
+  EXPECT_EQ(plain.out, "connect: ok\n");
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_EQ(run.result.out, plain.out);
+  EXPECT_EQ(classes_by_size(run.json).at(7701), "unchecked") << run.result.err;
+  EXPECT_NE(run.result.err.find("waited in connect()"), std::string::npos) << run.result.err;
+}
+
 }  // namespace
 }  // namespace leaseguard::testing

@@ -13,6 +13,9 @@
  *   seccomp MODE     a seccomp filter that denies tgkill (MODE errno: EPERM; kill: the process
  *                    dies of SIGSYS); a thread waits holding 7401 on its stack only; main drops
  *                    7402 and exits
+ *   connect_wait     a thread waits in connect (a UNIX socket whose listener's backlog is full,
+ *                    with a send timeout) while a lease ends (classified); then main accepts,
+ *                    and the thread prints what connect returned
  *   small_stack      a thread with the smallest stack glibc allows waits in read with about
  *                    3.3 KiB of it left, holding 7501 there; main drops 7502 and exits */
 #define _GNU_SOURCE
@@ -32,7 +35,10 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -266,6 +272,46 @@ static void seccomp_waiter(const char *mode) {
   printf("exiting\n");
 }
 
+/* ---- connect_wait: a thread in connect, which a stop cannot restart ---- */
+
+static char g_socket_path[108];
+static int g_connect_result = -2, g_connect_errno;
+
+static void *connect_slowly(void *unused) {
+  (void)unused;
+  __atomic_store_n(&g_tids[0], current_tid(), __ATOMIC_SEQ_CST);
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  const struct timeval timeout = {60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  struct sockaddr_un address = {.sun_family = AF_UNIX};
+  memcpy(address.sun_path, g_socket_path, sizeof address.sun_path);
+  g_connect_result = connect(fd, (struct sockaddr *)&address, sizeof address);
+  g_connect_errno = errno;
+  return NULL;
+}
+
+static int connect_wait(void) {
+  snprintf(g_socket_path, sizeof g_socket_path, "/tmp/leaseguard-quiet-stop-%d", (int)getpid());
+  unlink(g_socket_path);
+  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un address = {.sun_family = AF_UNIX};
+  memcpy(address.sun_path, g_socket_path, sizeof address.sun_path);
+  if (listener < 0 || bind(listener, (struct sockaddr *)&address, sizeof address) != 0 || listen(listener, 0) != 0)
+    exit(10);
+  /* The backlog full: one connection waits unaccepted, so the next connect blocks. */
+  const int first = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (connect(first, (struct sockaddr *)&address, sizeof address) != 0) exit(10);
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, connect_slowly, NULL) != 0) exit(10);
+  while (__atomic_load_n(&g_tids[0], __ATOMIC_SEQ_CST) == 0 || !waits_in_system_call(g_tids[0])) sched_yield();
+  lease_with_leak(7701);
+  accept(listener, NULL, NULL); /* room in the backlog: the waiting connect completes */
+  pthread_join(thread, NULL);
+  unlink(g_socket_path);
+  printf("connect: %s\n", g_connect_result == 0 ? "ok" : strerror(g_connect_errno));
+  return g_connect_result == 0 ? 0 : 3;
+}
+
 /* ---- small_stack: a waiting thread with 3.3 KiB of stack left ---- */
 
 static VICTIM_NOINLINE void wait_with_little_left(size_t left) {
@@ -315,6 +361,7 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "ttl_waits") == 0) return ttl_waits();
   else if (strcmp(mode, "seccomp") == 0) seccomp_waiter(argc > 2 ? argv[2] : "errno");
   else if (strcmp(mode, "small_stack") == 0) small_stack();
+  else if (strcmp(mode, "connect_wait") == 0) return connect_wait();
   else return 2;
   return 0;
 }
