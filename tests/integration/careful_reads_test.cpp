@@ -14,13 +14,6 @@ namespace {
 
 using report::JsonValue;
 
-std::map<uint64_t, std::string> classes_by_size(const JsonValue &json) {
-  std::map<uint64_t, std::string> classes;
-  for (const JsonValue *leak : all_leaks(json))
-    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
-  return classes;
-}
-
 struct Outcome {
   RunResult plain;
   LeaseguardRun run;

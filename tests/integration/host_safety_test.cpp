@@ -22,14 +22,6 @@ namespace {
 
 using report::JsonValue;
 
-// Each leak's class by its size (the victims make sizes unique).
-std::map<uint64_t, std::string> classes_by_size(const JsonValue &json) {
-  std::map<uint64_t, std::string> classes;
-  for (const JsonValue *leak : all_leaks(json))
-    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
-  return classes;
-}
-
 std::multiset<uint64_t> leaked_sizes(const JsonValue &json) {
   std::multiset<uint64_t> sizes;
   for (const JsonValue *leak : all_leaks(json)) sizes.insert(static_cast<uint64_t>((*leak)["bytes"].as_number()));

@@ -106,6 +106,13 @@ std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json) 
   return leaks;
 }
 
+std::map<uint64_t, std::string> classes_by_size(const report::JsonValue &json) {
+  std::map<uint64_t, std::string> classes;
+  for (const report::JsonValue *leak : all_leaks(json))
+    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
+  return classes;
+}
+
 std::string first_function(const report::JsonValue &leak) {
   const report::JsonValue &function = leak["stack"][0]["function"];
   return function.is_null() ? "" : function.as_string();

@@ -39,6 +39,9 @@ std::string victim(const std::string &name);
 
 // Every leak of every process and lease in a JSON report.
 std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json);
+// Each leak's class ("direct", "reachable"...) by its size in bytes (the victims make sizes
+// unique).
+std::map<uint64_t, std::string> classes_by_size(const report::JsonValue &json);
 // The function of a leak's first frame, or "" where unknown.
 std::string first_function(const report::JsonValue &leak);
 // For each leak, the function of its first frame and the module that frame is in.

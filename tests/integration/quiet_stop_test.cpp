@@ -15,13 +15,6 @@ namespace {
 
 using report::JsonValue;
 
-std::map<uint64_t, std::string> classes_by_size(const JsonValue &json) {
-  std::map<uint64_t, std::string> classes;
-  for (const JsonValue *leak : all_leaks(json))
-    classes[static_cast<uint64_t>((*leak)["bytes"].as_number())] = (*leak)["reachability"].as_string();
-  return classes;
-}
-
 RunResult without_leaseguard(const std::vector<std::string> &command) {
   return run_process(command, {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}});
 }

@@ -19,18 +19,21 @@
 namespace leaseguard::testing {
 namespace {
 
+// A journal of 1,000,000 allocations and 100,000 leaks (bench/million_allocations.h) in `directory`.
+void write_million_allocation_journal(const std::string &directory) {
+  Options options;
+  options.out_dir = directory;
+  options.run_id = "scale";
+  options.stack_depth = 4;
+  options.log_level = LogLevel::Quiet;
+  Tracker tracker(options);
+  record_million_allocations(tracker);
+  tracker.finish_process();
+}
+
 TEST(Scale, ReportOfAMillionAllocationJournalHasBoundedMemory) {
   TempDir dir;
-  {
-    Options options;
-    options.out_dir = dir.path();
-    options.run_id = "scale";
-    options.stack_depth = 4;
-    options.log_level = LogLevel::Quiet;
-    Tracker tracker(options);
-    record_million_allocations(tracker);
-    tracker.finish_process();
-  }
+  write_million_allocation_journal(dir.path());
   auto started = std::chrono::steady_clock::now();
   pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -70,16 +73,7 @@ bool writes_into(pid_t pid, const std::string &directory) {
 // (one was left before), only the complete report where it finished first.
 TEST(Scale, AReportKilledWhileItWritesLeavesNoFileBehind) {
   TempDir dir;
-  {
-    Options options;
-    options.out_dir = dir.path();
-    options.run_id = "scale";
-    options.stack_depth = 4;
-    options.log_level = LogLevel::Quiet;
-    Tracker tracker(options);
-    record_million_allocations(tracker);
-    tracker.finish_process();
-  }
+  write_million_allocation_journal(dir.path());
   const std::string reports = dir / "reports";
   std::filesystem::create_directory(reports);
   const pid_t child = fork();
