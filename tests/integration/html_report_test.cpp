@@ -151,6 +151,23 @@ TEST_F(Html, ASmallReportReadsSummaryFirstInARealBrowser) {
   look_at(page, kPhone, "small", false);
 }
 
+// A program built as users build theirs (nvcc -O2 -g): every cudaMalloc comes through the
+// runtime's frames and cuda_runtime.h's inlined template, yet the largest sites and each
+// group's title are the program's handlers, where the leaks happened (runtime_frames.h).
+TEST_F(Html, LeakSitesAreTheProgramsOwnFramesNotTheRuntimes) {
+  if (!LEASEGUARD_HAVE_NVCC) GTEST_SKIP() << "SKIPPED: no nvcc when this build was configured: no CUDA runtime victims";
+  const std::string page = dir / "report.html";
+  auto run = leaseguard({"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + page, "--",
+                         victim("inlined_service_static")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string dom = load(page, kLaptop);
+  EXPECT_EQ(occurrences(dom, "class=\"top-site\""), 2u) << said(dom);
+  EXPECT_LT(dom.find("<td>handle_error "), dom.find("<td>handle_request ")) << said(dom);  // largest first
+  EXPECT_NE(dom.find("<summary>handle_error</summary>"), std::string::npos) << said(dom);
+  EXPECT_NE(dom.find("<summary>handle_request</summary>"), std::string::npos) << said(dom);
+  EXPECT_EQ(dom.find("<summary>libcudart_static_"), std::string::npos) << said(dom);
+}
+
 // `lease start`'s report: the lease authority's account of the lease in the summary (read
 // back from a JSON report that carries it, as `leaseguard report` merges them), legible at
 // both widths.

@@ -8,13 +8,26 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace leaseguard::report {
 
-struct FoundSymbol {
+// A function and a place in its source.
+struct SourcePlace {
   std::optional<std::string> function;  // as the module spells it: mangled, maybe versioned
   std::optional<std::string> file;
   std::optional<int> line;
+};
+
+// What is known of the code at one address. Where the compiler inlined calls there, one
+// address stands for several calls: `inlined` holds the inlined functions, innermost first,
+// the first with the line at the address and each next one with the line of its call to the
+// one before it; the function the symbol table names at the address comes last, in `place`,
+// with the line of its call to the outermost inlined one (or the line at the address where
+// nothing was inlined).
+struct FoundSymbol {
+  SourcePlace place;
+  std::vector<SourcePlace> inlined;
 };
 
 class ModuleSymbols {
@@ -22,7 +35,8 @@ class ModuleSymbols {
   virtual ~ModuleSymbols() = default;
   // The GNU build-id as lowercase hex; empty if the module has none.
   virtual std::string build_id() const = 0;
-  // What is known of the code at `address`; the source line only if `with_line`.
+  // What is known of the code at `address`; the source lines and inlined calls only if
+  // `with_line`.
   virtual FoundSymbol look_up(uint64_t address, bool with_line) = 0;
 };
 

@@ -12,7 +12,7 @@ class SymbolTableModule final : public ModuleSymbols {
   FoundSymbol look_up(uint64_t address, bool) override {
     FoundSymbol found;
     std::string_view name = symbols_->function_at(address);
-    if (!name.empty()) found.function = std::string(name);
+    if (!name.empty()) found.place.function = std::string(name);
     return found;
   }
 

@@ -10,6 +10,7 @@
 
 #include "json_writer.h"
 #include "renderers.h"
+#include "runtime_frames.h"
 
 #ifndef LEASEGUARD_VERSION
 #define LEASEGUARD_VERSION "0.0.0"
@@ -133,8 +134,9 @@ void write_sarif_driver(JsonWriter &json) {
   json.end_object().end_object();
 }
 
-// One result: a group of leaks with one stack, located at its innermost frame with a source
-// file (else its innermost frame), the whole stack as its code flow.
+// One result: a group of leaks with one stack, located at its site (runtime_frames.h: its first
+// frame outside the runtime, or the first out from there with a source file), the whole stack
+// as its code flow.
 void write_sarif_group(JsonWriter &json, const ProcessReport &process, const LeaseEnding &lease, const LeakGroup &group,
                        const std::string &source_root) {
   json.begin_object();
@@ -144,13 +146,7 @@ void write_sarif_group(JsonWriter &json, const ProcessReport &process, const Lea
   const StackView stack = process.stack(group.stack_id);
   json.key("locations").begin_array().begin_object();
   if (!stack.empty()) {
-    const Frame *best = &stack.front();
-    for (const Frame &frame : stack)
-      if (frame.file) {
-        best = &frame;
-        break;
-      }
-    write_location(json, *best, source_root);
+    write_location(json, *located_site_frame(stack), source_root);
   } else {
     write_program_location(json, process, source_root);
   }
@@ -314,17 +310,17 @@ std::vector<std::string> junit_case_names(const ProcessReport &process) {
   return names;
 }
 
-// The source file a failed case points at (GitLab's `file`): its first leak group's innermost
-// frame with a file, relative to the source root when under it.
+// The source file a failed case points at (GitLab's `file`): the site of its first leak group
+// that has one with a file (runtime_frames.h), relative to the source root when under it.
 std::string junit_file(const ProcessReport &process, const LeaseEnding &lease, const std::string &source_root) {
-  for (const LeakGroup &group : group_leaks(process, lease))
-    for (const Frame &frame : process.stack(group.stack_id))
-      if (frame.file) {
-        std::string root = source_root;
-        if (!root.empty() && root.back() != '/') root += '/';
-        const std::string file = *frame.file;
-        return !root.empty() && file.rfind(root, 0) == 0 ? file.substr(root.size()) : file;
-      }
+  for (const LeakGroup &group : group_leaks(process, lease)) {
+    const Frame *site = located_site_frame(process.stack(group.stack_id));
+    if (site == nullptr || !site->file) continue;
+    std::string root = source_root;
+    if (!root.empty() && root.back() != '/') root += '/';
+    const std::string file = *site->file;
+    return !root.empty() && file.rfind(root, 0) == 0 ? file.substr(root.size()) : file;
+  }
   return "";
 }
 

@@ -14,6 +14,7 @@
 
 #include "json_writer.h"
 #include "renderers.h"
+#include "runtime_frames.h"
 
 namespace leaseguard::report {
 
@@ -249,6 +250,11 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
     json.value(frame.file ? *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "")
                           : frame.module + "+" + hex_address(frame.offset));
   }
+  json.end_array();
+  // Which of them are the runtime's (runtime_frames.h): a leak's site is its first frame outside.
+  json.key("runtime_frames").begin_array();
+  for (size_t index = 0; index < process.frames.size(); ++index)
+    if (is_runtime_frame(process.frames[index])) json.value(static_cast<uint64_t>(index));
   json.end_array();
   json.end_object();
 }

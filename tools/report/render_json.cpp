@@ -24,6 +24,7 @@ void write_frame(JsonWriter &json, const Frame &frame) {
   json.key("line");
   if (frame.line) json.value(*frame.line);
   else json.null();
+  if (frame.inlined) json.key("inlined").value(true);  // only where it is: most frames are not
   json.end_object();
 }
 

@@ -255,7 +255,9 @@ class JsonReportReader {
         frame.function = texts_.intern(item["function"].as_string());
       if (item["file"].type() == JsonValue::Type::String) frame.file = texts_.intern(item["file"].as_string());
       if (item["line"].type() == JsonValue::Type::Number) frame.line = number<int>(item["line"], "line");
-      key += frame.module + "\x1f" + std::to_string(frame.offset) + "\x1f" + frame.function.value_or("") + "\x1e";
+      frame.inlined = item["inlined"].type() == JsonValue::Type::Bool && item["inlined"].as_bool();
+      key += frame.module + "\x1f" + std::to_string(frame.offset) + "\x1f" + frame.function.value_or("") +
+             (frame.inlined ? "\x1fi" : "") + "\x1e";
       frames.push_back(std::move(frame));
     }
     if (frames.empty()) return 0;

@@ -30,7 +30,7 @@ void ProcessReport::add_stack(uint32_t stack_id, const std::vector<Frame> &stack
     std::string key = frame.module.str() + '\x1f' + frame.build_id.str() + '\x1f' + std::to_string(frame.offset) +
                       '\x1f' + std::to_string(frame.address) + '\x1f' + (frame.function ? "+" + *frame.function : "-") +
                       '\x1f' + (frame.file ? "+" + *frame.file : "-") + '\x1f' +
-                      (frame.line ? std::to_string(*frame.line) : "-");
+                      (frame.line ? std::to_string(*frame.line) : "-") + (frame.inlined ? "\x1fi" : "");
     auto [known, added] = frame_ids.try_emplace(std::move(key), static_cast<uint32_t>(frames.size()));
     if (added) frames.push_back(frame);
     indices.push_back(known->second);

@@ -29,6 +29,9 @@ struct Frame {
   std::optional<Text> function;
   std::optional<Text> file;
   std::optional<int> line;
+  // A call the compiler inlined: this function's code is in the frame after it, at the same
+  // address (symbolizer.h). Found in debug information, never recorded.
+  bool inlined = false;
 };
 
 // A stack's frames, innermost first, as the report reads them: indices into its process's

@@ -7,6 +7,7 @@
 
 #include "files.h"
 #include "options.h"
+#include "runtime_frames.h"
 
 namespace leaseguard::report {
 namespace {
@@ -230,11 +231,13 @@ std::string rule_for(const std::string &pattern) {
 }  // namespace
 
 std::string suggest_suppression(const ProcessReport &process, uint32_t stack_id) {
+  // From the leak's site, never the runtime's frames below it (runtime_frames.h): a rule
+  // naming cudaMalloc's would silence every leak that came through it.
   const StackView stack = process.stack(stack_id);
-  for (const Frame &frame : stack)
-    if (frame.function) return rule_for("^" + *frame.function + "$");
-  for (const Frame &frame : stack)
-    if (!frame.module.empty()) return rule_for(frame.module.substr(frame.module.rfind('/') + 1));
+  for (size_t i = runtime_frame_count(stack); i < stack.size(); ++i)
+    if (stack[i].function) return rule_for("^" + *stack[i].function + "$");
+  if (const Frame *site = site_frame(stack); site != nullptr && !site->module.empty())
+    return rule_for(site->module.substr(site->module.rfind('/') + 1));
   return "";
 }
 

@@ -4,6 +4,7 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "program_frames.h"
@@ -42,35 +43,48 @@ ModuleSymbols *Symbolizer::module_for(const std::string &path, const std::string
   return slot.get();
 }
 
-void Symbolizer::symbolize(Frame &frame, bool with_lines) {
+namespace {
+
+// Names as the report shows them: demangled, without the symbol version
+// ("__libc_start_main@@GLIBC_2.34").
+std::string readable_name(std::string name) {
+  if (size_t at = name.find('@'); at != std::string::npos && at > 0) name.resize(at);
+  return demangle(name.c_str());
+}
+
+}  // namespace
+
+void Symbolizer::symbolize(Frame &frame, bool with_lines, std::vector<Frame> *inlined) {
   // Frames read back from a report file come symbolized already; so do frames without a
   // module, which cannot be.
   if (frame.module.empty() || frame.function || frame.file) return;
   auto key = std::make_tuple(frame.module, frame.build_id, frame.offset, with_lines);
-  if (auto cached = cache_.find(key); cached != cache_.end()) {
-    frame.function = cached->second.function;
-    frame.file = cached->second.file;
-    frame.line = cached->second.line;
-    return;
-  }
-  Frame result = frame;
-  ++lookups_;
-  if (ModuleSymbols *module = module_for(frame.module, frame.build_id)) {
-    // Frames hold return addresses; the call instruction is the byte before.
-    FoundSymbol found = module->look_up(frame.offset > 0 ? frame.offset - 1 : 0, with_lines);
-    if (found.function) {
-      // Drop the symbol version ("__libc_start_main@@GLIBC_2.34"): not part of the name.
-      std::string plain = std::move(*found.function);
-      if (size_t at = plain.find('@'); at != std::string::npos && at > 0) plain.resize(at);
-      result.function = names_.intern(demangle(plain.c_str()));
+  auto cached = cache_.find(key);
+  if (cached == cache_.end()) {
+    Symbolized result{frame, {}};
+    ++lookups_;
+    if (ModuleSymbols *module = module_for(frame.module, frame.build_id)) {
+      // Frames hold return addresses; the call instruction is the byte before.
+      FoundSymbol found = module->look_up(frame.offset > 0 ? frame.offset - 1 : 0, with_lines);
+      auto fill = [&](Frame &into, SourcePlace &place) {
+        if (place.function) into.function = names_.intern(readable_name(std::move(*place.function)));
+        if (place.file) into.file = names_.intern(*place.file);
+        into.line = place.line;
+      };
+      fill(result.frame, found.place);
+      for (SourcePlace &place : found.inlined) {
+        Frame call = frame;
+        call.inlined = true;
+        fill(call, place);
+        result.inlined.push_back(std::move(call));
+      }
     }
-    if (found.file) result.file = names_.intern(*found.file);
-    result.line = found.line;
+    cached = cache_.emplace(std::move(key), std::move(result)).first;
   }
-  frame.function = result.function;
-  frame.file = result.file;
-  frame.line = result.line;
-  cache_.emplace(std::move(key), std::move(result));
+  frame.function = cached->second.frame.function;
+  frame.file = cached->second.frame.file;
+  frame.line = cached->second.frame.line;
+  if (inlined != nullptr) *inlined = cached->second.inlined;
 }
 
 void Symbolizer::symbolize(Report &report) {
@@ -89,6 +103,9 @@ void Symbolizer::symbolize(Report &report) {
     // line if any stack wants it there (above main and the trailing C library frames).
     enum class Done : uint8_t { No, WithoutLines, WithLines };
     std::vector<Done> done(process.frames.size(), Done::No);
+    // The inlined calls found at each frame, placed before it in every stack once all are
+    // looked up (process.frames grows then, not while its frames are in use).
+    std::map<uint32_t, std::vector<Frame>> inlined_at;
     for (uint32_t id : wanted) {
       auto stack = process.stacks.find(id);
       if (stack == process.stacks.end()) continue;
@@ -99,10 +116,11 @@ void Symbolizer::symbolize(Report &report) {
         Frame &frame = process.frames[indices[i]];
         const bool with_lines = !below_main && i < c_library_begin;
         Done &state = done[indices[i]];
+        std::vector<Frame> inlined;
         if (state == Done::No) {
           // A frame that came symbolized (from a report file) is never looked up: as it came.
           const bool came_symbolized = frame.function || frame.file;
-          symbolize(frame, with_lines);
+          symbolize(frame, with_lines, &inlined);
           state = with_lines || came_symbolized ? Done::WithLines : Done::WithoutLines;
         } else if (with_lines && state == Done::WithoutLines) {
           // Looked up without its line for another stack: again, with it.
@@ -110,12 +128,32 @@ void Symbolizer::symbolize(Report &report) {
           again.function.reset();
           again.file.reset();
           again.line.reset();
-          symbolize(again, true);
+          symbolize(again, true, &inlined);
           if (again.function) frame = std::move(again);
           state = Done::WithLines;
         }
+        if (!inlined.empty()) inlined_at[indices[i]] = std::move(inlined);
         below_main = below_main || is_main(frame);
       }
+    }
+    if (inlined_at.empty()) continue;
+    std::map<uint32_t, std::vector<uint32_t>> inlined_indices;
+    for (auto &[at, calls] : inlined_at)
+      for (Frame &call : calls) {
+        inlined_indices[at].push_back(static_cast<uint32_t>(process.frames.size()));
+        process.frames.push_back(std::move(call));
+      }
+    for (uint32_t id : wanted) {
+      auto stack = process.stacks.find(id);
+      if (stack == process.stacks.end()) continue;
+      std::vector<uint32_t> expanded;
+      expanded.reserve(stack->second.size());
+      for (uint32_t index : stack->second) {
+        if (auto calls = inlined_indices.find(index); calls != inlined_indices.end())
+          expanded.insert(expanded.end(), calls->second.begin(), calls->second.end());
+        expanded.push_back(index);
+      }
+      stack->second = std::move(expanded);
     }
   }
 }

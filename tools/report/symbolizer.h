@@ -4,12 +4,18 @@
 // symbol tables alone (module_symbols.h). Results are cached per frame, and each module is
 // opened once. A module whose build-id no longer matches the one recorded is not used:
 // a name from a different build would be invented, not found.
+//
+// Calls the compiler inlined are expanded from the debug information: one recorded frame
+// (one return address) becomes the inlined functions, innermost first, each a frame marked
+// `inlined` with the same address, then the function that holds the code, as addr2line -i
+// prints them. Stacks read back from a report file come expanded already.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "module_symbols.h"
 #include "report_model.h"
@@ -23,9 +29,10 @@ class Symbolizer {
   Symbolizer(const Symbolizer &) = delete;
   Symbolizer &operator=(const Symbolizer &) = delete;
 
-  // with_lines false: the function's name only, no source line (program_frames.h says for
-  // which frames).
-  void symbolize(Frame &frame, bool with_lines = true);
+  // with_lines false: the function's name only, no source line and no inlined calls
+  // (program_frames.h says for which frames). The inlined calls at the frame's address, if
+  // `inlined` is given: innermost first, to be placed before the frame.
+  void symbolize(Frame &frame, bool with_lines = true, std::vector<Frame> *inlined = nullptr);
   // Every frame of the stacks a report lists; the C library's below the program's own
   // (program_frames.h) without source lines.
   void symbolize(Report &report);
@@ -41,8 +48,12 @@ class Symbolizer {
 
   SymbolSource source_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ModuleSymbols>> modules_;
-  std::map<std::tuple<Text, Text, uint64_t, bool>, Frame> cache_;  // module, build-id, offset, with_lines
-  TextPool names_;                                                 // functions' and files' names, each kept once
+  struct Symbolized {
+    Frame frame;
+    std::vector<Frame> inlined;
+  };
+  std::map<std::tuple<Text, Text, uint64_t, bool>, Symbolized> cache_;  // module, build-id, offset, with_lines
+  TextPool names_;                                                      // functions' and files' names, each kept once
   std::map<std::string, std::string> unusable_;
   uint64_t lookups_ = 0;
 };
