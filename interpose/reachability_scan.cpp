@@ -41,6 +41,7 @@
 #include "python_pools.h"
 #include "reachability.h"
 #include "resident_pages.h"
+#include "waiting_classifiers.h"
 #include "scan_policy.h"
 #include "resource_rules.h"
 #include "tracker.h"
@@ -436,6 +437,19 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
     const StoppedThread &thread = world.thread(i);
     uint64_t *registers = prepared.registers + (i + 1) * kThreadRegisterWords;
     const bool parked = world.parked(i);
+    // A thread inside leaseguard on its way to classify: from where leaseguard's frames end
+    // up, as this thread's own (waiting_classifiers.h).
+    CallerStack waiting;
+    if (parked && thread.registers_read && waiting_caller(thread.tid, waiting)) {
+      if (waiting.found) std::memcpy(registers, waiting.registers, sizeof waiting.registers);
+      else std::memcpy(registers, thread.registers, sizeof thread.registers);
+      const size_t register_bytes = waiting.found ? sizeof waiting.registers : sizeof thread.registers;
+      prepared.program_roots.push(
+          MemoryRange{reinterpret_cast<uintptr_t>(registers), reinterpret_cast<uintptr_t>(registers) + register_bytes});
+      add_clamped(prepared, waiting.begin, waiting.begin, UINTPTR_MAX);
+      add_thread_block(prepared, waiting.begin, thread.thread_pointer, tls_bytes);
+      continue;
+    }
     if (parked && thread.registers_read) {
       std::memcpy(registers, thread.registers, sizeof thread.registers);
       prepared.program_roots.push(MemoryRange{reinterpret_cast<uintptr_t>(registers),
@@ -737,6 +751,7 @@ __attribute__((noinline)) void classify_process_at_exit() {
   // held below. Not classified (the live allocations are reported unchecked); preload_finish
   // says why.
   if (inside_leaseguard()) return;
+  tracker->begin_exit();
   classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
 }
 
@@ -757,6 +772,11 @@ void classify_at_process_exit() noexcept {
 }
 
 void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
+  // After the classification at exit, exit handlers take the program apart (destructors of
+  // globals drop the pointers that held its memory): classified then, what it held would read
+  // lost. The exit's classes stand. A lease's time-to-live that runs out meanwhile ends with
+  // the exit (Tracker::begin_exit); this covers one that was already expiring.
+  if (g_classified_in.load() == getpid()) return;
   pid_t own[BackgroundThread::kMaxRunning];
   const size_t own_count = BackgroundThread::running_thread_ids(own, std::size(own));
   const auto self = static_cast<pid_t>(syscall(SYS_gettid));
@@ -877,8 +897,14 @@ void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase 
 void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id) noexcept {
   if (tracker.options().reachability == ReachabilityMode::Off) return;
   // One classification at a time: a lease expiring on the watchdog while the process exits.
+  // Until its turn, this thread says where leaseguard's frames on its stack end, so that
+  // another classification meanwhile reads its stack from there (waiting_classifiers.h).
   static std::mutex one_at_a_time;
+  WaitingClassifier on_the_way(caller_frame);
+  const CallerStack caller = caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{};
+  on_the_way.refine(caller);
   std::lock_guard lock(one_at_a_time);
+  on_the_way.withdraw();       // classifying now: its own stack is read as the caller's
   ucontext_t own_registers{};  // getcontext leaves some registers unset: never stale stack bytes
   getcontext(&own_registers);
   Costs costs;
@@ -912,9 +938,8 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   flags |= add_device_nodes(prepared, arena, live, options, device_copies, device_budget);
   flags |= add_device_global_roots(prepared, arena, options, device_copies, device_budget);
   add_module_roots(prepared, python_objects.unread_arenas_module);
-  const StoppedPhase phase{caller_frame,   caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{},
-                           &own_registers, static_tls_bytes(),
-                           scratch,        prepared.program_roots.count};
+  const StoppedPhase phase{caller_frame,       caller,  &own_registers,
+                           static_tls_bytes(), scratch, prepared.program_roots.count};
   // The copies of the addresses must not be found as the program's: freed before the stop.
   std::vector<Tracker::LiveMemory>().swap(live);
   stop_and_classify(tracker, prepared, phase, flags, costs);

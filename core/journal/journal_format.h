@@ -307,6 +307,8 @@ inline constexpr uint32_t kReachabilityMemoryShort = 64;
 // examines (interpose/scan/resident_pages.h).
 inline constexpr uint32_t kReachabilityPagesUnread = 128;
 inline constexpr int kReachabilityClassShift = 62;
+// The entry's class (reachability::Class): 0 unchecked, 1 direct, 2 indirect, 3 reachable.
+inline constexpr uint8_t kReachabilityClassReachable = 3;
 inline constexpr size_t kReachabilityEntriesPerRecord = (kMaxPayloadBytes - 16) / 8;
 
 // The node lease authority asked the process to give back what its leases own (its control

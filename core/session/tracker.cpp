@@ -18,6 +18,7 @@
 #include <map>
 #include <new>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "authority_protocol.h"
@@ -42,6 +43,10 @@ thread_local Lease *t_entered[kMaxEnteredLeases];
 // __tls_get_addr. The core's few such variables fit glibc's static TLS reserve even when the
 // C++ API library that carries this core is loaded with dlopen.
 thread_local int t_entered_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+// Where the classification of a lease this thread is ending puts the classes it journals
+// (end_lease): off the allocation path, so the default TLS model is fine.
+thread_local std::unordered_map<uint64_t, uint8_t> *t_lease_classes = nullptr;
 
 // The calling thread's block of allocation ids (Tracker::take_allocation_id).
 struct IdBlock {
@@ -557,23 +562,38 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by, bool reclaim_anyway, G
       (lease.policy == Policy::Reclaim || reclaim_anyway) && ended_by != EndedBy::Exit && backend_ != nullptr;
   lease.ending_thread.store(this_thread_id(), std::memory_order_relaxed);
   // Classified first, while what the lease still owns is live (at exit: reachability_scan.h).
+  // The classes it journals are kept here too, by allocation id, so that what this returns
+  // and logs counts lost and reachable apart as the report does.
   const bool classify = ended_by != EndedBy::Exit && options_.reachability != ReachabilityMode::Off &&
                         (options_.reachability == ReachabilityMode::Leases || lease.id == kProcessLeaseId);
-  if (auto classifier = lease_classifier_.load(std::memory_order_acquire); classify && classifier != nullptr)
+  std::unordered_map<uint64_t, uint8_t> classes;
+  if (auto classifier = lease_classifier_.load(std::memory_order_acquire); classify && classifier != nullptr) {
+    t_lease_classes = &classes;
     classifier(*this, lease.id);
+    t_lease_classes = nullptr;
+  }
+  auto is_reachable = [&](uint64_t id) {
+    auto found = classes.find(id);
+    return found != classes.end() && found->second == journal::kReachabilityClassReachable;
+  };
   raise_barrier();
-  size_t leaked = 0;
+  size_t owned = 0, reachable = 0;
   if (!reclaim) {
     Unjournaled unjournaled;
-    leaked =
-        table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) { unjournaled.count(record, records_); });
-    write_lease_end(lease, ended_by, leaked, unjournaled);
+    owned = table_.mark_lease_reported(lease.id, [&](const LiveRecord &record) {
+      unjournaled.count(record, records_);
+      if (!classes.empty() && is_reachable(records_.details(record).id)) ++reachable;
+    });
+    write_lease_end(lease, ended_by, owned, unjournaled);
   } else {
     std::vector<HandleRecord> records = take_for_reclaim(lease);
-    leaked = records.size();
+    owned = records.size();
     Unjournaled unjournaled;
-    for (const HandleRecord &record : records) unjournaled.count(record, records_);
-    write_lease_end(lease, ended_by, leaked, unjournaled);  // reported first, then given back
+    for (const HandleRecord &record : records) {
+      unjournaled.count(record, records_);
+      if (is_reachable(record.id)) ++reachable;
+    }
+    write_lease_end(lease, ended_by, owned, unjournaled);  // reported first, then given back
     const GivenBack given = give_back(records);
     if (given_back != nullptr) {
       given_back->allocations += given.allocations;
@@ -581,11 +601,19 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by, bool reclaim_anyway, G
       given_back->refused += given.refused;
     }
   }
+  const size_t leaked = owned - reachable;
   lease.settled.store(true, std::memory_order_release);
-  if (leaked > 0 && ended_by != EndedBy::Exit)
-    log_info("lease %u \"%s\" %s with %zu leaked allocation(s)%s", lease.id, lease.name.c_str(),
-             ended_by == EndedBy::Expiry ? "expired" : "ended", leaked, reclaim ? ", reclaimed" : "");
-  if (lease.policy == Policy::Abort && leaked > 0 && ended_by != EndedBy::Exit) {
+  if (owned > 0 && ended_by != EndedBy::Exit) {
+    const char *how = ended_by == EndedBy::Expiry ? "expired" : "ended";
+    if (reachable == 0)
+      log_info("lease %u \"%s\" %s with %zu leaked allocation(s)%s", lease.id, lease.name.c_str(), how, leaked,
+               reclaim ? ", reclaimed" : "");
+    else
+      log_info("lease %u \"%s\" %s with %zu leaked allocation(s) and %zu still reachable%s", lease.id,
+               lease.name.c_str(), how, leaked, reachable, reclaim ? ", all reclaimed" : "");
+  }
+  // Abort fires on what the lease still owns, reachable or not (docs/leases.md).
+  if (lease.policy == Policy::Abort && owned > 0 && ended_by != EndedBy::Exit) {
     log_warning("lease %u \"%s\" %s with leaks and policy abort", lease.id, lease.name.c_str(),
                 ended_by == EndedBy::Expiry ? "expired" : "ended");
     // Also on leaseguard's watchdog thread, which blocks every signal (background_thread.h).
@@ -749,6 +777,10 @@ void Tracker::answer_authority_reclaim(uint32_t request) noexcept {
 }
 
 void Tracker::on_expired(Lease &lease) noexcept {
+  // The process is exiting: its classification at exit has the program whole, and a lease
+  // that reaches its time-to-live meanwhile ends with the exit (finish_process), classified
+  // by it, instead of being classified again while exit handlers take the program apart.
+  if (exiting_.load(std::memory_order_acquire)) return;
   if (!LeaseRegistry::try_end(lease)) return;
   lease.expired.store(true, std::memory_order_release);
   end_lease(lease, EndedBy::Expiry);
@@ -783,6 +815,13 @@ std::vector<Tracker::LiveMemory> Tracker::live_memory(uint32_t lease_id) noexcep
 }
 
 void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>> &classes, uint32_t flags) noexcept {
+  if (t_lease_classes != nullptr) {  // a lease's classification, for end_lease's counts
+    try {
+      for (const auto &[id, value] : classes) (*t_lease_classes)[id] = value;
+    } catch (...) {
+      t_lease_classes->clear();  // out of memory: counted as before, every allocation leaked
+    }
+  }
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
   try {
     const uint64_t now = monotonic_ns();
@@ -808,6 +847,7 @@ void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>>
 void Tracker::finish_process(uint32_t drivers) noexcept {
   if (!in_own_process() || finished_) return;
   finished_ = true;
+  begin_exit();
   authority_control_.stop();  // a request being served is finished first
   leases_.stop_watchdog();
   journal_.stop_prefaulting();  // joined: no thread of ours outlives recording

@@ -140,6 +140,10 @@ class Tracker {
   // journal::kReachability* flags that say how far it can be trusted.
   void write_reachability(const std::vector<std::pair<uint64_t, uint8_t>> &classes, uint32_t flags) noexcept;
 
+  // The process has begun to exit (its classification at exit is about to run): from now on
+  // a time-to-live no longer ends a lease; the exit does (finish_process).
+  void begin_exit() noexcept { exiting_.store(true, std::memory_order_release); }
+
   // At exit: ends every open lease (ended_by exit) and marks the journal complete, saying
   // which drivers were loaded (journal::kDriversKnown with kDriver* bits; 0: not known). A
   // process with a driver loaded gets a journal even if it recorded nothing.
@@ -258,6 +262,7 @@ class Tracker {
 
   static inline std::atomic<void (*)()> journal_opened_callback_{nullptr};
   static inline std::atomic<void (*)(Tracker &, uint32_t)> lease_classifier_{nullptr};
+  std::atomic<bool> exiting_{false};  // begin_exit()
 
   Options options_;
   uint64_t start_monotonic_ns_;

@@ -23,8 +23,9 @@ enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2 };
  * says what happens then. Returns the lease, or 0 if leaseguard is not recording. */
 leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int on_expiry);
 
-/* Ends `lease` now. Returns the number of its allocations still live (leaked), or -1 if
- * the lease is unknown or already ended. */
+/* Ends `lease` now. Returns the number of its allocations still live and lost (leaked; where
+ * the lease's end is classified, those the program still reaches are reachable, not counted),
+ * or -1 if the lease is unknown or already ended. */
 int leaseguard_lease_end(leaseguard_lease_t lease);
 
 /* The calling thread's new allocations go to `lease` until leaseguard_lease_leave().

@@ -180,7 +180,7 @@ class GpuSession {
   void launch(const GpuFunction &function, Dim3 grid, Dim3 block, KernelArgs &args, bool as_extra = false);
 
   bool expired() const noexcept;  // the lease ended (end(), or its TTL)
-  std::size_t end();              // ends the lease now; returns the leaked allocations
+  std::size_t end();              // ends the lease now; returns the lost allocations it held
   Backend backend() const noexcept;
   const std::string &backend_name() const noexcept;  // "cuda", "hip"
   int device() const noexcept;
