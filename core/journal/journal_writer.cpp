@@ -16,6 +16,7 @@
 #include "event_clock.h"
 #include "files.h"
 #include "log.h"
+#include "writer_liveness.h"
 
 namespace leaseguard::journal {
 namespace {
@@ -92,6 +93,7 @@ bool JournalWriter::start(int fd, const std::string &path, const HeaderPayload &
     return false;
   }
   fd_ = fd;
+  hold_writer_lock(fd);  // readers tell a running writer from a dead one (writer_liveness.h)
   device_ = status.st_dev;
   inode_ = status.st_ino;
   path_ = path;
@@ -120,6 +122,7 @@ int JournalWriter::checked_descriptor(bool may_block) noexcept {
   const int fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (same_file(fd, device_, inode_)) {
     fd_ = fd;
+    hold_writer_lock(fd);  // the program's close of the old descriptor dropped it
     if (may_block)
       log_warning("the program closed or replaced descriptor %d, the journal %s; leaseguard opened it again", lost,
                   path_.c_str());

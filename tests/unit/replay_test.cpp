@@ -111,6 +111,9 @@ class JournalBuilder {
     writer_.append(journal::RecordType::ProcessEnd, &end, sizeof end);
   }
   const std::string &path() const { return writer_.path(); }
+  // The writer goes without an end record, as a killed process's: while it holds its
+  // journal, the journal is a running process's (writer_liveness.h).
+  void die() { writer_.abandon(); }
 
  private:
   journal::JournalWriter writer_;
@@ -122,9 +125,18 @@ TEST(Replay, AProcessThatDiedReportsItsLiveAllocationsAsCrash) {
   journal.alloc(1, 100, 1, 10);
   journal.alloc(2, 200);
   journal.free(2);
-  ProcessReport process;
+  const std::string path = journal.path();
+  ProcessReport running;
   std::string error;
-  ASSERT_TRUE(load_journal(journal.path(), process, error));
+  ASSERT_TRUE(load_journal(path, running, error));
+  EXPECT_TRUE(running.running);  // the writer still holds it: nothing has ended
+  EXPECT_TRUE(running.leases.empty());
+  EXPECT_EQ(running.live_allocations, 1u);
+  EXPECT_EQ(running.live_bytes, 100u);
+  journal.die();
+  ProcessReport process;
+  ASSERT_TRUE(load_journal(path, process, error));
+  EXPECT_FALSE(process.running);
   EXPECT_FALSE(process.complete);
   ASSERT_EQ(process.leases.size(), 1u);
   EXPECT_EQ(process.leases[0].ended_by, EndedBy::Crash);

@@ -21,6 +21,7 @@
 #include "files.h"
 #include "journal_format.h"
 #include "run_directories.h"
+#include "writer_liveness.h"
 
 namespace leaseguard::cli {
 namespace {
@@ -116,7 +117,8 @@ void from_journals(const std::string &out_dir, Snapshot &snapshot,
       pid_text = before.substr(before.rfind('.') + 1);
     }
     const pid_t pid = static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10));
-    if (pid <= 0 || !authority::live_process(pid)) continue;
+    // Only a journal whose writer still runs (writer_liveness.h): a dead or reused pid reads as gone.
+    if (pid <= 0 || !journal::writer_running(directory + "/" + name)) continue;
     std::unique_ptr<journal::LiveBytesReader> &reader = readers[directory + "/" + name];
     std::string error;
     if (!reader) {

@@ -29,7 +29,8 @@
 //   ProcessEnd       the process ended its leases itself: the report is complete.
 // At the end of a journal without ProcessEnd (the process was killed, or called _exit),
 // whatever is live and unreported is reported per lease with ended_by crash, and the
-// process is marked incomplete. Records after ProcessEnd are read too: other threads go on
+// process is marked incomplete; unless its writer still runs (writer_liveness.h): then
+// nothing has ended, and what is live is counted as live, not leaked. Records after ProcessEnd are read too: other threads go on
 // allocating while a process exits, and what they allocated after its leases ended (or
 // whose records landed after the lease ending that did not count them) is a leak of the
 // process lease's ending at exit.
@@ -42,6 +43,7 @@
 #include "progress.h"
 #include "journal_replay.h"
 #include "resource_rules.h"
+#include "writer_liveness.h"
 
 namespace leaseguard::report {
 namespace {
@@ -336,13 +338,24 @@ class Replay : public journal::JournalVisitor {
     end_remaining(EndedBy::Exit, end.time_ns);
   }
 
-  // Called after the last record.
-  void finish(bool replaced_by_exec) {
+  // Called after the last record. `running`: the journal's writer still runs
+  // (writer_liveness.h).
+  void finish(bool replaced_by_exec, bool running) {
     apply_every_free(last_ns_);
-    // Without ProcessEnd the process died (or its image was replaced); with it, what is
-    // still unreported was allocated while it exited (see the file comment).
-    const bool died = !process_.complete && !replaced_by_exec;
-    end_remaining(died ? EndedBy::Crash : EndedBy::Exit, last_ns_);
+    if (running && !process_.complete && !replaced_by_exec) {
+      // Nothing has ended: what is live is the program's until its lease ends, not a leak.
+      process_.running = true;
+      for (const auto &[id, allocation] : live_) {
+        if (allocation.reported) continue;
+        ++process_.live_allocations;
+        process_.live_bytes += allocation.record.bytes;
+      }
+    } else {
+      // Without ProcessEnd the process died (or its image was replaced); with it, what is
+      // still unreported was allocated while it exited (see the file comment).
+      const bool died = !process_.complete && !replaced_by_exec;
+      end_remaining(died ? EndedBy::Crash : EndedBy::Exit, last_ns_);
+    }
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
       add_point(bytes, since_start_ms(last_ns_));  // hold the last level to the end
@@ -620,7 +633,7 @@ bool load_journal_replay(const std::string &path, ProcessReport &process, bool r
   process.journal = path;
   Replay replay(process);
   if (!journal::read_journal(path, replay, process.read_stats, error)) return false;
-  replay.finish(replaced_by_exec);
+  replay.finish(replaced_by_exec, journal::writer_running(path));
   return true;
 }
 
@@ -628,7 +641,7 @@ bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &p
   process = ProcessReport{};
   Replay replay(process);
   if (!journal::read_journal_bytes(data, size, replay, process.read_stats, error)) return false;
-  replay.finish(false);
+  replay.finish(false, false);
   return true;
 }
 

@@ -228,6 +228,8 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   for (const std::string &argument : process.command) command += (command.empty() ? "" : " ") + argument;
   json.key("command").value(command.empty() ? process.executable : command);
   json.key("complete").value(process.complete);
+  json.key("running").value(process.running);
+  json.key("live_bytes").value(process.live_bytes);
   json.key("recycled_allocations").value(process.recycled_allocations);
   json.key("recycled_bytes").value(process.recycled_bytes);
   json.key("timelines").begin_array();

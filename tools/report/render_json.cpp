@@ -161,6 +161,9 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   else if (process.exit_code) json.begin_object().key("code").value(*process.exit_code).end_object();
   else json.null();
   json.key("complete").value(process.complete);
+  json.key("running").value(process.running);
+  json.key("live_allocations").value(process.live_allocations);
+  json.key("live_bytes").value(process.live_bytes);
   json.key("drivers");  // loaded when it ended; null if not known
   if ((process.drivers & journal::kDriversKnown) == 0) {
     json.null();

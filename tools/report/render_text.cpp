@@ -21,6 +21,7 @@ std::string command_line(const ProcessReport &process) {
 }
 
 std::string how_it_ended(const ProcessReport &process) {
+  if (process.running) return "is running";
   if (process.exec_replaced) return "replaced its image with exec";
   if (process.exit_signal) return "was killed by signal " + std::to_string(*process.exit_signal);
   if (process.exit_code) return "exited with code " + std::to_string(*process.exit_code);
@@ -89,9 +90,15 @@ class TextReport {
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
     const bool leaks = process.leaked_allocations() != 0 || any_late_free;
     const bool listed_reachable = report_.show_reachable && process.reachable_allocations() != 0;
-    if (!leaks && !listed_reachable && process.double_frees.empty() && process.wrong_family_frees.empty()) return;
     const std::string tag = "==" + std::to_string(process.pid) + "==";
     std::string &out = out_.text();
+    if (!leaks && !listed_reachable && process.double_frees.empty() && process.wrong_family_frees.empty()) {
+      // A process still running is said to be, leaks or not: its journal is not a crash's.
+      if (process.running)
+        out += "\n" + tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
+               how_it_ended(process) + "\n" + running_note(process, tag);
+      return;
+    }
     // The header names what was found: leaks only where there are leaks.
     const bool invalid_frees = !process.double_frees.empty() || !process.wrong_family_frees.empty();
     out += "\n" + tag + (leaks || invalid_frees ? "ERROR: " : "") + "leaseguard: " +
@@ -103,7 +110,8 @@ class TextReport {
            how_it_ended(process) + "\n";
     // An exit code without a signal: `_exit`, or an exit leaseguard stood aside from (called
     // from a signal handler that interrupted it). "Died" would contradict the code above.
-    if (!process.complete)
+    if (process.running) out += running_note(process, tag);
+    else if (!process.complete)
       out += tag + (process.exit_code && !process.exit_signal ? "the process exited" : "the process died") +
              " before it could end its leases; its live allocations are reported from the journal\n";
     if (const std::string note = reachability_note(process); !note.empty()) out += tag + note + "\n";
@@ -112,6 +120,13 @@ class TextReport {
              (arrival.handled ? "; the program's handler ran" : "; its default action ended the process") + "\n";
     for (const LeaseEnding &lease : process.leases) render_lease(process, lease, tag);
     render_process_events(process, tag);
+  }
+
+  // What a running process holds: its leases have not ended, so nothing of it is a leak yet.
+  static std::string running_note(const ProcessReport &process, const std::string &tag) {
+    return tag + "the process is still running: " + std::to_string(process.live_allocations) + " allocation(s) of " +
+           std::to_string(process.live_bytes) +
+           " byte(s) live in leases that have not ended; they are leaks only if still live when their lease ends\n";
   }
 
   // Why some of a process's live allocations could not be classified, if they could not.

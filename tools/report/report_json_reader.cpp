@@ -127,6 +127,11 @@ class JsonReportReader {
     if (item["exit"]["signal"].type() == JsonValue::Type::Number)
       process.exit_signal = number<int>(item["exit"]["signal"], "signal");
     process.complete = flag(item["complete"]);
+    process.running = flag(item["running"]);
+    if (item["live_allocations"].type() == JsonValue::Type::Number)
+      process.live_allocations = number<uint64_t>(item["live_allocations"], "live_allocations");
+    if (item["live_bytes"].type() == JsonValue::Type::Number)
+      process.live_bytes = number<uint64_t>(item["live_bytes"], "live_bytes");
     const JsonValue &reachability = item["reachability"];
     process.classified = flag(reachability["classified"]);
     if (flag(reachability["device_scan_bounded"])) process.reachability_flags |= journal::kReachabilityDeviceBounded;

@@ -201,6 +201,11 @@ struct ProcessReport {
   std::optional<int> exit_code;
   std::optional<int> exit_signal;
   bool complete = false;  // the process ended its leases itself
+  // Its journal's writer still ran when the report was made (writer_liveness.h): its open
+  // leases have not ended, and what they own is live, not leaked, counted here.
+  bool running = false;
+  uint64_t live_allocations = 0;
+  uint64_t live_bytes = 0;
   // The drivers loaded when it ended (journal::kDriversKnown and kDriver* bits), 0 if not
   // known (it died, or an older journal).
   uint32_t drivers = 0;
