@@ -30,10 +30,10 @@
 // At the end of a journal without ProcessEnd (the process was killed, or called _exit),
 // whatever is live and unreported is reported per lease with ended_by crash, and the
 // process is marked incomplete; unless its writer still runs (writer_liveness.h): then
-// nothing has ended, and what is live is counted as live, not leaked. Records after ProcessEnd are read too: other threads go on
-// allocating while a process exits, and what they allocated after its leases ended (or
-// whose records landed after the lease ending that did not count them) is a leak of the
-// process lease's ending at exit.
+// nothing has ended, and what is live is counted as live, not leaked. Records after
+// ProcessEnd are read too: other threads go on allocating while a process exits, and what
+// they allocated after its leases ended (or whose records landed after the lease ending that
+// did not count them) is a leak of the process lease's ending at exit.
 #include <algorithm>
 #include <deque>
 #include <map>
