@@ -82,6 +82,34 @@ std::vector<Lease *> LeaseRegistry::open_leases() {
   return open;
 }
 
+std::vector<const Lease *> LeaseRegistry::open_at_fork() const {
+  std::vector<const Lease *> open;
+  for (const auto &[id, lease] : leases_)  // NOLINT: the lock is the forking thread's (see the header)
+    if (id != kProcessLeaseId && !lease->ended.load()) open.push_back(lease.get());
+  std::sort(open.begin(), open.end(), [](const Lease *a, const Lease *b) { return a->id < b->id; });
+  return open;
+}
+
+Lease &LeaseRegistry::inherit(const Lease &parent) {
+  auto lease = std::make_unique<Lease>();
+  lease->id = parent.id;
+  lease->name = parent.name;
+  lease->ttl_ms = parent.ttl_ms;
+  lease->policy = parent.policy;
+  lease->begin_ns = parent.begin_ns;
+  lease->deadline_ns = parent.deadline_ns;
+  lease->inherited = true;
+  Lease &result = *lease;
+  const bool has_deadline = lease->deadline_ns != 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (next_id_ <= parent.id) next_id_ = parent.id + 1;  // ids never repeat in the child either
+    leases_.emplace(parent.id, std::move(lease));
+  }
+  if (has_deadline) arm(result);
+  return result;
+}
+
 // The watchdog's stack: it ends leases, which reclaims through the driver (whose calls may
 // go deep) and formats log lines.
 constexpr size_t kWatchdogStackBytes = size_t{512} << 10;

@@ -35,6 +35,9 @@ struct Lease {
   // not told to other threads (Tracker::lease_state), so "expired" means "already freed".
   std::atomic<bool> settled{false};
   std::atomic<uint32_t> ending_thread{0};  // who is ending it (it may ask its state meanwhile)
+  // Open in the parent when this process forked: the child's to end (LeaseRegistry::inherit),
+  // and begun in its journal when that opens.
+  bool inherited = false;
 };
 
 class LeaseRegistry {
@@ -66,6 +69,19 @@ class LeaseRegistry {
   // (interpose/hooks/namespace_hooks.cpp). A deadline that passes meanwhile fires on resuming.
   void suspend_watchdog();
   void resume_watchdog();
+
+  // Around fork: the forking thread holds the registry's lock across it, so that the child
+  // reads the registry it inherits whole (Tracker::reinstall_after_fork).
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+  // In a forked child, on the registry it inherited, whose lock the forking thread (the
+  // child's only one) has held since the fork: the leases then open other than the process
+  // lease, oldest first.
+  std::vector<const Lease *> open_at_fork() const;
+  // The child's copy of `parent`, a lease open in its parent at the fork: the same id, name,
+  // policy, beginning and deadline, so that a session or scope the child inherited goes on
+  // owning what the child allocates in it.
+  Lease &inherit(const Lease &parent);
 
   // Moves the watchdog's clock `ns` ahead of CLOCK_MONOTONIC and wakes it: a test lets a
   // time-to-live pass at the moment it chooses, instead of racing a real one.

@@ -41,7 +41,7 @@ Tracker *start_process_core(const FrontEnd &front_end) noexcept {
     Tracker *tracker = Tracker::install(options);
     tracker->exclude_code(ModuleMap::module_range(front_end.own_code));
     tracker->set_reclaim_backend(front_end.reclaim);
-    pthread_atfork(nullptr, nullptr, child_after_fork);
+    pthread_atfork(Tracker::prepare_fork, Tracker::parent_after_fork, child_after_fork);
     return tracker;
   } catch (...) {
     log_warning("out of memory starting; recording nothing");

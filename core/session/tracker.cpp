@@ -130,9 +130,18 @@ Tracker *Tracker::install(const Options &options) {
   return tracker;
 }
 
+void Tracker::prepare_fork() noexcept {
+  if (auto *tracker = static_cast<Tracker *>(InstanceSlot::load())) tracker->leases_.lock_for_fork();
+}
+
+void Tracker::parent_after_fork() noexcept {
+  if (auto *tracker = static_cast<Tracker *>(InstanceSlot::load())) tracker->leases_.unlock_after_fork();
+}
+
 void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   // The parent's: this process's slot was wiped (instance_slot.h).
   auto *parent = static_cast<Tracker *>(InstanceSlot::last_stored());
+  const int entered_depth = t_entered_depth;
   t_entered_depth = 0;
   forget_thread_id();
   if (parent == nullptr) return;
@@ -148,6 +157,19 @@ void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   }
   child->excluded_ = parent->excluded_;
   child->backend_ = parent->backend_;
+  // The leases open at the fork, read under the lock prepare_fork took (only after fork():
+  // a raw clone() ran no handler, and another parent thread may have been changing them).
+  if (close_descriptor) {
+    try {
+      for (const Lease *lease : parent->leases_.open_at_fork()) child->leases_.inherit(*lease);
+    } catch (...) {
+      log_warning("out of memory after fork; the child's allocations go to its process lease");
+    }
+    // The forking thread's entered leases, as the child's copies.
+    for (int i = 0; i < entered_depth && i < kMaxEnteredLeases; ++i)
+      if (Lease *own = child->leases_.find(t_entered[i]->id); own != nullptr && own != &child->leases_.process_lease())
+        t_entered[t_entered_depth++] = own;
+  }
   InstanceSlot::store(child);
 }
 
@@ -198,6 +220,10 @@ bool Tracker::open_journal_in(int directory, const std::string &directory_path, 
       std::vector<unsigned char> process = process_payload();
       journal_.append(journal::RecordType::Process, process.data(), process.size());
       write_lease_begin(leases_.process_lease());
+      // The leases a forked child inherited begin in its journal when it opens.
+      const std::vector<Lease *> open = leases_.open_leases();  // newest first
+      for (auto lease = open.rbegin(); lease != open.rend(); ++lease)
+        if ((*lease)->inherited) write_lease_begin(**lease);
       log_debug("journal %s", path.c_str());
       return true;
     }

@@ -83,7 +83,13 @@ class Tracker {
   // another parent thread may have held at the fork) and installs a fresh one. The parent's
   // journal descriptor is closed if `close_descriptor` (a fork() child's descriptors are its
   // own; a raw clone()'s may be its parent's).
+  // After fork() (whose handlers ran: `close_descriptor`), the child goes on with the
+  // leases its parent had open, each its own copy, begun again in the child's journal: a
+  // session or scope the child inherited owns what the child allocates in it.
   static void reinstall_after_fork(bool close_descriptor = true) noexcept;
+  // fork()'s prepare and parent handlers: the lease registry held across the fork.
+  static void prepare_fork() noexcept;
+  static void parent_after_fork() noexcept;
 
   // Joins leaseguard's threads (the journal's, the lease watchdog) around a system call that
   // fails in a multithreaded process (unshare(CLONE_NEWUSER), setns), and lets them start

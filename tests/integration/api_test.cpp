@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "process_runner.h"
 #include "../unit/test_support.h"
@@ -157,6 +158,42 @@ TEST(ApiExitDrops, HandlesDroppedAtExitWithAndWithoutThePreload) {
                   {{"LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR}, {"LEASEGUARD_OUT", alone.path()}}, {"LD_PRELOAD"});
   EXPECT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_NE(direct.out.find("exiting with three handles alive"), std::string::npos);
+}
+
+// A child forked while its parent's session holds a handle goes on with that session: what it
+// allocates there and drops is its leak, counted by end() and reclaimed (as without fork:
+// tests/victims/api_fork_child.cpp), and the parent's handle, which the child's memory
+// copies but the child never allocated, is not the child's. The parent's session is untouched.
+TEST(ApiFork, AForkedChildsSessionAccountsItsOwnAllocationsAndLeavesTheParentsAlone) {
+  TempDir alone, forked;
+  auto without_fork = run_under_leaseguard(alone.path(), {victim("api_fork_child"), "nofork"});
+  ASSERT_EQ(without_fork.result.exit_code, 0) << without_fork.result.err;
+  EXPECT_EQ(without_fork.result.out, "child end: 2\n");  // its own drop and the kept handle
+  auto run = run_under_leaseguard(forked.path(), {victim("api_fork_child")});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("child end: 1\n"), std::string::npos) << run.result.out;
+  EXPECT_NE(run.result.out.find("parent end: 0\n"), std::string::npos) << run.result.out;
+  ASSERT_EQ(run.json["processes"].size(), 2u) << run.result.err;
+  std::set<double> pids;
+  for (const auto &process : run.json["processes"].items()) pids.insert(process["pid"].as_number());
+  std::map<std::string, std::vector<double>> reclaimed_by_process;  // "parent"/"child" -> bytes
+  for (const auto &process : run.json["processes"].items()) {
+    const std::string who = pids.count(process["ppid"].as_number()) != 0 ? "child" : "parent";
+    EXPECT_TRUE(process["complete"].as_bool()) << who;
+    bool session_ended = false;
+    for (const auto &lease : process["leases"].items()) {
+      if (lease["name"].as_string() != "parent") continue;
+      EXPECT_EQ(lease["ended_by"].as_string(), "end") << who;
+      session_ended = true;
+      for (const auto &leak : lease["leaks"].items()) {
+        EXPECT_TRUE(leak["reclaimed"].as_bool()) << who;
+        reclaimed_by_process[who].push_back(leak["bytes"].as_number());
+      }
+    }
+    EXPECT_TRUE(session_ended) << who << ": the session's lease ends in each process";
+  }
+  EXPECT_EQ(reclaimed_by_process["child"], std::vector<double>{1000});
+  EXPECT_TRUE(reclaimed_by_process["parent"].empty());
 }
 
 }  // namespace
