@@ -5,12 +5,16 @@
 
 using leaseguard::front_end_link;
 
+static_assert(LEASEGUARD_CLASSIFY_AT_END == leaseguard::kLeaseClassifyAtEnd, "the core link takes the C ABI's bit");
+
 extern "C" {
 
 __attribute__((visibility("default"))) leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms,
                                                                                  int on_expiry) {
-  if (on_expiry < LEASEGUARD_REPORT || on_expiry > LEASEGUARD_ABORT) on_expiry = LEASEGUARD_REPORT;
-  return front_end_link().lease_begin(name, ttl_ms, on_expiry);
+  const int classify = on_expiry & LEASEGUARD_CLASSIFY_AT_END;
+  int policy = on_expiry & ~LEASEGUARD_CLASSIFY_AT_END;
+  if (policy < LEASEGUARD_REPORT || policy > LEASEGUARD_ABORT) policy = LEASEGUARD_REPORT;
+  return front_end_link().lease_begin(name, ttl_ms, policy | classify);
 }
 
 __attribute__((visibility("default"))) int leaseguard_lease_end(leaseguard_lease_t lease) {

@@ -14,8 +14,10 @@ Tracker *core() noexcept { return Tracker::instance(); }
 uint64_t lease_begin(const char *name, uint64_t ttl_ms, int policy) {
   Tracker *tracker = core();
   if (tracker == nullptr) return 0;
+  const bool classify_at_end = (policy & kLeaseClassifyAtEnd) != 0;
+  policy &= ~kLeaseClassifyAtEnd;
   if (policy < 0 || policy >= static_cast<int>(Policy::Count)) policy = static_cast<int>(Policy::Report);
-  return tracker->lease_begin(name, ttl_ms, static_cast<Policy>(policy));
+  return tracker->lease_begin(name, ttl_ms, static_cast<Policy>(policy), classify_at_end);
 }
 
 // With no core recording, the lease calls are no-ops that return 0 (c_abi.h): a program

@@ -31,6 +31,7 @@ struct leaseguard_core_link {
   void *(*real_function)(void *driver_handle, const char *name);
   // With no core recording, lease_begin returns 0 and lease_end, lease_enter and
   // lease_leave return 0: no-ops (c_abi.h).
+  // `policy` may carry kLeaseClassifyAtEnd (the C ABI's LEASEGUARD_CLASSIFY_AT_END).
   uint64_t (*lease_begin)(const char *name, uint64_t ttl_ms, int policy);  // 0 if not recording
   int (*lease_end)(uint64_t lease);                                        // leaked, or -1
   int (*lease_state)(uint64_t lease);                                      // leaseguard::LeaseState
@@ -66,6 +67,10 @@ typedef const leaseguard_core_link *(*leaseguard_core_link_fn)(void);
 }
 
 namespace leaseguard {
+// Or'ed into lease_begin's policy: the lease's end is classified whatever the reachability
+// mode (Lease::classify_at_end); the C ABI's LEASEGUARD_CLASSIFY_AT_END.
+inline constexpr int kLeaseClassifyAtEnd = 0x100;
+
 // The table over this process's core (Tracker::instance(); recording nothing where there is
 // none), with the front end's way to reach the driver's own functions: the one adapter the
 // preload exports and the C++ API library uses when it runs alone (core_link.cpp).

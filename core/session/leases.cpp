@@ -41,8 +41,9 @@ LeaseRegistry::LeaseRegistry(uint64_t process_begin_ns, uint64_t process_ttl_ms,
 
 LeaseRegistry::~LeaseRegistry() { stop_watchdog(); }
 
-Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns) {
+Lease &LeaseRegistry::begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns, bool classify_at_end) {
   auto lease = std::make_unique<Lease>();
+  lease->classify_at_end = classify_at_end;
   lease->name = std::move(name);
   lease->ttl_ms = ttl_ms;
   lease->policy = policy;
@@ -98,6 +99,7 @@ Lease &LeaseRegistry::inherit(const Lease &parent) {
   lease->policy = parent.policy;
   lease->begin_ns = parent.begin_ns;
   lease->deadline_ns = parent.deadline_ns;
+  lease->classify_at_end = parent.classify_at_end;
   lease->inherited = true;
   Lease &result = *lease;
   const bool has_deadline = lease->deadline_ns != 0;

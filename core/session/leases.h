@@ -35,6 +35,8 @@ struct Lease {
   // not told to other threads (Tracker::lease_state), so "expired" means "already freed".
   std::atomic<bool> settled{false};
   std::atomic<uint32_t> ending_thread{0};  // who is ending it (it may ask its state meanwhile)
+  // Its end is classified whatever the reachability mode (Tracker::lease_begin).
+  bool classify_at_end = false;
   // Open in the parent when this process forked: the child's to end (LeaseRegistry::inherit),
   // and begun in its journal when that opens.
   bool inherited = false;
@@ -53,7 +55,7 @@ class LeaseRegistry {
   LeaseRegistry &operator=(const LeaseRegistry &) = delete;
 
   Lease &process_lease() { return *process_; }
-  Lease &begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns);
+  Lease &begin(std::string name, uint64_t ttl_ms, Policy policy, uint64_t now_ns, bool classify_at_end = false);
   Lease *find(uint32_t id);
   // Leases not yet ended, newest first (explicit leases before the process lease).
   std::vector<Lease *> open_leases();

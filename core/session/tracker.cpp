@@ -552,9 +552,10 @@ void Tracker::on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes
   journal_.append(journal::RecordType::PoolDestroy, &destroy, sizeof destroy);
 }
 
-uint64_t Tracker::lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept {
+uint64_t Tracker::lease_begin(const char *name, uint64_t ttl_ms, Policy policy, bool classify_at_end) noexcept {
   try {
-    Lease &lease = leases_.begin(name != nullptr && *name != '\0' ? name : "lease", ttl_ms, policy, monotonic_ns());
+    Lease &lease = leases_.begin(name != nullptr && *name != '\0' ? name : "lease", ttl_ms, policy, monotonic_ns(),
+                                 classify_at_end);
     if (ensure_journal()) write_lease_begin(lease);
     return lease.id;
   } catch (...) {
@@ -590,8 +591,9 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by, bool reclaim_anyway, G
   // Classified first, while what the lease still owns is live (at exit: reachability_scan.h).
   // The classes it journals are kept here too, by allocation id, so that what this returns
   // and logs counts lost and reachable apart as the report does.
-  const bool classify = ended_by != EndedBy::Exit && options_.reachability != ReachabilityMode::Off &&
-                        (options_.reachability == ReachabilityMode::Leases || lease.id == kProcessLeaseId);
+  const bool classify =
+      ended_by != EndedBy::Exit && options_.reachability != ReachabilityMode::Off &&
+      (options_.reachability == ReachabilityMode::Leases || lease.id == kProcessLeaseId || lease.classify_at_end);
   std::unordered_map<uint64_t, uint8_t> classes;
   if (auto classifier = lease_classifier_.load(std::memory_order_acquire); classify && classifier != nullptr) {
     t_lease_classes = &classes;

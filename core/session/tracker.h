@@ -119,7 +119,8 @@ class Tracker {
   void on_pool_destroyed_in_use(uint64_t pool, uint64_t outstanding_bytes) noexcept;
 
   // The C ABI of include/leaseguard/leaseguard.h.
-  uint64_t lease_begin(const char *name, uint64_t ttl_ms, Policy policy) noexcept;
+  // `classify_at_end`: its end is classified whatever the reachability mode (unless off).
+  uint64_t lease_begin(const char *name, uint64_t ttl_ms, Policy policy, bool classify_at_end = false) noexcept;
   int lease_end(uint64_t lease_id) noexcept;  // leaked allocations, or -1
   // Whether the calling process is the one this core records for. False in a child that
   // shares its parent's memory without a fork handler having run (vfork, clone(CLONE_VM)):

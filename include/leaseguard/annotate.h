@@ -13,7 +13,8 @@ extern "C" {
 #endif
 
 typedef uint64_t leaseguard_lease_t;
-enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2 };
+/* LEASEGUARD_CLASSIFY_AT_END is or'ed into on_expiry: see <leaseguard/leaseguard.h>. */
+enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2, LEASEGUARD_CLASSIFY_AT_END = 0x100 };
 
 leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int on_expiry) __attribute__((weak));
 int leaseguard_lease_end(leaseguard_lease_t lease) __attribute__((weak));

@@ -17,10 +17,15 @@ extern "C" {
 
 typedef uint64_t leaseguard_lease_t; /* 0 means "no lease" */
 
-enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2 };
+/* LEASEGUARD_CLASSIFY_AT_END, or'ed into on_expiry: the lease's end is classified (what the
+ * program still reaches is reachable, not leaked, and not counted by leaseguard_lease_end)
+ * whatever --reachability says, unless it is off. Costs a scan only where the lease still
+ * owns something at its end. A leaseguard that does not know it reads the policy alone. */
+enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2, LEASEGUARD_CLASSIFY_AT_END = 0x100 };
 
 /* Begins a lease named `name` (NULL: "lease"). ttl_ms > 0 gives it a deadline; on_expiry
- * says what happens then. Returns the lease, or 0 if leaseguard is not recording. */
+ * says what happens then (a policy, with LEASEGUARD_CLASSIFY_AT_END if wanted). Returns the
+ * lease, or 0 if leaseguard is not recording. */
 leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int on_expiry);
 
 /* Ends `lease` now. Returns the number of its allocations still live and lost (leaked; where

@@ -606,7 +606,7 @@ TEST(GtestListener, TheLeakingTestFailsAtItsOwnLineAndASuppressedLeakFailsNothin
   EXPECT_EQ(run.result.exit_code, 1) << run.result.out;  // GoogleTest's: a test failed
   EXPECT_NE(run.result.out.find("[  FAILED  ] Listener.Leaks"), std::string::npos) << run.result.out;
   EXPECT_EQ(run.result.out.find("[  FAILED  ] Listener.Clean"), std::string::npos) << run.result.out;
-  EXPECT_NE(run.result.out.find("gtest_leases.cpp:14: Failure"), std::string::npos)
+  EXPECT_NE(run.result.out.find("gtest_leases.cpp:15: Failure"), std::string::npos)
       << run.result.out;  // TEST(Listener, Leaks)
   EXPECT_EQ(run.result.out.find("gtest.hpp"), std::string::npos) << run.result.out;
   const JsonValue &process = run.json["processes"][0];
@@ -617,6 +617,14 @@ TEST(GtestListener, TheLeakingTestFailsAtItsOwnLineAndASuppressedLeakFailsNothin
   const JsonValue *clean = lease_named(process, "Listener.Clean", "end");
   ASSERT_NE(clean, nullptr);
   EXPECT_EQ((*clean)["leaks"].size(), 0u);
+  // The workspace a global keeps: reachable in the report, and no failure in GoogleTest.
+  EXPECT_EQ(run.result.out.find("[  FAILED  ] Listener.FillsAWorkspace"), std::string::npos) << run.result.out;
+  EXPECT_NE(run.result.out.find("[       OK ] Listener.FillsAWorkspace"), std::string::npos) << run.result.out;
+  const JsonValue *workspace = lease_named(process, "Listener.FillsAWorkspace", "end");
+  ASSERT_NE(workspace, nullptr);
+  ASSERT_EQ((*workspace)["leaks"].size(), 1u);
+  EXPECT_EQ((*workspace)["leaks"][0]["reachability"].as_string(), "reachable");
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 1);  // Listener.Leaks's, as GoogleTest says
 
   std::ofstream(dir / "known.supp") << "leak:^leak_in_test$\n";
   auto suppressed = run_under_leaseguard(dir / "suppressed", {victim("gtest_leases")},
