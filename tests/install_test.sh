@@ -123,10 +123,21 @@ fi
 grep -q "Direct leak of 4096 byte(s)" "$prefix/recipe.log" || { echo "no leak in the recipe's test"; cat "$prefix/recipe.log"; exit 1; }
 sarif="$prefix/recipe/build/leaseguard/kernels_test/leaseguard-report.sarif"
 # Locations relative to the project's source directory (not the build tree, where the test
-# runs): the program is build/kernels_test under SRCROOT.
-grep -q "\"uri\": \"file://$prefix/recipe/\"" "$sarif" && grep -q '"uri": "build/kernels_test"' "$sarif" \
-  || { echo "SARIF not relative to the project"; cat "$sarif"; exit 1; }
+# runs), at the test's own line: the recipe's build type keeps debug information.
+grep -q "\"uri\": \"file://$prefix/recipe/\"" "$sarif" && grep -q '"uri": "kernels_test.cpp"' "$sarif" \
+  || { echo "SARIF not relative to the project, or without the test's file"; cat "$sarif"; exit 1; }
 [ -s "$prefix/recipe/build/leaseguard/kernels_test/leaseguard-report.junit.xml" ] || { echo "no JUnit"; exit 1; }
+# The page's steps for one set of reports, as written: the suite's leak in both files.
+awk '/^<!-- doctest: skip: run against the CMake recipe above/ {found = 1; next}
+     found && /^```sh$/ {inside = 1; next} inside && /^```$/ {exit} inside {print}' "$docs/ci.md" > "$prefix/recipe/gather.sh"
+grep -q "leaseguard report build/leaseguard/" "$prefix/recipe/gather.sh" || { echo "docs/ci.md has no gathering steps"; exit 1; }
+status=0
+(cd "$prefix/recipe" && PATH="$prefix/bin:$PATH" bash -e gather.sh > "$prefix/gather.log" 2>&1) || status=$?
+[ "$status" -ne 0 ] || { echo "the gathering steps hid the failed test"; cat "$prefix/gather.log"; exit 1; }
+grep -q '"ruleId": "leaseguard/device-memory-leak"' "$prefix/recipe/leaseguard.sarif" \
+  || { echo "the gathered SARIF has no result"; cat "$prefix/gather.log"; exit 1; }
+grep -q 'testsuites name="leaseguard" tests="[1-9][0-9]*" failures="[1-9]' "$prefix/recipe/leaseguard-junit.xml" \
+  || { echo "the gathered JUnit has no failed case"; cat "$prefix/recipe/leaseguard-junit.xml"; exit 1; }
 echo "leak:^Kernels_ScratchBufferIsFreed_Test::TestBody()$" >> "$prefix/recipe/leaks.supp"
 (cd "$prefix/recipe/build" && ctest > "$prefix/recipe-suppressed.log" 2>&1) \
   || { echo "the suppressed leak still failed"; cat "$prefix/recipe-suppressed.log"; exit 1; }
