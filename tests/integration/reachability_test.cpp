@@ -18,6 +18,15 @@ namespace {
 
 using report::JsonValue;
 
+// The system's interpreter, as the tests choose it, whatever the environment they run in
+// says: a pyenv or conda python3 first on PATH, a PYTHONHOME or PYTHONPATH of its own (an
+// empty value is no value to CPython). `more` adds to it.
+std::map<std::string, std::string> system_python(std::map<std::string, std::string> more = {}) {
+  more.insert({{"PATH", "/usr/bin:/bin"}, {"PYTHONHOME", ""}, {"PYTHONPATH", ""}, {"PYTHONNOUSERSITE", "1"}});
+  return more;
+}
+const std::map<std::string, std::string> kSystemPython = system_python();
+
 // Each live allocation of `process` (its bytes, which the victims make unique) with its class.
 std::map<int, std::string> classes_by_size(const JsonValue &process) {
   std::map<int, std::string> classes;
@@ -247,7 +256,7 @@ TEST(Reachability, DeviceMemoryThatPythonObjectsHoldIsReachable) {
                                             std::string(LEASEGUARD_SOURCE_ROOT) + "/tests/victims/python_holds.py"};
   {
     TempDir dir;
-    auto run = run_under_leaseguard(dir.path(), command, {}, {{"PYTHONMALLOC", "malloc"}});
+    auto run = run_under_leaseguard(dir.path(), command, {}, system_python({{"PYTHONMALLOC", "malloc"}}));
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
     const JsonValue &process = run.json["processes"][0];
     EXPECT_EQ(classes_by_size(process),
@@ -258,7 +267,7 @@ TEST(Reachability, DeviceMemoryThatPythonObjectsHoldIsReachable) {
   // Python's own allocator (the default): its pools read block by block, live blocks only.
   for (const char *allocator : {"pymalloc", "pymalloc_debug"}) {
     TempDir dir;
-    auto run = run_under_leaseguard(dir.path(), command, {}, {{"PYTHONMALLOC", allocator}});
+    auto run = run_under_leaseguard(dir.path(), command, {}, system_python({{"PYTHONMALLOC", allocator}}));
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
     const JsonValue &process = run.json["processes"][0];
     EXPECT_EQ(classes_by_size(process),
@@ -273,7 +282,7 @@ TEST(Reachability, DeviceMemoryThatPythonObjectsHoldIsReachable) {
 // dropped is direct, as in any program.
 TEST(Reachability, AnInterpreterNeverStartedHidesNothing) {
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("python_linked")});
+  auto run = run_under_leaseguard(dir.path(), {victim("python_linked"), LEASEGUARD_LIBPYTHON}, {}, kSystemPython);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   if (run.result.out == "no libpython\n") GTEST_SKIP() << "no libpython3.11.so.1.0 or libpython3.so";
   const JsonValue &process = run.json["processes"][0];
@@ -287,7 +296,7 @@ TEST(Reachability, AnInterpreterNeverStartedHidesNothing) {
 // report says why.
 TEST(Reachability, PythonObjectsInAnAllocatorNotKnownLeaveLostMemoryUnchecked) {
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("python_embedded")});
+  auto run = run_under_leaseguard(dir.path(), {victim("python_embedded"), LEASEGUARD_LIBPYTHON}, {}, kSystemPython);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   if (run.result.out == "no libpython\n") GTEST_SKIP() << "no libpython3.11.so.1.0 or libpython3.so";
   const JsonValue &process = run.json["processes"][0];

@@ -59,8 +59,10 @@ static VICTIM_NOINLINE void drop(size_t bytes) {
   CHECK(cuMemAlloc_v2(&dropped, bytes));
 }
 
-int main(void) {
-  void *python = dlopen("libpython3.11.so.1.0", RTLD_NOW | RTLD_GLOBAL);
+/* ARGV[1], if given: the libpython to load (the tests choose it); else the loader's. */
+int main(int argc, char **argv) {
+  void *python = argc > 1 && argv[1][0] != '\0' ? dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) : NULL;
+  if (python == NULL) python = dlopen("libpython3.11.so.1.0", RTLD_NOW | RTLD_GLOBAL);
   if (python == NULL) python = dlopen("libpython3.so", RTLD_NOW | RTLD_GLOBAL);
   if (python == NULL) {
     printf("no libpython\n");

@@ -14,8 +14,10 @@ static VICTIM_NOINLINE void drop(size_t bytes) {
   CHECK(cuMemAlloc_v2(&dropped, bytes));
 }
 
-int main(void) {
-  if (dlopen("libpython3.11.so.1.0", RTLD_NOW | RTLD_GLOBAL) == NULL &&
+/* ARGV[1], if given: the libpython to load (the tests choose it); else the loader's. */
+int main(int argc, char **argv) {
+  if ((argc < 2 || argv[1][0] == '\0' || dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) == NULL) &&
+      dlopen("libpython3.11.so.1.0", RTLD_NOW | RTLD_GLOBAL) == NULL &&
       dlopen("libpython3.so", RTLD_NOW | RTLD_GLOBAL) == NULL) {
     printf("no libpython\n");
     return 0;
