@@ -295,6 +295,9 @@ struct Prepared {
   bool roots_unread = false;                 // a thread's stack could not be found (/proc/self/maps unreadable)
   bool pages_unread = false;                 // memory swapped out or past the bounds: not read
   python_pools::Extent python_pools_module;  // whose arenas are read block by block; empty if none
+  uint64_t python_int_type = 0;              // python_ints.h: Python ints read as pointers
+  reachability::PythonIntLayout python_int_layout = reachability::PythonIntLayout::None;
+  uint64_t python_object_offset = 0;
 };
 
 void add_block(void *context, uintptr_t address, size_t bytes, bool leaseguard_own) {
@@ -468,6 +471,9 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
                                   prepared.own_roots.items,     prepared.own_roots.count};
   snapshot.readable = prepared.resident.items;
   snapshot.readable_count = prepared.resident.count;
+  snapshot.python_int_type = prepared.python_int_type;
+  snapshot.python_int_layout = prepared.python_int_layout;
+  snapshot.python_object_offset = prepared.python_object_offset;
   return reachability::classify(snapshot, scratch);
 }
 
@@ -927,6 +933,7 @@ void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lea
   Arena arena(arena_bytes_for(node_room, options.device_scan_total_bytes));
   Prepared prepared;
   prepared.python_pools_module = python_objects.pools_module;
+  python::int_type(prepared.python_int_type, prepared.python_int_layout, prepared.python_object_offset);
   void *scratch = lay_out(arena, prepared, node_room);
   if (scratch == nullptr) {
     log_warning("no memory to classify live allocations: they are reported unchecked");

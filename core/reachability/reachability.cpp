@@ -26,6 +26,10 @@ constexpr uint32_t kNone = UINT32_MAX;
 // Set in a node's contents_bytes (by sorted position) where its contents are not all inside
 // one readable range: they are then read piece by piece.
 constexpr uint64_t kPartlyReadable = uint64_t{1} << 63;
+// Set there where the node is a Python int object: its value is read as one more word of it
+// (python_ints.h).
+constexpr uint64_t kPythonInt = uint64_t{1} << 62;
+constexpr uint64_t kContentsFlags = kPartlyReadable | kPythonInt;
 
 enum State : uint8_t { kLost = 0, kOwned = 1, kReachable = 2, kIgnored = 3 };
 // What a node is (Scratch::device).
@@ -167,7 +171,10 @@ class Classifier {
         count_(snapshot.node_count),
         s_(scratch, snapshot.node_count),
         readable_(snapshot.readable),
-        readable_count_(snapshot.readable_count) {
+        readable_count_(snapshot.readable_count),
+        python_int_type_(snapshot.python_int_type),
+        python_int_layout_(snapshot.python_int_layout),
+        python_object_offset_(snapshot.python_object_offset) {
     LG_ASSERT(readable_ranges_are_sorted());
     LG_ASSERT(count_ < kNone);  // positions fit 32 bits, with kNone apart
     LG_ASSERT(reinterpret_cast<uintptr_t>(scratch) % 8 == 0);
@@ -230,6 +237,8 @@ class Classifier {
       s_.contents[i] = nodes_[here.node].contents;
       s_.contents_bytes[i] = nodes_[here.node].contents_bytes;
       if (!wholly_readable(s_.contents[i], s_.contents_bytes[i])) s_.contents_bytes[i] |= kPartlyReadable;
+      else if (python_int_(here.host != 0, s_.contents[i], s_.contents_bytes[i]) != 0)
+        s_.contents_bytes[i] |= kPythonInt;
       s_.device[i] = here.host == 0 ? kDeviceNode : nodes_[here.node].leaseguard_own ? kOwnHostNode : kHostNode;
       s_.state[i] = kLost;
       s_.has_lost_predecessor[i] = 0;
@@ -371,12 +380,16 @@ class Classifier {
 
   template <typename Visit>
   void for_each_word(const void *memory, uint64_t bytes, Visit visit) noexcept {
-    if ((bytes & kPartlyReadable) == 0 && wholly_readable(memory, bytes)) {
-      for_each_word_in_place(memory, bytes, visit);
+    if ((bytes & kPythonInt) != 0) {  // wholly readable: its value, then its words
+      const uint64_t value = python_int_(true, memory, bytes & ~kContentsFlags);
+      if (value - low_ < span_) visit(value);
+    }
+    if ((bytes & kPartlyReadable) == 0 && wholly_readable(memory, bytes & ~kContentsFlags)) {
+      for_each_word_in_place(memory, bytes & ~kContentsFlags, visit);
       return;
     }
     const auto begin = reinterpret_cast<uintptr_t>(memory);
-    const uintptr_t end = begin + (bytes & ~kPartlyReadable);
+    const uintptr_t end = begin + (bytes & ~kContentsFlags);
     for (uintptr_t at = begin, piece_end; (at = next_readable(at, end, piece_end)) < end; at = piece_end)
       for_each_word_in_place(reinterpret_cast<const void *>(at), piece_end - at, visit);
   }
@@ -490,8 +503,18 @@ class Classifier {
         uint64_t position = s_.call_position[depth - 1];
         const auto *words = static_cast<const uint64_t *>(s_.contents[v]);
         const bool partly = (s_.contents_bytes[v] & kPartlyReadable) != 0;
-        const uint64_t word_count = words == nullptr ? 0 : (s_.contents_bytes[v] & ~kPartlyReadable) / 8;
+        const uint64_t word_count = words == nullptr ? 0 : (s_.contents_bytes[v] & ~kContentsFlags) / 8;
         uintptr_t piece_end = 0;  // partly readable: where the readable piece being read ends
+        if ((s_.contents_bytes[v] & kPythonInt) != 0 && position == 0) {
+          // A Python int: its value is its one pointer (its type is the interpreter's, no node).
+          position = word_count;
+          const uint64_t value = python_int_(true, words, s_.contents_bytes[v] & ~kContentsFlags);
+          const uint32_t w = value - low_ < span_ ? find(value) : kNone;
+          if (w != kNone && s_.state[w] == kLost && w != v) {
+            if (s_.index[w] == kNone) descend = w;
+            else if (s_.component[w] == kNone) s_.low[v] = std::min(s_.low[v], s_.index[w]);
+          }
+        }
         for (; position < word_count && descend == kNone; ++position) {
           if (partly && reinterpret_cast<uintptr_t>(words + position) >= piece_end) {
             const auto end = reinterpret_cast<uintptr_t>(words + word_count);
@@ -566,6 +589,17 @@ class Classifier {
   Scratch s_;
   const MemoryRange *readable_;  // nullptr: everywhere
   size_t readable_count_;
+  uint64_t python_int_type_;
+  PythonIntLayout python_int_layout_;
+  uint64_t python_object_offset_;
+
+  // The value of a host node that is a Python int, its contents wholly readable; else 0.
+  uint64_t python_int_(bool host, const void *contents, uint64_t bytes) const noexcept {
+    if (!host || python_int_layout_ == PythonIntLayout::None || contents == nullptr || bytes < python_object_offset_)
+      return 0;
+    return python_int_value(static_cast<const uint64_t *>(contents) + python_object_offset_ / 8,
+                            bytes - python_object_offset_, python_int_type_, python_int_layout_);
+  }
   mutable size_t last_readable_ = 0;  // wholly_readable()'s last range
   size_t work_size_ = 0;
   bool only_leaseguards_ = false;  // marking from leaseguard's roots: its own blocks only

@@ -29,6 +29,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "python_ints.h"
+
 namespace leaseguard::reachability {
 
 enum class Class : uint8_t { Unchecked = 0, Direct = 1, Indirect = 2, Reachable = 3 };
@@ -68,6 +70,11 @@ struct Snapshot {
   // outside them are read as holding no pointers. nullptr: everywhere.
   const MemoryRange *readable = nullptr;
   size_t readable_count = 0;
+  // A Python interpreter's int type object and its ints' layout (python_ints.h): a host node
+  // that is such an int has its value read as one more word of it.
+  uint64_t python_int_type = 0;
+  PythonIntLayout python_int_layout = PythonIntLayout::None;
+  uint64_t python_object_offset = 0;  // where objects begin in their blocks: 16 under debug hooks
 };
 
 struct Statistics {

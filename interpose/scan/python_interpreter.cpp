@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 
 #include "heap_tracker.h"
 #include "log.h"
@@ -91,6 +93,7 @@ std::atomic<bool> g_asked{false};         // the pending call was added
 std::atomic<bool> g_seen_running{false};  // the interpreter was initialized at the first allocation
 std::atomic<void (*)()> g_classify{nullptr};
 std::atomic<ObjectHome> g_object_home{ObjectHome::Unknown};
+std::atomic<bool> g_debug_hooks{false};  // objects 16 bytes into their blocks
 
 // Classifies where the interpreter finalizes because the process ends: inside Py_RunMain,
 // the interpreter's own main (`python3 script.py`, `-c`, `-m`). A program that embeds Python
@@ -116,6 +119,12 @@ ObjectHome where_objects_live() noexcept {
   void *probe = allocator.malloc(allocator.context, 64);
   if (probe == nullptr) return ObjectHome::Unknown;
   const auto address = reinterpret_cast<uintptr_t>(probe);
+  // The debug hooks (PYTHONMALLOC=*_debug, -X dev) put a header before each object: its size,
+  // then the domain's letter ('o' for objects) and seven bytes of 0xfd.
+  const auto *header = static_cast<const unsigned char *>(probe) - sizeof(size_t);
+  bool debug = header[0] == 'o';
+  for (size_t i = 1; i < sizeof(size_t); ++i) debug = debug && header[i] == 0xfd;
+  g_debug_hooks.store(debug, std::memory_order_release);
   ObjectHome home = ObjectHome::Unknown;
   if (heap::tracks(address) || heap::tracks(address - 2 * sizeof(size_t))) home = ObjectHome::TrackedHeap;
   else if (python_pools::in_live_block(python_pools::module_of(object_allocator()), address)) home = ObjectHome::Pools;
@@ -155,6 +164,23 @@ void classify_before_finalization(void (*classify)()) noexcept {
   g_classify.store(classify, std::memory_order_release);
   if (g_api.add_pending_call(register_at_exit, nullptr) != 0)
     log_debug("Python's queue of pending calls is full: the classification runs at C's exit");
+}
+
+void int_type(uint64_t &type, reachability::PythonIntLayout &layout, uint64_t &offset) noexcept {
+  type = 0;
+  layout = reachability::PythonIntLayout::None;
+  offset = 0;
+  void *long_type = nullptr;
+  const char *(*version)() = nullptr;
+  if (!find(long_type, "PyLong_Type") || !find(version, "Py_GetVersion")) return;
+  // "3.11.2 (main, ...) [GCC 12.2.0]"; a free-threaded build says so in it.
+  const char *text = version();
+  unsigned major = 0, minor = 0;
+  if (text == nullptr || std::sscanf(text, "%u.%u", &major, &minor) != 2 || major != 3 || minor < 8) return;
+  if (std::strstr(text, "free-threading") != nullptr) return;
+  type = reinterpret_cast<uint64_t>(long_type);
+  layout = minor >= 12 ? reachability::PythonIntLayout::TaggedValue : reachability::PythonIntLayout::SizeInHeader;
+  offset = g_debug_hooks.load(std::memory_order_acquire) ? 2 * sizeof(size_t) : 0;
 }
 
 const void *object_allocator() noexcept {

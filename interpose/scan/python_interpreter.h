@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "python_ints.h"
+
 namespace leaseguard::interpose::python {
 
 // Where the interpreter's objects live, learnt from one it allocates as it registers the
@@ -39,6 +41,13 @@ void classify_before_finalization(void (*classify)()) noexcept;
 // program that links Python and never starts it has no objects to read. Resolves symbols:
 // call it before the world stop.
 bool objects_unreadable() noexcept;
+
+// The interpreter's int type object and how its ints are laid out (core/reachability/
+// python_ints.h), so that ints holding device pointers are read as pointers: `layout` None
+// without an interpreter, or for one whose ints are not read (before 3.8, free-threaded).
+// `offset`: where objects begin in their blocks (16 bytes in, under the debug hooks).
+// Resolves symbols: call it before the world stop.
+void int_type(uint64_t &type, reachability::PythonIntLayout &layout, uint64_t &offset) noexcept;
 
 // An address inside the module that holds Python's object allocator (PyObject_Malloc), or
 // nullptr without one: the arenas it maps hold freed objects' stale words beside live ones.

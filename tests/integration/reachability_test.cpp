@@ -278,6 +278,35 @@ TEST(Reachability, DeviceMemoryThatPythonObjectsHoldIsReachable) {
   }
 }
 
+// Device pointers a Python program keeps as ints (tests/victims/python_ints.py), as ctypes and
+// cuda-python code keeps them: CPython stores an int in 30-bit digits, so their values are read
+// as pointers (core/reachability/python_ints.h). Held in a dict, a list, a tuple, an
+// attribute, a closure and a global: reachable; the one whose int was dropped: direct. With
+// every object allocator the interpreter has.
+TEST(Reachability, DevicePointersThatPythonKeepsAsIntsAreReachable) {
+  const std::string python = "/usr/bin/python3";
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
+  if (access("/usr/bin/setarch", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setarch";
+  const std::vector<std::string> command = {"/usr/bin/setarch", "x86_64", "-R", python,
+                                            std::string(LEASEGUARD_SOURCE_ROOT) + "/tests/victims/python_ints.py"};
+  for (const char *allocator : {"malloc", "malloc_debug", "pymalloc", "pymalloc_debug"}) {
+    TempDir dir;
+    auto run = run_under_leaseguard(dir.path(), command, {}, system_python({{"PYTHONMALLOC", allocator}}));
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    const JsonValue &process = run.json["processes"][0];
+    EXPECT_EQ(classes_by_size(process), (std::map<int, std::string>{{1301, "reachable"},
+                                                                    {1302, "reachable"},
+                                                                    {1303, "reachable"},
+                                                                    {1304, "reachable"},
+                                                                    {1305, "reachable"},
+                                                                    {1306, "reachable"},
+                                                                    {3301, "direct"}}))
+        << allocator << "\n"
+        << run.result.err;
+    EXPECT_FALSE(process["reachability"]["python_objects_unread"].as_bool()) << allocator;
+  }
+}
+
 // A program with libpython loaded and never started: nothing is unreadable, and what it
 // dropped is direct, as in any program.
 TEST(Reachability, AnInterpreterNeverStartedHidesNothing) {
