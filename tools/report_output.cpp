@@ -193,7 +193,8 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
     report.problems.push_back("no symbols for " + module + ": it " + why);
   if (!run_report.empty()) {
     report::OutputFile file(run_report);
-    report::render_json(report, [&](std::string_view piece) { file.write(piece); });
+    report::render_json(
+        report, [&](std::string_view piece) { file.write(piece); }, report::JsonStacks::Shared);
     std::string write_error;
     if (!file.close(write_error) && unwritten != nullptr) unwritten->push_back(write_error);
   }

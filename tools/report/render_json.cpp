@@ -28,7 +28,29 @@ void write_frame(JsonWriter &json, const Frame &frame) {
   json.end_object();
 }
 
-void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak) {
+// With JsonStacks::Shared, each distinct stack of a process is written once, in its
+// "stack_table", and referred to by its index ("stack_ref"); else every stack in place.
+class StackRefs {
+ public:
+  explicit StackRefs(bool shared) : shared_(shared) {}
+  bool shared() const { return shared_; }
+  // The stack's index in the table, added to it if new.
+  uint64_t index_of(uint32_t stack_id) {
+    auto [at, added] = index_.try_emplace(stack_id, order_.size());
+    if (added) order_.push_back(stack_id);
+    return at->second;
+  }
+  const std::vector<uint32_t> &order() const { return order_; }
+
+ private:
+  bool shared_;
+  std::unordered_map<uint32_t, uint64_t> index_;
+  std::vector<uint32_t> order_;
+};
+
+void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id, StackRefs &refs);
+
+void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak, StackRefs &refs) {
   json.begin_object();
   json.key("api").value(api_name(leak.api));
   json.key("kind").value(kind_name(leak.kind));
@@ -39,32 +61,32 @@ void write_leak(JsonWriter &json, const ProcessReport &process, const Leak &leak
   json.key("age_ms").value(leak.age_ms);
   json.key("reclaimed").value(leak.reclaimed);
   json.key("reachability").value(reachability_name(leak.reachability));
-  json.key("stack").begin_array();
-  for (const Frame &frame : process.stack(leak.stack_id)) write_frame(json, frame);
-  json.end_array();
+  write_stack(json, process, leak.stack_id, refs);
   json.end_object();
 }
 
-void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id);
-
-void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id) {
+void write_stack(JsonWriter &json, const ProcessReport &process, uint32_t stack_id, StackRefs &refs) {
+  if (refs.shared()) {
+    json.key("stack_ref").value(refs.index_of(stack_id));
+    return;
+  }
   json.key("stack").begin_array();
   for (const Frame &frame : process.stack(stack_id)) write_frame(json, frame);
   json.end_array();
 }
 
-void write_late_free(JsonWriter &json, const ProcessReport &process, const LateFree &late) {
+void write_late_free(JsonWriter &json, const ProcessReport &process, const LateFree &late, StackRefs &refs) {
   json.begin_object();
   json.key("api").value(api_name(late.api));
   json.key("address").value(hex_address(late.address));
   json.key("thread").value(static_cast<uint64_t>(late.thread));
   json.key("time_ms").value(late.time_ms);
   json.key("forwarded").value(late.forwarded);  // false: reclaimed memory, kept from the driver
-  write_stack(json, process, late.stack_id);
+  write_stack(json, process, late.stack_id, refs);
   json.end_object();
 }
 
-void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEnding &lease) {
+void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEnding &lease, StackRefs &refs) {
   json.begin_object();
   json.key("id").value(static_cast<uint64_t>(lease.id));
   json.key("name").value(lease.name);
@@ -87,18 +109,18 @@ void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEndi
   }());
   // Every allocation live at the lease's end, each with its class: reachable ones too.
   json.key("leaks").begin_array();
-  for (const Leak &leak : lease.leaks) write_leak(json, process, leak);
-  for (const Leak &leak : lease.reachable) write_leak(json, process, leak);
+  for (const Leak &leak : lease.leaks) write_leak(json, process, leak, refs);
+  for (const Leak &leak : lease.reachable) write_leak(json, process, leak, refs);
   json.end_array();
   json.key("late_frees").begin_array();
-  for (const LateFree &late : lease.late_frees) write_late_free(json, process, late);
+  for (const LateFree &late : lease.late_frees) write_late_free(json, process, late, refs);
   json.end_array();
   json.end_object();
 }
 
 // What happened in a process besides its leases' ends: double frees, wrong-family frees, and
 // pools destroyed with allocations outstanding.
-void write_process_events(JsonWriter &json, const ProcessReport &process) {
+void write_process_events(JsonWriter &json, const ProcessReport &process, StackRefs &refs) {
   json.key("double_frees").begin_array();
   for (const DoubleFree &twice : process.double_frees) {
     json.begin_object();
@@ -107,7 +129,7 @@ void write_process_events(JsonWriter &json, const ProcessReport &process) {
     json.key("thread").value(static_cast<uint64_t>(twice.thread));
     json.key("time_ms").value(twice.time_ms);
     json.key("first_freed_ms").value(twice.first_freed_ms);
-    write_stack(json, process, twice.stack_id);
+    write_stack(json, process, twice.stack_id, refs);
     json.end_object();
   }
   json.end_array();
@@ -133,7 +155,7 @@ void write_process_events(JsonWriter &json, const ProcessReport &process) {
     json.key("freed_ms");
     if (wrong.freed_ms) json.value(*wrong.freed_ms);
     else json.null();
-    write_stack(json, process, wrong.stack_id);
+    write_stack(json, process, wrong.stack_id, refs);
     json.end_object();
   }
   json.end_array();
@@ -148,7 +170,8 @@ void write_process_events(JsonWriter &json, const ProcessReport &process) {
   json.end_array();
 }
 
-void write_process(JsonWriter &json, const ProcessReport &process) {
+void write_process(JsonWriter &json, const ProcessReport &process, JsonStacks stacks) {
+  StackRefs refs(stacks == JsonStacks::Shared);
   json.begin_object();
   json.key("pid").value(static_cast<int64_t>(process.pid));
   json.key("ppid").value(static_cast<int64_t>(process.ppid));
@@ -183,7 +206,7 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("event_time_resolution_ms").value(process.event_time_resolution_ms);
   json.key("recycled_allocations").value(process.recycled_allocations);
   json.key("recycled_bytes").value(process.recycled_bytes);
-  write_process_events(json, process);
+  write_process_events(json, process, refs);
   json.key("reachability").begin_object();
   json.key("classified").value(process.classified);
   json.key("device_scan_bounded").value((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0);
@@ -197,12 +220,21 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
   json.key("pages_unread").value((process.reachability_flags & journal::kReachabilityPagesUnread) != 0);
   json.end_object();
   json.key("leases").begin_array();
-  for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease);
+  for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease, refs);
   json.end_array();
+  if (refs.shared()) {
+    json.key("stack_table").begin_array();
+    for (uint32_t stack_id : refs.order()) {
+      json.begin_array();
+      for (const Frame &frame : process.stack(stack_id)) write_frame(json, frame);
+      json.end_array();
+    }
+    json.end_array();
+  }
   json.end_object();
 }
 
-void write_report(JsonWriter &json, const Report &report) {
+void write_report(JsonWriter &json, const Report &report, JsonStacks stacks) {
   json.begin_object();
   json.key("schema").value("leaseguard-report/1");
   json.key("summary").begin_object();
@@ -218,7 +250,7 @@ void write_report(JsonWriter &json, const Report &report) {
   json.key("observed").value(observed_name(observed(report)));
   json.end_object();
   json.key("processes").begin_array();
-  for (const ProcessReport &process : report.processes) write_process(json, process);
+  for (const ProcessReport &process : report.processes) write_process(json, process, stacks);
   json.end_array();
   json.key("problems").begin_array();
   for (const std::string &problem : report.problems) json.value(problem);
@@ -276,9 +308,9 @@ std::string render_json(const Report &report) {
   return text;
 }
 
-void render_json(const Report &report, const TextSink &out) {
-  JsonWriter json(2, out);
-  write_report(json, report);
+void render_json(const Report &report, const TextSink &out, JsonStacks stacks) {
+  JsonWriter json(stacks == JsonStacks::Shared ? 0 : 2, out);
+  write_report(json, report, stacks);
   json.finish();
   out("\n");
 }

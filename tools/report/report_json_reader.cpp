@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "files.h"
 #include "json_value.h"
@@ -89,6 +90,22 @@ class JsonReportReader {
     return lease;
   }
 
+  // An event's stack: in place ("stack"), or by its index in the process's table of stacks
+  // ("stack_ref", render_json's JsonStacks::Shared), each index interned once. An index past
+  // the table is a problem.
+  uint32_t stack_id_of(ProcessReport &process, const JsonValue &item) {
+    const JsonValue &ref = item["stack_ref"];
+    if (ref.type() != JsonValue::Type::Number) return stack_id_for(process, item["stack"]);
+    const auto index = number<uint64_t>(ref, "stack_ref", UINT64_MAX);
+    if (stack_table_ == nullptr || index >= stack_table_->size()) {
+      note("stack_ref", ref.as_number());
+      return 0;
+    }
+    auto [at, added] = stack_ids_by_ref_.try_emplace(index, 0);
+    if (added) at->second = stack_id_for(process, (*stack_table_)[index]);
+    return at->second;
+  }
+
   // An integer field: its value if whole and within T, else `fallback` (absent) or a problem.
   template <typename T>
   T number(const JsonValue &value, const char *field, T fallback = 0) {
@@ -165,6 +182,8 @@ class JsonReportReader {
       process.pools_destroyed_in_use.push_back({hex_value(pool["pool"]), milliseconds(pool["time_ms"], "time_ms"),
                                                 number<uint64_t>(pool["outstanding_bytes"], "outstanding_bytes")});
     stack_ids_.clear();
+    stack_ids_by_ref_.clear();
+    stack_table_ = &item["stack_table"];
     for (const JsonValue &twice : item["double_frees"].items())
       process.double_frees.push_back(double_free_of(twice, process));
     for (const JsonValue &arrival : item["signals"].items())
@@ -208,7 +227,7 @@ class JsonReportReader {
     leak.thread = number<uint32_t>(item["thread"], "thread");
     leak.age_ms = number<uint64_t>(item["age_ms"], "age_ms");
     leak.reclaimed = flag(item["reclaimed"]);
-    leak.stack_id = stack_id_for(process, item["stack"]);
+    leak.stack_id = stack_id_of(process, item);
     if (item["reachability"].type() == JsonValue::Type::String)
       leak.reachability = reachability_from_name(item["reachability"].as_string()).value_or(Reachability::Unchecked);
     return leak;
@@ -221,7 +240,7 @@ class JsonReportReader {
     late.thread = number<uint32_t>(item["thread"], "thread");
     late.time_ms = milliseconds(item["time_ms"], "time_ms");
     late.forwarded = !(item["forwarded"].type() == JsonValue::Type::Bool && !item["forwarded"].as_bool());
-    late.stack_id = stack_id_for(process, item["stack"]);
+    late.stack_id = stack_id_of(process, item);
     return late;
   }
 
@@ -232,7 +251,7 @@ class JsonReportReader {
     twice.thread = number<uint32_t>(item["thread"], "thread");
     twice.time_ms = milliseconds(item["time_ms"], "time_ms");
     twice.first_freed_ms = milliseconds(item["first_freed_ms"], "first_freed_ms");
-    twice.stack_id = stack_id_for(process, item["stack"]);
+    twice.stack_id = stack_id_of(process, item);
     return twice;
   }
 
@@ -244,7 +263,7 @@ class JsonReportReader {
     wrong.thread = number<uint32_t>(item["thread"], "thread");
     wrong.time_ms = milliseconds(item["time_ms"], "time_ms");
     if (item["freed_ms"].type() == JsonValue::Type::Number) wrong.freed_ms = milliseconds(item["freed_ms"], "freed_ms");
-    wrong.stack_id = stack_id_for(process, item["stack"]);
+    wrong.stack_id = stack_id_of(process, item);
     return wrong;
   }
 
@@ -272,7 +291,9 @@ class JsonReportReader {
   }
 
   std::string problem_;
-  std::map<std::string, uint32_t> stack_ids_;  // the current process's stacks, by content
+  std::map<std::string, uint32_t> stack_ids_;                // the current process's stacks, by content
+  std::unordered_map<uint64_t, uint32_t> stack_ids_by_ref_;  // and by their index in its table
+  const JsonValue *stack_table_ = nullptr;                   // the current process's, if it has one
   TextPool texts_;
 };
 
