@@ -42,6 +42,7 @@
 
 #include "progress.h"
 #include "journal_replay.h"
+#include "lg_assert.h"
 #include "resource_rules.h"
 #include "writer_liveness.h"
 
@@ -162,9 +163,13 @@ class Replay : public journal::JournalVisitor {
     bytes.live += alloc.bytes;
     bytes.peak = std::max(bytes.peak, bytes.live);
     add_point(bytes, since_start_ms(alloc.time_ns));
+    ++fates_.allocated;
     if (alloc.freed_in_place == 0) {
       // A repeated id (a damaged journal) replaces the allocation that had it, as before.
-      if (auto repeated = find_live(alloc.id); repeated != live_.end()) live_.erase(repeated);
+      if (auto repeated = find_live(alloc.id); repeated != live_.end()) {
+        if (!repeated->second.reported) ++fates_.replaced;
+        live_.erase(repeated);
+      }
       const uint64_t place = next_place_++;
       live_.emplace(place, LiveAllocation{alloc, false, 0, 0, false, record_slot()});
       place_of_id_[alloc.id] = place;
@@ -175,6 +180,7 @@ class Replay : public journal::JournalVisitor {
     const Api api = api_from_wire(static_cast<uint16_t>(api_id));  // 7 bits
     const uint32_t distance = alloc.freed_in_place & journal::kFreedInPlaceMaxSlots;
     ++process_.frees;
+    ++fates_.freed_in_place;
     pending_frees_.push(
         PendingFree{frees_at_slots_ ? record_slot() + distance : recorded.time_ns + uint64_t{distance} * 1000,
                     alloc.address, api, api_from_wire(alloc.api), alloc.lease_id, alloc.bytes});
@@ -219,6 +225,8 @@ class Replay : public journal::JournalVisitor {
     if (it->second.reported) {
       ++process_.late_frees;
       process_.leases[it->second.ending].late_frees.push_back(make_late_free(free_record, true));
+    } else {
+      ++fates_.freed_in_time;
     }
     release(it);
   }
@@ -270,6 +278,7 @@ class Replay : public journal::JournalVisitor {
         auto [entry, inserted] = by_lease.try_emplace(record.lease_id);
         if (inserted) entry->second = make_ending(record.lease_id, EndedBy::ContextDestroy, destroy.time_ns);
         add_leak(entry->second, make_leak(record, destroy.time_ns));
+        ++fates_.reported;
       }
       it = release(it);
     }
@@ -356,6 +365,7 @@ class Replay : public journal::JournalVisitor {
       const bool died = !process_.complete && !replaced_by_exec;
       end_remaining(died ? EndedBy::Crash : EndedBy::Exit, last_ns_);
     }
+    check_conservation();
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
       add_point(bytes, since_start_ms(last_ns_));  // hold the last level to the end
@@ -439,6 +449,8 @@ class Replay : public journal::JournalVisitor {
   }
 
   void report(LiveAllocation &allocation, size_t ending_index, LeaseEnding &ending, uint64_t time_ns) {
+    LG_ASSERT(!allocation.reported);  // once
+    ++fates_.reported;
     allocation.reported = true;
     allocation.ending = ending_index;
     Leak leak = make_leak(allocation.record, time_ns);
@@ -591,6 +603,29 @@ class Replay : public journal::JournalVisitor {
       const size_t index = index_of[lease_of(allocation)];
       report(allocation, index, process_.leases[index], time_ns);
     }
+  }
+
+  // The conservation law: every allocation the journal recorded is, exactly once, freed (in
+  // place or by a free record before any lease reported it), reported at one lease ending in
+  // one class (an ending's leaks and reachable lists, context destroys included), still live
+  // in a running process, or, in a damaged journal, replaced by a record with its id.
+  struct Fates {
+    uint64_t allocated = 0, freed_in_place = 0, freed_in_time = 0, reported = 0, replaced = 0;
+  } fates_;
+
+  void check_conservation() {
+    uint64_t listed = 0;
+    for (const LeaseEnding &ending : process_.leases) listed += ending.leaks.size() + ending.reachable.size();
+    const uint64_t accounted =
+        fates_.freed_in_place + fates_.freed_in_time + fates_.reported + fates_.replaced + process_.live_allocations;
+    LG_ASSERT(accounted == fates_.allocated);  // the report reader's own bug: found by the tests
+    LG_ASSERT(listed == fates_.reported);
+    if (accounted == fates_.allocated && listed == fates_.reported) return;
+    process_.accounting_problem = "its accounting does not add up: " + std::to_string(fates_.allocated) +
+                                  " allocation(s) recorded, " + std::to_string(accounted) +
+                                  " freed, reported or live, " + std::to_string(listed) +
+                                  " listed at lease endings for " + std::to_string(fates_.reported) +
+                                  " reported (leaseguard's bug: please report it)";
   }
 
   ProcessReport &process_;

@@ -111,6 +111,8 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
     if (!load_journal_replay(headers[i].path, process, replaced, error)) return false;
     progress.set_done(read_bytes);
     process.exec_replaced = replaced;
+    if (!process.accounting_problem.empty())
+      report.problems.push_back(headers[i].path + ": " + process.accounting_problem);
     if (replaced) {
       process.complete = true;  // its leases ended with its image
     } else if (auto exit = exits.find(process.pid); exit != exits.end()) {

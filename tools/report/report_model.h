@@ -206,6 +206,9 @@ struct ProcessReport {
   bool running = false;
   uint64_t live_allocations = 0;
   uint64_t live_bytes = 0;
+  // Where the journal's replay found an allocation accounted other than exactly once (freed,
+  // reported at one lease ending, or live): what it found. Empty when the law holds.
+  std::string accounting_problem;
   // The drivers loaded when it ended (journal::kDriversKnown and kDriver* bits), 0 if not
   // known (it died, or an older journal).
   uint32_t drivers = 0;
