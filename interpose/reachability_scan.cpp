@@ -426,7 +426,11 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
   // This thread: its stack from the program's first frame up, with the registers that frame
   // has (caller_stack.h). Where no program frame was found: from leaseguard's caller up,
   // with the registers as leaseguard was entered.
-  if (caller_frame != 0) {
+  if (caller_frame != 0 && caller.stack_unread) {
+    // Its frames hold nothing of the program's (classify_lease): its thread-locals only.
+    const uintptr_t tp = thread_pointer();
+    add_clamped(prepared, tp, tp - tls_bytes, tp + kThreadBlockBytes);
+  } else if (caller_frame != 0) {
     const uintptr_t stack_begin = caller.found ? caller.begin : caller_frame;
     if (caller.found) std::memcpy(prepared.registers, caller.registers, sizeof caller.registers);
     else std::memcpy(prepared.registers, own_registers.uc_mcontext.gregs, sizeof(StoppedThread::registers));
@@ -777,7 +781,7 @@ void classify_at_process_exit() noexcept {
   if (tracker != nullptr && tracker->options().reachability != ReachabilityMode::Off) classify_process_at_exit();
 }
 
-void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
+void classify_lease(Tracker &tracker, uint32_t lease_id, bool caller_done) noexcept {
   // After the classification at exit, exit handlers take the program apart (destructors of
   // globals drop the pointers that held its memory): classified then, what it held would read
   // lost. The exit's classes stand. A lease's time-to-live that runs out meanwhile ends with
@@ -789,7 +793,7 @@ void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept {
   bool on_own_thread = false;
   for (size_t i = 0; i < own_count; ++i) on_own_thread = on_own_thread || own[i] == self;
   classify_live_memory(tracker, on_own_thread ? 0 : reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16,
-                       lease_id);
+                       lease_id, caller_done);
 }
 
 namespace {
@@ -900,14 +904,15 @@ void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase 
 
 }  // namespace
 
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id) noexcept {
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id, bool caller_done) noexcept {
   if (tracker.options().reachability == ReachabilityMode::Off) return;
   // One classification at a time: a lease expiring on the watchdog while the process exits.
   // Until its turn, this thread says where leaseguard's frames on its stack end, so that
   // another classification meanwhile reads its stack from there (waiting_classifiers.h).
   static std::mutex one_at_a_time;
   WaitingClassifier on_the_way(caller_frame);
-  const CallerStack caller = caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{};
+  CallerStack caller = caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{};
+  caller.stack_unread = caller_done;
   on_the_way.refine(caller);
   std::lock_guard lock(one_at_a_time);
   on_the_way.withdraw();       // classifying now: its own stack is read as the caller's

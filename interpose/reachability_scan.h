@@ -15,11 +15,14 @@ namespace leaseguard::interpose {
 // and journals the classes. The calling thread's stack is read from `caller_frame` up:
 // leaseguard's own frames below it hold copies of the addresses being classified; 0 on a
 // thread of leaseguard's own, whose stack and registers are not the program's.
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id = 0) noexcept;
+// `caller_done`: of the calling thread, only its thread-local storage is read, not its stack.
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id = 0,
+                          bool caller_done = false) noexcept;
 
 // The tracker's lease classifier (Tracker::call_to_classify_leases): a lease ending while
 // the program runs, by its end call or by its time-to-live on leaseguard's watchdog.
-void classify_lease(Tracker &tracker, uint32_t lease_id) noexcept;
+// `caller_done`: the calling thread's stack is not read (Tracker::call_to_classify_leases).
+void classify_lease(Tracker &tracker, uint32_t lease_id, bool caller_done) noexcept;
 
 // Run when a process's journal opens: arranges classify_live_memory at its exit, before
 // every static destructor, those of what it constructs later included (exit_order.h): they

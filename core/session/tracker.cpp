@@ -597,7 +597,7 @@ size_t Tracker::end_lease(Lease &lease, EndedBy ended_by, bool reclaim_anyway, G
   std::unordered_map<uint64_t, uint8_t> classes;
   if (auto classifier = lease_classifier_.load(std::memory_order_acquire); classify && classifier != nullptr) {
     t_lease_classes = &classes;
-    classifier(*this, lease.id);
+    classifier(*this, lease.id, lease.classify_at_end);
     t_lease_classes = nullptr;
   }
   auto is_reachable = [&](uint64_t id) {

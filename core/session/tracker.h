@@ -183,7 +183,10 @@ class Tracker {
   // `classify(tracker, lease_id)` runs before a lease that ends while the program runs is
   // reported, where the options ask for its classification (reachability.h): the process
   // lease's time-to-live or deadline, and with --reachability=leases every lease. Process-wide.
-  static void call_to_classify_leases(void (*classify)(Tracker &, uint32_t lease_id)) noexcept {
+  // `caller_done`: the lease asked to be classified at its end (Lease::classify_at_end), and
+  // the code that ends it holds nothing of the lease's in its frames (a test's lease, ended
+  // once the test has returned): that thread's stack is not read, its thread-locals are.
+  static void call_to_classify_leases(void (*classify)(Tracker &, uint32_t lease_id, bool caller_done)) noexcept {
     lease_classifier_.store(classify, std::memory_order_release);
   }
 
@@ -268,7 +271,7 @@ class Tracker {
   __attribute__((noinline, cold)) static Tracker *instance_in_new_process() noexcept;
 
   static inline std::atomic<void (*)()> journal_opened_callback_{nullptr};
-  static inline std::atomic<void (*)(Tracker &, uint32_t)> lease_classifier_{nullptr};
+  static inline std::atomic<void (*)(Tracker &, uint32_t, bool)> lease_classifier_{nullptr};
   std::atomic<bool> exiting_{false};  // begin_exit()
 
   Options options_;

@@ -24,6 +24,9 @@ struct CallerStack {
   // %rbx, %rbp, %r12-%r15 as that frame has them.
   static constexpr int kRegisters = 6;
   uint64_t registers[kRegisters] = {};
+  // The thread's frames hold nothing of the program's: its stack is not read at all, its
+  // thread-local storage is (reachability_scan.h, classify_live_memory's `caller_done`).
+  bool stack_unread = false;
 };
 
 // Walks up from `caller_frame` (the stack pointer of the caller of leaseguard's
