@@ -19,7 +19,9 @@ typedef uint64_t leaseguard_lease_t; /* 0 means "no lease" */
 
 /* LEASEGUARD_CLASSIFY_AT_END, or'ed into on_expiry: the lease's end is classified (what the
  * program still reaches is reachable, not leaked, and not counted by leaseguard_lease_end)
- * whatever --reachability says, unless it is off. Costs a scan only where the lease still
+ * whatever --reachability says, unless it is off. The code that ends such a lease is taken
+ * to hold nothing of it in its frames (a test's lease, ended once the test returned): that
+ * thread's stack is not read, its thread-locals are. Costs a scan only where the lease still
  * owns something at its end. A leaseguard that does not know it reads the policy alone. */
 enum { LEASEGUARD_REPORT = 0, LEASEGUARD_RECLAIM = 1, LEASEGUARD_ABORT = 2, LEASEGUARD_CLASSIFY_AT_END = 0x100 };
 
