@@ -1,7 +1,6 @@
 // libFuzzer target: the tracker as the hooks drive it, on a sequence of operations read from
 // the input (allocations and frees of addresses and of VMM handles, which count references,
-// leases begun (some with a time-to-live, which runs out once, on the watchdog), entered,
-// left and ended, with policy report or reclaim, context destroys with
+// leases begun, entered, left and ended, with policy report or reclaim, context destroys with
 // allocations made while they run). A plain model says what must be live and what each
 // ending must report, and each lease's peak of live bytes when it ended; the tracker's live
 // table, its lease_end counts and the report replayed from its journal must all agree with
@@ -14,7 +13,6 @@
 // One whose first byte's five high bits are 11110 writes a compact journal (kHeaderCompact),
 // whose report must list the same leaks, and peaks no higher (the allocations it wrote over
 // are in no peak).
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +35,6 @@ namespace leaseguard {
 namespace {
 
 constexpr uint64_t kContexts[] = {0xC1, 0xC2};
-constexpr uint64_t kLeaseTtlMs = 3'600'000;  // an hour: only the advanced clock ends it
 
 // One leak as a report lists it: the lease that ended, how, what it held, and whether it was
 // given back.
@@ -290,8 +287,6 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
   Model model;
   model.leases[kProcessLeaseId] = false;
   std::vector<uint64_t> begun;  // leases in the order begun
-  std::vector<uint64_t> timed_leases;
-  bool time_ran_out = false;  // after it, no lease has a time-to-live: the clock stays ahead
   uint64_t bytes_counter = 0;
   Reader input(data, size);
   TRACE("%s\n", !journaled ? "without a journal" : compact ? "with a compact journal" : "with a journal");
@@ -301,14 +296,10 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
       case 0:
       case 1: allocate(tracker, model, input.next(), bytes_counter); break;
       case 2: free_one(tracker, model, input.next()); break;
-      case 3: {  // a lease begun and entered, with a time-to-live until time has run out once
-        const uint8_t how = input.next();
-        const bool reclaim = (how & 1) != 0;
-        const bool timed = (how & 2) != 0 && !time_ran_out;
+      case 3: {  // a lease begun and entered
+        const bool reclaim = (input.next() & 1) != 0;
         if (model.entered.size() >= 8) break;
-        const uint64_t id =
-            tracker.lease_begin("fuzz", timed ? kLeaseTtlMs : 0, reclaim ? Policy::Reclaim : Policy::Report);
-        if (timed) timed_leases.push_back(id);
+        const uint64_t id = tracker.lease_begin("fuzz", 0, reclaim ? Policy::Reclaim : Policy::Report);
         if (id == 0 || tracker.lease_enter(id) != 0) disagree("a new lease could not be begun and entered");
         TRACE("lease %llu begun and entered%s\n", static_cast<unsigned long long>(id), reclaim ? ", reclaim" : "");
         begun.push_back(id);
@@ -319,19 +310,7 @@ void run(const uint8_t *data, size_t size, const std::string &directory) {
       }
       case 4: {  // the innermost lease left, or one begun ended
         const uint8_t which = input.next();
-        if ((which & 3) == 2 && !time_ran_out) {
-          // Time runs out, once: every open lease with a time-to-live expires on the
-          // watchdog, earliest first (in the order begun); each is settled once its state
-          // says it ended.
-          time_ran_out = true;
-          tracker.advance_lease_clock(2 * kLeaseTtlMs * 1'000'000);
-          for (uint64_t id : timed_leases) {
-            if (model.leases[static_cast<uint32_t>(id)]) continue;  // ended before
-            while (tracker.lease_state(id) == LeaseState::Open) sched_yield();
-            TRACE("lease %llu expired\n", static_cast<unsigned long long>(id));
-            model.end_lease(static_cast<uint32_t>(id), EndedBy::Expiry);
-          }
-        } else if ((which & 1) != 0) {
+        if ((which & 1) != 0) {
           if (tracker.lease_leave() != (model.entered.empty() ? -1 : 0)) disagree("leaving a lease");
           TRACE("lease left\n");
           if (!model.entered.empty()) model.entered.pop_back();

@@ -1,6 +1,6 @@
 // Generated programs through the tracker and back through its journal's report: the property
 // test of tests/fuzz/fuzz_tracker.cpp (allocations, frees, leases of each kind it drives,
-// policies, expiries, context destroys, journal modes), run on inputs drawn from a fixed seed,
+// policies, context destroys, journal modes), run on inputs drawn from a fixed seed,
 // so every build of CI checks the model, the report and the conservation law the replay
 // asserts (tools/report/journal_replay.cpp). The fuzz stage runs the same target longer.
 #include <gtest/gtest.h>
