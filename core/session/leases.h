@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+
+#include <sched.h>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -74,8 +76,21 @@ class LeaseRegistry {
 
   // Around fork: the forking thread holds the registry's lock across it, so that the child
   // reads the registry it inherits whole (Tracker::reinstall_after_fork).
-  void lock_for_fork() { mutex_.lock(); }
-  void unlock_after_fork() { mutex_.unlock(); }
+  // Never blocks without end: a fork from a signal handler that interrupted this thread
+  // inside the registry would wait on itself. After a bounded number of tries it goes on
+  // unlocked, and the child then inherits no lease (held_for_fork() false).
+  void lock_for_fork() {
+    held_for_fork_ = false;
+    for (int tries = 0; tries < 1000 && !held_for_fork_; ++tries) {
+      held_for_fork_ = mutex_.try_lock();
+      if (!held_for_fork_) sched_yield();
+    }
+  }
+  void unlock_after_fork() {
+    if (held_for_fork_) mutex_.unlock();
+    held_for_fork_ = false;
+  }
+  bool held_for_fork() const { return held_for_fork_; }
   // In a forked child, on the registry it inherited, whose lock the forking thread (the
   // child's only one) has held since the fork: the leases then open other than the process
   // lease, oldest first.
@@ -96,6 +111,7 @@ class LeaseRegistry {
   void watch();
 
   std::mutex mutex_;
+  bool held_for_fork_ = false;  // lock_for_fork took mutex_ (written by the forking thread only)
   std::condition_variable wake_;
   std::unordered_map<uint32_t, std::unique_ptr<Lease>> leases_;
   Lease *process_ = nullptr;

@@ -159,7 +159,7 @@ void Tracker::reinstall_after_fork(bool close_descriptor) noexcept {
   child->backend_ = parent->backend_;
   // The leases open at the fork, read under the lock prepare_fork took (only after fork():
   // a raw clone() ran no handler, and another parent thread may have been changing them).
-  if (close_descriptor) {
+  if (close_descriptor && parent->leases_.held_for_fork()) {
     try {
       for (const Lease *lease : parent->leases_.open_at_fork()) child->leases_.inherit(*lease);
     } catch (...) {
