@@ -575,6 +575,11 @@ LG_SIM_EXPORT uint64_t leaseguard_sim_call_count(const char *name) {
 // For tests: adds faults in the LEASEGUARD_SIM_FAULTS syntax, from now on.
 LG_SIM_EXPORT void leaseguard_sim_add_faults(const char *spec) { leaseguard::sim::add_faults(spec); }
 
+// For tests: LEASEGUARD_SIM_FORKED_CHILD from now on (nonzero: "inherits").
+LG_SIM_EXPORT void leaseguard_sim_forked_children_inherit(int inherit) {
+  leaseguard::sim::SimDriver::instance().set_forked_child_inherits(inherit != 0);
+}
+
 // ---- Occupancy: answered from the simulated device's per-SM limits (its attributes) ----
 
 namespace {

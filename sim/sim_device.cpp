@@ -97,6 +97,17 @@ size_t parse_bytes(const char *variable, size_t fallback) {
   return static_cast<size_t>(value << shift);
 }
 
+// One of two words; `fallback` (with a warning) for anything else.
+bool parse_choice(const char *variable, const char *no, const char *yes, bool fallback) {
+  const char *text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return fallback;
+  if (std::strcmp(text, yes) == 0) return true;
+  if (std::strcmp(text, no) == 0) return false;
+  std::fprintf(stderr, "leaseguard-sim: %s='%s' is neither '%s' nor '%s'; using '%s'\n", variable, text, no, yes,
+               fallback ? yes : no);
+  return fallback;
+}
+
 int parse_count(const char *variable, int fallback, int max) {
   const char *text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return fallback;
@@ -124,6 +135,7 @@ SimDriver::SimDriver() {
   device_count_ = parse_count("LEASEGUARD_SIM_DEVICES", 1, 64);
   reuse_contexts_ = parse_count("LEASEGUARD_SIM_REUSE_CONTEXTS", 0, 1) == 1;
   destroy_linger_ms_ = parse_count("LEASEGUARD_SIM_DESTROY_LINGER_MS", 0, 60'000);
+  forked_child_inherits_ = parse_choice("LEASEGUARD_SIM_FORKED_CHILD", "fails", "inherits", false);
   ungranted_.store(capacity_, std::memory_order_relaxed);
   // Small enough that the shards' unused grants are a small part of a small test device.
   grant_step_ = std::min(kMaxGrantStep, capacity_ / (4 * DriverLock::kShards));
@@ -145,11 +157,24 @@ SimDriver::SimDriver() {
   // fork() while another thread is inside the driver must not leave the child's copy of
   // the lock held forever.
   pthread_atfork([] { SimDriver::instance().driver_lock_.lock(); }, [] { SimDriver::instance().driver_lock_.unlock(); },
-                 [] { SimDriver::instance().driver_lock_.unlock(); });
+                 [] { SimDriver::instance().forked(); });
+}
+
+void SimDriver::forked() {
+  // The driver refuses a child forked after cuInit: cuInit and every call after it return
+  // CUDA_ERROR_NOT_INITIALIZED, for good. (A child forked before cuInit initializes as any
+  // process does.) The lock is the child's copy, held by the prepare handler: nobody else
+  // can be in here.
+  if (initialized_ && !forked_child_inherits_) {
+    initialized_ = false;
+    forked_after_init_ = true;
+  }
+  driver_lock_.unlock();
 }
 
 CUresult SimDriver::init() {
   std::lock_guard lock(driver_lock_);
+  if (forked_after_init_) return CUDA_ERROR_NOT_INITIALIZED;
   initialized_ = true;
   return CUDA_SUCCESS;
 }

@@ -176,6 +176,9 @@ class SimDriver {
   static SimDriver &instance();
 
   CUresult init();
+  // The fork handler in the child (see LEASEGUARD_SIM_FORKED_CHILD).
+  void forked();
+  void set_forked_child_inherits(bool inherits) { forked_child_inherits_ = inherits; }
   bool initialized() const { return initialized_; }
   int device_count() const { return device_count_; }
   size_t capacity() const { return capacity_; }
@@ -311,6 +314,10 @@ class SimDriver {
   int device_count_ = 1;
   bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
   int destroy_linger_ms_ = 0;    // LEASEGUARD_SIM_DESTROY_LINGER_MS: see linger_after_destroy
+  // LEASEGUARD_SIM_FORKED_CHILD=inherits: a child forked after cuInit goes on with a copy of
+  // its parent's device, which no driver allows (tests of what the tool records per process).
+  bool forked_child_inherits_ = false;
+  bool forked_after_init_ = false;  // this process is such a child, refused as the driver refuses it
   uint64_t last_context_id_ = 0;
   size_t capacity_ = 0;
 

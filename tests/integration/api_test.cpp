@@ -160,7 +160,8 @@ TEST(ApiExitDrops, HandlesDroppedAtExitWithAndWithoutThePreload) {
   EXPECT_NE(direct.out.find("exiting with three handles alive"), std::string::npos);
 }
 
-// A child forked while its parent's session holds a handle goes on with that session: what it
+// A child forked while its parent's session holds a handle goes on with that session (on a
+// device that lets it: the simulator told to, kForkedChildrenInherit): what it
 // allocates there and drops is its leak, counted by end() and reclaimed (as without fork:
 // tests/victims/api_fork_child.cpp), and the parent's handle, which the child's memory
 // copies but the child never allocated, is not the child's. The parent's session is untouched.
@@ -169,7 +170,7 @@ TEST(ApiFork, AForkedChildsSessionAccountsItsOwnAllocationsAndLeavesTheParentsAl
   auto without_fork = run_under_leaseguard(alone.path(), {victim("api_fork_child"), "nofork"});
   ASSERT_EQ(without_fork.result.exit_code, 0) << without_fork.result.err;
   EXPECT_EQ(without_fork.result.out, "child end: 2\n");  // its own drop and the kept handle
-  auto run = run_under_leaseguard(forked.path(), {victim("api_fork_child")});
+  auto run = run_under_leaseguard(forked.path(), {victim("api_fork_child")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_NE(run.result.out.find("child end: 1\n"), std::string::npos) << run.result.out;
   EXPECT_NE(run.result.out.find("parent end: 0\n"), std::string::npos) << run.result.out;

@@ -147,7 +147,7 @@ TEST(CrashConsistency, AbortInsideTheProgram) { expect_exact_after_self_inflicte
 
 TEST(CrashConsistency, ForkWhileOtherThreadsAllocate) {
   TempDir out;
-  auto run = run_under_leaseguard(out.path(), {victim("fork_storm")});
+  auto run = run_under_leaseguard(out.path(), {victim("fork_storm")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const auto &processes = run.json["processes"];
   ASSERT_EQ(processes.size(), 21u);

@@ -32,7 +32,8 @@ std::string leak_site(const JsonValue &leak) {
 TEST(Families, EveryFamilyIsRecordedWithItsKindEntryPointAndSize) {
   TempDir dir;
   // Listed whether the program still reaches them or not: this test is about recording.
-  auto run = run_under_leaseguard(dir.path(), {victim("resource_families")}, {"--show-reachable"});
+  auto run =
+      run_under_leaseguard(dir.path(), {victim("resource_families")}, {"--show-reachable"}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   std::set<LeakKey> seen;
   for (const JsonValue *leak : all_leaks(run.json))

@@ -46,7 +46,7 @@ std::set<LeakKey> leaks_of(const JsonValue &report, const std::string &ended_by)
 TEST(Hip, EveryEntryPointIsRecordedWithItsKindAndSize) {
   REQUIRE_HIP_VICTIMS();
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("hip_families")});
+  auto run = run_under_leaseguard(dir.path(), {victim("hip_families")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_NE(run.result.out.find("hip_families leaked 20"), std::string::npos);
   const std::set<LeakKey> expected = {

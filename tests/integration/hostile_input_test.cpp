@@ -432,7 +432,7 @@ TEST(HostileInput, ALinkInTheOutputPathOwnedBySomeoneElseIsNotFollowed) {
 TEST(HostileInput, ABadVariableIsSaidOncePerRun) {
   TempDir dir;
   auto result = run_process({LEASEGUARD_BIN, "run", "--sim", "--out", dir / "out", "--", victim("process_tree")},
-                            {{"LEASEGUARD_STACK_DEPTH", "banana"}});
+                            {{"LEASEGUARD_STACK_DEPTH", "banana"}, *kForkedChildrenInherit.begin()});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   size_t warnings = 0;
   for (size_t at = 0; (at = result.err.find("LEASEGUARD_STACK_DEPTH='banana' is not valid", at)) != std::string::npos;

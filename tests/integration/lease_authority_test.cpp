@@ -653,8 +653,9 @@ TEST_F(LeaseAuthorityEndToEnd, AWedgedDaemonWithAFullQueueHoldsUpNoProcess) {
     ASSERT_LT(queued.size(), 1000u);
   }
   // The parent, its forked child and that child's exec'd grandchild.
-  const LeaseguardRun run = run_under_leaseguard(dir_ + "/out", {victim("fork_child")}, {},
-                                                 {{"LEASEGUARD_SOCKET", path}, {"LEASEGUARD_AUTHORITY_LEASE", "1"}});
+  const LeaseguardRun run = run_under_leaseguard(
+      dir_ + "/out", {victim("fork_child")}, {},
+      {{"LEASEGUARD_SOCKET", path}, {"LEASEGUARD_AUTHORITY_LEASE", "1"}, *kForkedChildrenInherit.begin()});
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_NE(run.result.err.find("cannot register with the lease authority"), std::string::npos) << run.result.err;
   EXPECT_EQ(all_leaks(run.json).size(), 3u) << run.result.err;
@@ -674,8 +675,9 @@ TEST_F(LeaseAuthorityEndToEnd, ADaemonThatNeverAnswersHoldsUpNoProcessAndItsRegi
   ASSERT_EQ(bind(silent, reinterpret_cast<const sockaddr *>(&address), sizeof address), 0);
   ASSERT_EQ(listen(silent, 16), 0);
   // The parent, its forked child (registered at the fork) and that child's exec'd grandchild.
-  const LeaseguardRun run = run_under_leaseguard(dir_ + "/out", {victim("fork_child")}, {},
-                                                 {{"LEASEGUARD_SOCKET", path}, {"LEASEGUARD_AUTHORITY_LEASE", "1"}});
+  const LeaseguardRun run = run_under_leaseguard(
+      dir_ + "/out", {victim("fork_child")}, {},
+      {{"LEASEGUARD_SOCKET", path}, {"LEASEGUARD_AUTHORITY_LEASE", "1"}, *kForkedChildrenInherit.begin()});
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_EQ(run.result.err.find("lease authority"), std::string::npos) << run.result.err;
   EXPECT_EQ(all_leaks(run.json).size(), 3u) << run.result.err;

@@ -34,6 +34,11 @@ LeaseguardRun run_under_leaseguard(const std::string &out_dir, const std::vector
                                    const std::vector<std::string> &extra_options = {},
                                    const std::map<std::string, std::string> &environment = {});
 
+// For victims whose forked children use the device their parent initialized: no driver
+// allows it (the simulator refuses it too by default, as the driver does), but it is how a
+// test makes a child whose records the tool must keep apart from its parent's.
+inline const std::map<std::string, std::string> kForkedChildrenInherit = {{"LEASEGUARD_SIM_FORKED_CHILD", "inherits"}};
+
 std::string read_text(const std::string &path);
 std::string victim(const std::string &name);
 

@@ -14,7 +14,7 @@ namespace {
 
 TEST(ProcessTree, FiftyProcessesEachReportTheirOwnLeak) {
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("process_tree")});
+  auto run = run_under_leaseguard(dir.path(), {victim("process_tree")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_NE(run.result.out.find("process_tree done"), std::string::npos);
   const auto &processes = run.json["processes"];

@@ -44,7 +44,7 @@ const JsonValue *process_with(const JsonValue &json, int bytes) {
 
 TEST(Reachability, EveryCaseOfTheCatalogueGetsItsClass) {
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue")});
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const JsonValue *parent = process_with(run.json, 1001);
   ASSERT_NE(parent, nullptr) << run.result.err;
@@ -435,7 +435,7 @@ TEST(Reachability, LeakSanitizerClassifiesTheHostCatalogueAsLeaseguardDoes) {
     }
   }
   TempDir dir;
-  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue")});
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const JsonValue *parent = process_with(run.json, 1001);
   ASSERT_NE(parent, nullptr);

@@ -269,7 +269,7 @@ TEST(Victims, ACompactJournalReportsTheSameLeaksAndCountsFromThreads) {
 
 TEST(Victims, ForkAndExecEachReportTheirOwnLeaks) {
   TempDir out;
-  auto run = run_under_leaseguard(out.path(), {victim("fork_child")});
+  auto run = run_under_leaseguard(out.path(), {victim("fork_child")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const JsonValue &processes = run.json["processes"];
   ASSERT_EQ(processes.size(), 3u) << read_text(out / "report.json");
@@ -288,6 +288,27 @@ TEST(Victims, ForkAndExecEachReportTheirOwnLeaks) {
   std::multiset<double> all;
   for (const auto *leak : all_leaks(run.json)) all.insert((*leak)["bytes"].as_number());
   EXPECT_EQ(all, (std::multiset<double>{3333, 4444, 5555}));
+}
+
+// As on the driver, a child forked after its parent initialized cannot allocate: the hook
+// hands the driver's refusal (CUDA_ERROR_NOT_INITIALIZED) to the program as it came, and the
+// child's report has nothing of its own nor of its parent's.
+TEST(Victims, AChildThatTheDriverRefusesGetsTheRefusalAndRecordsNothing) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("fork_child")});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;  // the parent saw its child fail
+  EXPECT_NE(run.result.err.find("cuMemAlloc_v2(&leaked, 4444) failed with 3"), std::string::npos) << run.result.err;
+  const JsonValue &processes = run.json["processes"];
+  ASSERT_EQ(processes.size(), 2u) << read_text(out / "report.json");
+  std::multiset<double> all;
+  for (const auto *leak : all_leaks(run.json)) all.insert((*leak)["bytes"].as_number());
+  EXPECT_EQ(all, (std::multiset<double>{3333}));
+  for (const auto &process : processes.items()) {
+    EXPECT_TRUE(process["complete"].as_bool());
+    if (process["exit"]["code"].as_number() == 3) {
+      EXPECT_EQ(process["allocations"].as_number(), 0);
+    }
+  }
 }
 
 TEST(Victims, TtlExpiryReportsAtExpiryAndListsTheLateFree) {
@@ -406,7 +427,7 @@ TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
             "process ended by exit, peak 5555: 1111 cuMemAlloc_v2 on 1 4444 cuMemAllocAsync on 0\n");
   // Every family too, pools destroyed with memory outstanding among them (pool queries).
   TempDir families_out;
-  auto families = run_under_leaseguard(families_out.path(), {victim("resource_families")});
+  auto families = run_under_leaseguard(families_out.path(), {victim("resource_families")}, {}, kForkedChildrenInherit);
   ASSERT_EQ(families.result.exit_code, 0) << families.result.err;
   const std::string families_expected = shim_sensitive_facts(families.json);
   for (const char *shim : {"libbehind_shim_rtld_next.so", "libbehind_shim_dlopen.so"}) {
@@ -423,9 +444,9 @@ TEST(Victims, AShimBetweenLeaseguardAndTheDriverChangesNothingInTheReport) {
     ASSERT_EQ(run.result.exit_code, 0) << shim << "\n" << run.result.err;
     EXPECT_EQ(shim_sensitive_facts(run.json), expected) << shim;
     TempDir shimmed_families_out;
-    auto shimmed_families =
-        run_under_leaseguard(shimmed_families_out.path(), {victim("resource_families")}, {},
-                             {{"LD_PRELOAD", victim(shim)}, {"ASAN_OPTIONS", environment["ASAN_OPTIONS"]}});
+    auto shimmed_families = run_under_leaseguard(
+        shimmed_families_out.path(), {victim("resource_families")}, {},
+        {{"LD_PRELOAD", victim(shim)}, {"ASAN_OPTIONS", environment["ASAN_OPTIONS"]}, *kForkedChildrenInherit.begin()});
     ASSERT_EQ(shimmed_families.result.exit_code, 0) << shim << "\n" << shimmed_families.result.err;
     EXPECT_EQ(shim_sensitive_facts(shimmed_families.json), families_expected) << shim;
     EXPECT_EQ(shimmed_families.json["processes"][0]["pools_destroyed_in_use"].size(),

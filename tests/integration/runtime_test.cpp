@@ -175,7 +175,7 @@ TEST(Runtime, ThreadsAndAForkedChildAreEachAccounted) {
     }
     {
       TempDir out;
-      auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "fork"});
+      auto run = run_under_leaseguard(out.path(), {runtime_victim(runtime), "fork"}, {}, kForkedChildrenInherit);
       ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
       EXPECT_NE(run.result.out.find("fork: child exited 0"), std::string::npos) << run.result.out;
       ASSERT_EQ(run.json["processes"].size(), 2u) << run.result.err;

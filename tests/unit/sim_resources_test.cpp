@@ -11,6 +11,8 @@
 #define LG_CUDA_DEFINES_ENTRY_POINTS 1
 #include "lg_cuda.h"
 
+extern "C" void leaseguard_sim_forked_children_inherit(int inherit);  // the simulator's, for tests
+
 namespace {
 
 constexpr size_t kGranularity = size_t{2} << 20;
@@ -186,6 +188,12 @@ TEST_F(SimResources, ArraysTakeTheBytesTheirDescriptorSays) {
 }
 
 TEST_F(SimResources, IpcHandlesOpenInAnotherProcessOnlyAndCloseWithTheirOwnCall) {
+  // The other process is a forked child that goes on with the device (the driver would refuse
+  // it: SimFork below).
+  leaseguard_sim_forked_children_inherit(1);
+  struct Refused {
+    ~Refused() { leaseguard_sim_forked_children_inherit(0); }
+  } refused_again_after;
   CUdeviceptr exported = 0, opened = 0;
   ASSERT_EQ(cuMemAlloc_v2(&exported, 4096), CUDA_SUCCESS);
   CUipcMemHandle handle;
@@ -206,6 +214,32 @@ TEST_F(SimResources, IpcHandlesOpenInAnotherProcessOnlyAndCloseWithTheirOwnCall)
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(cuMemFree_v2(exported), CUDA_SUCCESS);
+}
+
+// As the driver: a child forked after cuInit cannot use the device at all, cuInit included,
+// and the parent goes on unharmed.
+TEST_F(SimResources, AChildForkedAfterInitIsRefusedAsTheDriverRefusesIt) {
+  CUdeviceptr held = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&held, 4096), CUDA_SUCCESS);
+  pid_t child = fork();
+  if (child == 0) {
+    int failures = 0;
+    int count = 0;
+    CUdeviceptr mine = 0;
+    failures += cuInit(0) != CUDA_ERROR_NOT_INITIALIZED;
+    failures += cuDeviceGetCount(&count) != CUDA_ERROR_NOT_INITIALIZED;
+    failures += cuMemAlloc_v2(&mine, 4096) != CUDA_ERROR_NOT_INITIALIZED;
+    failures += cuMemFree_v2(held) != CUDA_ERROR_NOT_INITIALIZED;  // the parent's, not the child's
+    failures += cuCtxSetCurrent(primary_) != CUDA_ERROR_NOT_INITIALIZED;
+    _exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  CUdeviceptr more = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&more, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(more), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(held), CUDA_SUCCESS);
 }
 
 TEST_F(SimResources, HostRegistrationsDoNotOverlapAndUnregisterOnce) {
