@@ -28,7 +28,6 @@ const void *module_base_of(void *address) noexcept {
 struct Walk {
   uintptr_t caller_frame;
   CallPath path;
-  uintptr_t stack_pointer;  // the next frame's, as the walk reaches it: the last frame's CFA
   CallerStack result;
 };
 
@@ -37,20 +36,21 @@ constexpr int kCalleeSaved[CallerStack::kRegisters] = {3 /* rbx */, 6 /* rbp */,
 
 _Unwind_Reason_Code visit(_Unwind_Context *context, void *argument) {
   auto &walk = *static_cast<Walk *>(argument);
-  const auto frame_top = static_cast<uintptr_t>(_Unwind_GetCFA(context));
+  // The unwinder's CFA here is the frame it last stepped out of, that is the stack pointer of
+  // this frame at its call: where this frame's own slots begin. (Taking the CFA met one frame
+  // earlier would take in the whole frame of the call path's last function, whose unwritten
+  // slots hold what the program's earlier calls left there.)
+  const auto frame_sp = static_cast<uintptr_t>(_Unwind_GetCFA(context));
   int before_instruction = 0;
   const auto ip = static_cast<uintptr_t>(_Unwind_GetIPInfo(context, &before_instruction));
   if (ip == 0) return _URC_END_OF_STACK;
   // Below the caller: the classifying function's own frames.
-  const bool own = frame_top <= walk.caller_frame;
+  const bool own = frame_sp < walk.caller_frame;
   // A return address points past its call, which may be the last instruction of a function.
   const uintptr_t pc = before_instruction != 0 ? ip : ip - 1;
-  if (own || walk.path.contains(pc)) {
-    walk.stack_pointer = frame_top;
-    return _URC_NO_REASON;
-  }
-  walk.result.found = walk.stack_pointer >= walk.caller_frame;
-  walk.result.begin = walk.stack_pointer;
+  if (own || walk.path.contains(pc)) return _URC_NO_REASON;
+  walk.result.found = true;
+  walk.result.begin = frame_sp;
   for (int i = 0; i < CallerStack::kRegisters; ++i)
     walk.result.registers[i] = static_cast<uint64_t>(_Unwind_GetGR(context, kCalleeSaved[i]));
   return _URC_END_OF_STACK;
@@ -62,7 +62,7 @@ CallerStack find_caller_stack(uintptr_t caller_frame) noexcept {
   Walk walk{caller_frame,
             CallPath{module_base_of(reinterpret_cast<void *>(&std::exit)),
                      module_base_of(reinterpret_cast<void *>(&find_caller_stack))},
-            0, CallerStack{}};
+            CallerStack{}};
   _Unwind_Backtrace(visit, &walk);
   return walk.result;
 }
