@@ -234,6 +234,11 @@ void GpuSession::mem_free(GpuMemHandle handle) {  // NOLINT(performance-unnecess
     session.fail_driver(status, "mem_free");
 }
 
+bool check_now() {
+  const leaseguard_core_link &link = api::core();
+  return leaseguard_core_link_has(link, check) && link.check() == 0;
+}
+
 bool GpuSession::expired() const noexcept { return !state_ || state_->lease_over(); }
 std::size_t GpuSession::end() { return state_ ? state_->end() : 0; }
 Backend GpuSession::backend() const noexcept { return state_ ? state_->backend->kind() : Backend::Auto; }

@@ -54,6 +54,7 @@ enum class RecordType : uint8_t {
   Signal = 16,            // a SIGTERM or SIGINT arrived (readers before it skip it as unknown)
   Reachability = 17,      // how live allocations were classified (core/reachability/reachability.h)
   AuthorityReclaim = 18,  // the node lease authority's reclaim request was done (after its frees)
+  Check = 19,             // a live check's classes (ReachabilityPayload); ends nothing (readers before it skip it)
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -280,6 +281,8 @@ struct UnjournaledLeaksPayload {
 // its static destructors run; see docs/how-it-works.md, "Reachability"). Followed by `count`
 // entries, each an allocation id with its class (reachability::Class) in the top two bits.
 // A classification takes as many records as it needs; an allocation in none is unchecked.
+// A live check (leaseguard_check) journals the classes it found as Check records of the same
+// shape, all with the check's time: they say what was lost at that moment and end nothing.
 struct ReachabilityPayload {
   uint64_t time_ns;
   uint32_t count;

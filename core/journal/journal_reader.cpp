@@ -114,12 +114,13 @@ bool visit_lease_begin(const std::vector<unsigned char> &payload, JournalVisitor
 }
 
 // Followed by its entries.
-bool visit_reachability(const std::vector<unsigned char> &payload, JournalVisitor &visitor) {
+bool visit_reachability(const std::vector<unsigned char> &payload, JournalVisitor &visitor, bool check) {
   ReachabilityPayload head;
   if (!load(payload, head) || head.count > (payload.size() - sizeof head) / 8) return false;
   std::vector<uint64_t> entries(head.count);
   if (head.count > 0) std::memcpy(entries.data(), payload.data() + sizeof head, head.count * 8);
-  visitor.on_reachability(head, entries.data());
+  if (check) visitor.on_check(head, entries.data());
+  else visitor.on_reachability(head, entries.data());
   return true;
 }
 
@@ -141,7 +142,8 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
     case RecordType::PoolDestroy: return visit_fixed<PoolDestroyPayload>(payload, to(&JournalVisitor::on_pool_destroy));
     case RecordType::Recycled: return visit_fixed<RecycledPayload>(payload, to(&JournalVisitor::on_recycled));
     case RecordType::JournalFull: return visit_fixed<JournalFullPayload>(payload, to(&JournalVisitor::on_journal_full));
-    case RecordType::Reachability: return visit_reachability(payload, visitor);
+    case RecordType::Reachability: return visit_reachability(payload, visitor, false);
+    case RecordType::Check: return visit_reachability(payload, visitor, true);
     case RecordType::UnjournaledLeaks:
       return visit_fixed<UnjournaledLeaksPayload>(payload, to(&JournalVisitor::on_unjournaled_leaks));
     case RecordType::Signal: return visit_fixed<SignalPayload>(payload, to(&JournalVisitor::on_signal));

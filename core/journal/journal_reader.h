@@ -51,6 +51,7 @@ class JournalVisitor {
   virtual void on_authority_reclaim(const AuthorityReclaimPayload &) {}
   // Each entry: an allocation id with its class in the top bits (journal_format.h).
   virtual void on_reachability(const ReachabilityPayload &, const uint64_t * /*entries*/) {}
+  virtual void on_check(const ReachabilityPayload &, const uint64_t * /*entries*/) {}
   // Now and then while reading (every 65536 slots): how far the reader is, for progress.
   virtual void on_progress(size_t /*slots_read*/, size_t /*slot_count*/) {}
 

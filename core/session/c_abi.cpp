@@ -33,4 +33,9 @@ __attribute__((visibility("default"))) int leaseguard_lease_leave(void) {
   return leaseguard_core_link_has(link, lease_leave) ? link.lease_leave() : -1;
 }
 
+__attribute__((visibility("default"))) int leaseguard_check(void) {
+  const leaseguard_core_link &link = front_end_link();
+  return leaseguard_core_link_has(link, check) ? link.check() : -1;
+}
+
 }  // extern "C"

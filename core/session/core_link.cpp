@@ -42,6 +42,12 @@ int lease_leave() {
   return tracker == nullptr ? 0 : tracker->lease_leave();
 }
 
+// Nothing recording: there is nothing to check, and saying 0 would claim a check was made.
+int check() {
+  Tracker *tracker = core();
+  return tracker == nullptr ? -1 : tracker->check_now();
+}
+
 void on_alloc(const leaseguard_alloc_event *event) {
   Tracker *tracker = core();
   if (tracker != nullptr && event != nullptr) tracker->on_alloc(allocation_event_of(*event));
@@ -83,7 +89,8 @@ leaseguard_core_link core_link(void *(*real_function)(void *driver_handle, const
                               on_owner_drop,
                               on_alloc_from,
                               lease_enter,
-                              lease_leave};
+                              lease_leave,
+                              check};
 }
 
 }  // namespace leaseguard

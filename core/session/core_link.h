@@ -54,6 +54,9 @@ struct leaseguard_core_link {
   // before it.
   int (*lease_enter)(uint64_t lease);  // 0, or -1 if the lease is unknown or ended
   int (*lease_leave)(void);            // 0, or -1 if the thread entered none
+  // A live check now (leaseguard.h's leaseguard_check): 0, or -1 where nothing could be
+  // classified. Not in tables before it.
+  int (*check)(void);
 };
 
 // The first tables had every member up to on_owner_drop: a provider's table is accepted from

@@ -47,6 +47,12 @@ thread_local int t_entered_depth __attribute__((tls_model("initial-exec"))) = 0;
 // Where the classification of a lease this thread is ending puts the classes it journals
 // (end_lease): off the allocation path, so the default TLS model is fine.
 thread_local std::unordered_map<uint64_t, uint8_t> *t_lease_classes = nullptr;
+// Set on the thread running a live check (Tracker::check_now): its classes are journaled as
+// a check, and counted here.
+struct CheckInProgress {
+  size_t entries = 0;
+};
+thread_local CheckInProgress *t_check = nullptr;
 
 // The calling thread's block of allocation ids (Tracker::take_allocation_id).
 struct IdBlock {
@@ -851,6 +857,8 @@ void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>>
     }
   }
   if (journal_state_.load(std::memory_order_acquire) != 1) return;
+  const journal::RecordType type = t_check != nullptr ? journal::RecordType::Check : journal::RecordType::Reachability;
+  if (t_check != nullptr) t_check->entries += classes.size();
   try {
     const uint64_t now = monotonic_ns();
     size_t done = 0;
@@ -864,12 +872,32 @@ void Tracker::write_reachability(const std::vector<std::pair<uint64_t, uint8_t>>
         const uint64_t entry = id | uint64_t{value} << journal::kReachabilityClassShift;
         std::memcpy(payload.data() + sizeof head + i * 8, &entry, 8);
       }
-      journal_.append(journal::RecordType::Reachability, payload.data(), payload.size());
+      journal_.append(type, payload.data(), payload.size());
       done += count;
     } while (done < classes.size());
   } catch (...) {
     log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
   }
+}
+
+int Tracker::check_now() noexcept {
+  auto classifier = lease_classifier_.load(std::memory_order_acquire);
+  if (classifier == nullptr || options_.reachability == ReachabilityMode::Off ||
+      exiting_.load(std::memory_order_acquire) || journal_state_.load(std::memory_order_acquire) != 1 ||
+      t_check != nullptr)
+    return -1;
+  CheckInProgress check;
+  t_check = &check;
+  classifier(*this, 0, false);
+  t_check = nullptr;
+  // Nothing live, or nothing classified: the check is journaled all the same, empty (all
+  // allocations in none are unchecked, as for any classification).
+  if (check.entries == 0) {
+    t_check = &check;
+    write_reachability({}, 0);
+    t_check = nullptr;
+  }
+  return 0;
 }
 
 void Tracker::finish_process(uint32_t drivers) noexcept {

@@ -150,6 +150,11 @@ class Tracker {
   // The process has begun to exit (its classification at exit is about to run): from now on
   // a time-to-live no longer ends a lease; the exit does (finish_process).
   void begin_exit() noexcept { exiting_.store(true, std::memory_order_release); }
+  // A live check (leaseguard_check): every live allocation classified now, while the program
+  // runs, by the lease classifier (call_to_classify_leases), its classes journaled as a check;
+  // nothing ends and nothing is reported. 0; -1 where nothing can be classified (reachability
+  // off, the process exiting, no journal, a check already running on this thread).
+  int check_now() noexcept;
 
   // At exit: ends every open lease (ended_by exit) and marks the journal complete, saying
   // which drivers were loaded (journal::kDriversKnown with kDriver* bits; 0: not known). A

@@ -20,12 +20,15 @@ leaseguard_lease_t leaseguard_lease_begin(const char *name, uint64_t ttl_ms, int
 int leaseguard_lease_end(leaseguard_lease_t lease) __attribute__((weak));
 int leaseguard_lease_enter(leaseguard_lease_t lease) __attribute__((weak));
 int leaseguard_lease_leave(void) __attribute__((weak));
+int leaseguard_check(void) __attribute__((weak));
 
 #define LEASEGUARD_LEASE_BEGIN(name, ttl_ms, on_expiry) \
   (leaseguard_lease_begin ? leaseguard_lease_begin((name), (ttl_ms), (on_expiry)) : (leaseguard_lease_t)0)
 #define LEASEGUARD_LEASE_END(lease) (leaseguard_lease_end ? leaseguard_lease_end(lease) : 0)
 #define LEASEGUARD_LEASE_ENTER(lease) (leaseguard_lease_enter ? leaseguard_lease_enter(lease) : 0)
 #define LEASEGUARD_LEASE_LEAVE() (leaseguard_lease_leave ? leaseguard_lease_leave() : 0)
+/* -1 where leaseguard is absent: no check was made. */
+#define LEASEGUARD_CHECK() (leaseguard_check ? leaseguard_check() : -1)
 
 #ifdef __cplusplus
 }

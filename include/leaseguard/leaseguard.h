@@ -42,6 +42,14 @@ int leaseguard_lease_enter(leaseguard_lease_t lease);
 /* Undoes the innermost leaseguard_lease_enter() of this thread. Returns 0, or -1 if none. */
 int leaseguard_lease_leave(void);
 
+/* A live check: classifies every live device allocation now, as the exit does, while the
+ * program runs (its other threads are held for the scan only), and records in the journal what
+ * was lost and what still reachable at this moment; nothing ends and nothing is freed, as
+ * LeakSanitizer's __lsan_do_recoverable_leak_check. `leaseguard report` lists each process's
+ * checks. Returns 0, or -1 where nothing could be classified (--reachability=off, leaseguard
+ * not recording, the process exiting). */
+int leaseguard_check(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -192,6 +192,12 @@ class GpuSession {
 
 std::ostream &operator<<(std::ostream &out, Backend backend);
 
+// A live check now (leaseguard_check in <leaseguard/leaseguard.h>): every live allocation of
+// the process classified while it runs, what is lost and what still reachable recorded in the
+// journal; nothing ends. False where no check could be made (leaseguard not recording,
+// --reachability=off, the process exiting).
+bool check_now();
+
 }  // namespace leaseguard
 
 template <>

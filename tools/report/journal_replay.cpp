@@ -338,6 +338,37 @@ class Replay : public journal::JournalVisitor {
     }
   }
 
+  // A check's classes, over as many records as it took (all with its time), summed by the
+  // sizes of the allocations live now; an allocation live and in none of them is unchecked.
+  void on_check(const journal::ReachabilityPayload &head, const uint64_t *entries) override {
+    apply_every_free(head.time_ns);  // every free in place came before (see the file comment)
+    touch(head.time_ns);
+    const double time_ms = since_start_ms(head.time_ns);
+    if (process_.checks.empty() || check_time_ns_ != head.time_ns) {
+      LiveCheck check;
+      check.time_ms = time_ms;
+      for (const auto &[id, allocation] : live_) {
+        if (allocation.reported) continue;
+        ++check.lost_allocations;
+        check.lost_bytes += allocation.record.bytes;
+      }
+      process_.checks.push_back(check);
+      check_time_ns_ = head.time_ns;
+    }
+    LiveCheck &check = process_.checks.back();
+    constexpr uint64_t kIdMask = (uint64_t{1} << journal::kReachabilityClassShift) - 1;
+    for (uint32_t i = 0; i < head.count; ++i) {
+      if (static_cast<uint8_t>(entries[i] >> journal::kReachabilityClassShift) != journal::kReachabilityClassReachable)
+        continue;
+      auto it = find_live(entries[i] & kIdMask);
+      if (it == live_.end() || it->second.reported) continue;
+      ++check.reachable_allocations;
+      check.reachable_bytes += it->second.record.bytes;
+      --check.lost_allocations;
+      check.lost_bytes -= it->second.record.bytes;
+    }
+  }
+
   void on_process_end(const journal::ProcessEndPayload &end) override {
     apply_every_free(end.time_ns);
     touch(end.time_ns);
@@ -630,6 +661,7 @@ class Replay : public journal::JournalVisitor {
 
   ProcessReport &process_;
   std::unordered_map<uint64_t, Reachability> classes_;  // by allocation id, from Reachability records
+  uint64_t check_time_ns_ = 0;                          // the last Check record's: one check's records share it
   uint64_t start_ns_ = 0;
   uint64_t last_ns_ = 0;
   int dying_signal_ = 0;        // the last termination signal left to its default action

@@ -142,6 +142,17 @@ void write_process_events(JsonWriter &json, const ProcessReport &process, StackR
     json.end_object();
   }
   json.end_array();
+  json.key("checks").begin_array();
+  for (const LiveCheck &check : process.checks) {
+    json.begin_object();
+    json.key("time_ms").value(check.time_ms);
+    json.key("lost_bytes").value(check.lost_bytes);
+    json.key("lost_allocations").value(check.lost_allocations);
+    json.key("reachable_bytes").value(check.reachable_bytes);
+    json.key("reachable_allocations").value(check.reachable_allocations);
+    json.end_object();
+  }
+  json.end_array();
   json.key("wrong_family_frees").begin_array();
   for (const WrongFamilyFree &wrong : process.wrong_family_frees) {
     json.begin_object();

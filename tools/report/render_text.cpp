@@ -96,7 +96,7 @@ class TextReport {
       // A process still running is said to be, leaks or not: its journal is not a crash's.
       if (process.running)
         out += "\n" + tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
-               how_it_ended(process) + "\n" + running_note(process, tag);
+               how_it_ended(process) + "\n" + running_note(process, tag) + checks_note(process, tag);
       return;
     }
     // The header names what was found: leaks only where there are leaks.
@@ -118,8 +118,19 @@ class TextReport {
     for (const SignalArrival &arrival : process.signals)
       out += tag + "signal " + std::to_string(arrival.signal) + " arrived at " + milliseconds(arrival.time_ms) +
              (arrival.handled ? "; the program's handler ran" : "; its default action ended the process") + "\n";
+    out += checks_note(process, tag);
     for (const LeaseEnding &lease : process.leases) render_lease(process, lease, tag);
     render_process_events(process, tag);
+  }
+
+  // The process's live checks (leaseguard_check): how many, and what the last one found.
+  static std::string checks_note(const ProcessReport &process, const std::string &tag) {
+    if (process.checks.empty()) return "";
+    const LiveCheck &last = process.checks.back();
+    return tag + std::to_string(process.checks.size()) + " live check(s); the last, at " + milliseconds(last.time_ms) +
+           ", found " + std::to_string(last.lost_allocations) + " allocation(s) of " + std::to_string(last.lost_bytes) +
+           " byte(s) lost and " + std::to_string(last.reachable_allocations) + " of " +
+           std::to_string(last.reachable_bytes) + " byte(s) still reachable\n";
   }
 
   // What a running process holds: its leases have not ended, so nothing of it is a leak yet.

@@ -189,6 +189,12 @@ class JsonReportReader {
     for (const JsonValue &arrival : item["signals"].items())
       process.signals.push_back({number<int>(arrival["signal"], "signal"), milliseconds(arrival["time_ms"], "time_ms"),
                                  flag(arrival["handled"])});
+    for (const JsonValue &check : item["checks"].items())
+      process.checks.push_back({milliseconds(check["time_ms"], "time_ms"),
+                                number<uint64_t>(check["lost_bytes"], "lost_bytes"),
+                                number<uint64_t>(check["lost_allocations"], "lost_allocations"),
+                                number<uint64_t>(check["reachable_bytes"], "reachable_bytes"),
+                                number<uint64_t>(check["reachable_allocations"], "reachable_allocations")});
     for (const JsonValue &wrong : item["wrong_family_frees"].items())
       process.wrong_family_frees.push_back(wrong_family_free_of(wrong, process));
     for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));

@@ -192,6 +192,16 @@ struct SignalArrival {
   bool handled = false;
 };
 
+// A live check (leaseguard_check): what the process had lost and still reached at that moment,
+// of the allocations live then.
+struct LiveCheck {
+  double time_ms = 0;
+  uint64_t lost_bytes = 0;
+  uint64_t lost_allocations = 0;  // direct, indirect and unchecked
+  uint64_t reachable_bytes = 0;
+  uint64_t reachable_allocations = 0;
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -250,6 +260,7 @@ struct ProcessReport {
   std::vector<DoubleFree> double_frees;
   std::vector<WrongFamilyFree> wrong_family_frees;
   std::vector<SignalArrival> signals;
+  std::vector<LiveCheck> checks;  // in the order they were made
   journal::ReadStats read_stats;
   // The process's live allocations were classified (a Reachability record), and the
   // journal::kReachability* flags it carried.

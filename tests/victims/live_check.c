@@ -1,0 +1,61 @@
+/* Live checks (leaseguard_check) while the program runs: 3 buffers kept in a global (3000 to
+ * 3002 bytes), 2 dropped (1000, 1001), a check; 3 more dropped (1002 to 1004), a second check;
+ * then exit with all of them still allocated. Meanwhile a worker thread waits in read() on a
+ * pipe the main thread writes only after the checks: its read must return the byte, never
+ * EINTR, though the checks held the thread (tests/integration/live_check_test.cpp).
+ * Prints each check's result and the worker's read. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <leaseguard/leaseguard.h>
+
+#include "victim.h"
+
+static CUdeviceptr g_kept[3];
+static int g_pipe[2];
+
+static VICTIM_NOINLINE void drop_buffers(int first, int count) {
+  for (int i = first; i < first + count; ++i) {
+    CUdeviceptr dropped;
+    CHECK(cuMemAlloc_v2(&dropped, 1000 + i));
+  }
+}
+
+static void *worker(void *unused) {
+  (void)unused;
+  char byte = 0;
+  ssize_t got = read(g_pipe[0], &byte, 1);
+  printf("worker read %zd%s\n", got, got < 0 && errno == EINTR ? " (EINTR)" : "");
+  return NULL;
+}
+
+/* "lease": a lease the program begins, enters and ends right after dropping 2 buffers (1000,
+ * 1001) and keeping one (3000); run with --reachability=leases, its end is classified from
+ * this thread, which prints what leaseguard_lease_end counted lost. */
+static int lease_mode(void) {
+  leaseguard_lease_t lease = leaseguard_lease_begin("request", 0, LEASEGUARD_REPORT);
+  if (lease == 0 || leaseguard_lease_enter(lease) != 0) return 7;
+  CHECK(cuMemAlloc_v2(&g_kept[0], 3000));
+  drop_buffers(0, 2);
+  printf("lease end: %d\n", leaseguard_lease_end(lease));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  victim_primary_context();
+  if (argc > 1 && strcmp(argv[1], "lease") == 0) return lease_mode();
+  if (pipe(g_pipe) != 0) return 4;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, worker, NULL) != 0) return 5;
+  for (int i = 0; i < 3; ++i) CHECK(cuMemAlloc_v2(&g_kept[i], 3000 + i));
+  drop_buffers(0, 2);
+  printf("check 1: %d\n", leaseguard_check());
+  drop_buffers(2, 3);
+  printf("check 2: %d\n", leaseguard_check());
+  fflush(stdout);
+  if (write(g_pipe[1], "x", 1) != 1) return 6;
+  pthread_join(thread, NULL);
+  return 0;
+}
