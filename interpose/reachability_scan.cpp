@@ -150,6 +150,8 @@ constexpr size_t kMaxOwnerModules = 64;
 
 struct ModuleRanges {
   Array<MemoryRange> *program;
+  Array<MemoryRange> *allocator;  // the C library's: the program's, with its malloc state
+  uintptr_t libc_base;
   Array<MemoryRange> *owner;
   Array<MemoryRange> *own;       // leaseguard's
   const uintptr_t *owner_bases;  // leaseguard's first, then the drivers'
@@ -163,7 +165,7 @@ struct ModuleRanges {
 // the drivers' own where the module is one of theirs.
 int add_module(dl_phdr_info *info, size_t, void *context) {
   auto &ranges = *static_cast<ModuleRanges *>(context);
-  Array<MemoryRange> *roots = ranges.program;
+  Array<MemoryRange> *roots = info->dlpi_addr == ranges.libc_base ? ranges.allocator : ranges.program;
   for (size_t i = 0; i < ranges.owner_base_count; ++i)
     if (ranges.owner_bases[i] == info->dlpi_addr) roots = i == 0 ? ranges.own : ranges.owner;
   MemoryRange extent{UINTPTR_MAX, 0};
@@ -177,8 +179,9 @@ int add_module(dl_phdr_info *info, size_t, void *context) {
     const uintptr_t begin = info->dlpi_addr + header.p_vaddr;
     roots->push(MemoryRange{begin, begin + header.p_memsz});
   }
-  const bool unread_mappings = roots != ranges.program || (ranges.arena_module_address >= extent.begin &&
-                                                           ranges.arena_module_address < extent.end);
+  const bool programs = roots == ranges.program || roots == ranges.allocator;
+  const bool unread_mappings =
+      !programs || (ranges.arena_module_address >= extent.begin && ranges.arena_module_address < extent.end);
   if (unread_mappings && extent.begin < extent.end && *ranges.owner_extent_count < kMaxOwnerModules)
     ranges.owner_extents[(*ranges.owner_extent_count)++] = extent;
   return 0;
@@ -278,7 +281,8 @@ struct Prepared {
   Array<Node> nodes;
   Array<MemoryRange> program_roots;
   Array<MemoryRange> owner_roots;
-  Array<MemoryRange> own_roots;  // leaseguard's module's
+  Array<MemoryRange> own_roots;        // leaseguard's module's
+  Array<MemoryRange> allocator_roots;  // the C library's globals (Snapshot::allocator_roots)
   Array<MemoryRange> mappings;
   Array<MemoryRange> resident;  // where memory may be read in place (resident_pages.h)
   char *maps_text = nullptr;
@@ -473,6 +477,8 @@ reachability::Statistics collect_and_classify(Prepared &prepared, const WorldSto
                                   prepared.owner_roots.items,   prepared.owner_roots.count,
                                   prepared.nodes.items,         prepared.nodes.count,
                                   prepared.own_roots.items,     prepared.own_roots.count};
+  snapshot.allocator_roots = prepared.allocator_roots.items;
+  snapshot.allocator_root_count = prepared.allocator_roots.count;
   snapshot.readable = prepared.resident.items;
   snapshot.readable_count = prepared.resident.count;
   snapshot.python_int_type = prepared.python_int_type;
@@ -588,8 +594,8 @@ void *lay_out(Arena &arena, Prepared &prepared, size_t node_room) noexcept {
   void *scratch = arena.take<uint64_t>(reachability::scratch_bytes(node_room) / 8 + 1);
   if (!arena.ok() || scratch == nullptr || !prepared.nodes.take(arena, node_room) ||
       !prepared.program_roots.take(arena, kMaxRoots) || !prepared.owner_roots.take(arena, kMaxRoots) ||
-      !prepared.own_roots.take(arena, kMaxRoots) || !prepared.mappings.take(arena, kMaxMappings) ||
-      !prepared.resident.take(arena, kMaxResidentRuns) ||
+      !prepared.own_roots.take(arena, kMaxRoots) || !prepared.allocator_roots.take(arena, kMaxRoots) ||
+      !prepared.mappings.take(arena, kMaxMappings) || !prepared.resident.take(arena, kMaxResidentRuns) ||
       (prepared.maps_text = arena.take<char>(kMapsText)) == nullptr ||
       (prepared.registers = arena.take<uint64_t>(kRegisterRows * kThreadRegisterWords)) == nullptr ||
       (prepared.running_stacks = arena.take<char>(kRunningStackBytes)) == nullptr)
@@ -823,7 +829,13 @@ PythonObjects find_python_objects(uint32_t &flags) noexcept {
 // Globals of every module, sorted into the program's and the owners'.
 void add_module_roots(Prepared &prepared, uintptr_t python_arenas_module) noexcept {
   uintptr_t owner_bases[kMaxOwnerModules];
+  Dl_info libc{};
+  const auto libc_base = dladdr(reinterpret_cast<void *>(&std::exit), &libc) != 0
+                             ? reinterpret_cast<uintptr_t>(libc.dli_fbase)
+                             : uintptr_t{0};
   ModuleRanges modules{&prepared.program_roots,
+                       &prepared.allocator_roots,
+                       libc_base,
                        &prepared.owner_roots,
                        &prepared.own_roots,
                        owner_bases,

@@ -195,6 +195,7 @@ class Classifier {
     flood(kOwned);
     // 2. What the program reaches.
     for (size_t i = 0; i < snapshot.program_root_count; ++i) scan_range(snapshot.program_roots[i], kReachable);
+    for (size_t i = 0; i < snapshot.allocator_root_count; ++i) scan_allocator_range(snapshot.allocator_roots[i]);
     flood(kReachable);
     const uint64_t flooded = now_ns();
     // 3. What is lost: direct or indirect.
@@ -450,6 +451,34 @@ class Classifier {
     if (range.end <= range.begin) return;
     for_each_word(reinterpret_cast<const void *>(range.begin), range.end - range.begin,
                   [&](uint64_t word) { mark(word, as); });  // clipped to what is readable
+  }
+
+  // An allocator's roots (Snapshot::allocator_roots): each word found at once, and left out
+  // where it is the header of the free chunk that follows a live block.
+  void scan_allocator_range(const MemoryRange &range) noexcept {
+    if (range.end <= range.begin) return;
+    for_each_word(reinterpret_cast<const void *>(range.begin), range.end - range.begin, [&](uint64_t word) {
+      const uint32_t target = find(word);
+      if (target != kNone && next_chunk_header(target, word)) return;
+      mark_found(target, kReachable);
+    });
+  }
+
+  // Whether `word` is where glibc puts the header of the chunk after host node `index`: the
+  // block's own header (its chunk's size, 8 bytes before it) gives the chunk's end, and the
+  // next chunk's header starts 16 bytes before that. Only where the header is one glibc
+  // writes for a block of this size (not mmapped, the size within one rounding of the block's).
+  bool next_chunk_header(uint32_t index, uint64_t word) const noexcept {
+    if (s_.device[index] == kDeviceNode) return false;
+    const Node &block = node(index);
+    const uint64_t header_at = block.address - 8;
+    if (block.address < 8 || !wholly_readable(reinterpret_cast<const void *>(header_at), 8)) return false;
+    uint64_t size = 0;
+    std::memcpy(&size, reinterpret_cast<const void *>(header_at), 8);
+    if ((size & 2) != 0) return false;  // mmapped: no chunk follows
+    size &= ~uint64_t{7};
+    const bool glibc_size = size == std::max<uint64_t>(32, (block.bytes + 8 + 15) & ~uint64_t{15});
+    return glibc_size && word == block.address - 16 + size;
   }
 
   void flood(State as) noexcept {

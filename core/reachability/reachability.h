@@ -65,6 +65,12 @@ struct Snapshot {
   size_t node_count = 0;
   const MemoryRange *own_roots = nullptr;  // leaseguard's: they reach only its own blocks
   size_t own_root_count = 0;
+  // The program's roots that hold the C library's malloc state (libc's globals): read as the
+  // program's, save a word that is the header of the free chunk after a live block. Such a
+  // word (a bin's list pointer) points into that block's last 8 bytes, which glibc lends it
+  // as the next chunk's size-of-previous field: it says nothing of the block.
+  const MemoryRange *allocator_roots = nullptr;
+  size_t allocator_root_count = 0;
   // Where memory may be read at all: sorted, disjoint ranges (the pages that can be read
   // without a fault that does work: interpose/scan/resident_pages.h). Roots and node contents
   // outside them are read as holding no pointers. nullptr: everywhere.

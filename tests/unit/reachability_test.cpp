@@ -40,8 +40,9 @@ Node device(const Memory &memory, uint64_t id) {
 struct Case {
   std::vector<MemoryRange> program_roots, owner_roots;
   std::vector<Node> nodes;
-  std::vector<MemoryRange> own_roots = {};  // leaseguard's
-  std::vector<MemoryRange> readable = {};   // empty: everywhere
+  std::vector<MemoryRange> own_roots = {};        // leaseguard's
+  std::vector<MemoryRange> readable = {};         // empty: everywhere
+  std::vector<MemoryRange> allocator_roots = {};  // the C library's (Snapshot::allocator_roots)
 
   // The class of the node with `id` (device) or at `address` (host) after classifying.
   std::vector<Node> classify() {
@@ -49,6 +50,8 @@ struct Case {
                       nodes.data(),         nodes.size(),         own_roots.data(),   own_roots.size()};
     std::sort(readable.begin(), readable.end(),
               [](const MemoryRange &a, const MemoryRange &b) { return a.begin < b.begin; });
+    snapshot.allocator_roots = allocator_roots.data();
+    snapshot.allocator_root_count = allocator_roots.size();
     snapshot.readable = readable.empty() ? nullptr : readable.data();
     snapshot.readable_count = readable.size();
     std::vector<uint64_t> scratch(scratch_bytes(nodes.size()) / 8 + 1);
@@ -107,6 +110,47 @@ TEST(Reachability, OnlyTheReadablePartsOfRootsAndBlocksAreRead) {
   EXPECT_EQ(c.of(5), Class::Indirect);
   EXPECT_EQ(c.of(6), Class::Direct);
   EXPECT_EQ(c.of(8), Class::Direct);
+}
+
+// glibc's malloc state in libc's globals points at the headers of free chunks; the header of
+// the chunk after a live block lies in that block's last 8 bytes (glibc lends them to it).
+// Such a word in the allocator's roots says nothing of the block: what only it points into
+// stays lost. The same word in the program's own roots, or any other word into the block in
+// the allocator's, still counts.
+TEST(Reachability, TheAllocatorsPointerToTheNextFreeChunkDoesNotHoldTheBlockBefore) {
+  Memory heap, device_memory, other_device, libc_globals, program_globals;
+  // A 56-byte block at words[2..9): its header (word 1) says a 64-byte chunk in use, so the
+  // next chunk's header is at words[2] + 64 - 16 = words[8].
+  const size_t block = 2;
+  heap.words[block - 1] = 64 | 1;
+  heap.words[block] = device_memory.at(0);  // the block holds a device buffer
+  Node holder;
+  holder.address = heap.at(block);
+  holder.bytes = 56;
+  holder.contents = &heap.words[block];
+  holder.contents_bytes = 56;
+  libc_globals.words[4] = heap.at(block + 6);  // a bin's list head: the next chunk's header
+  Case lost{{}, {}, {holder, device(device_memory, 1)}};
+  lost.allocator_roots = {libc_globals.range()};
+  lost.classify();
+  EXPECT_NE(lost.of(1), Class::Reachable);
+  // The same word as the program's own: a pointer to the block's last field.
+  Case program{{libc_globals.range()}, {}, {holder, device(device_memory, 1)}};
+  program.classify();
+  EXPECT_EQ(program.of(1), Class::Reachable);
+  // Another word of libc's into the block (a stdio buffer the program handed it, say).
+  libc_globals.words[5] = heap.at(block + 1);
+  Case held{{}, {}, {holder, device(device_memory, 1)}};
+  held.allocator_roots = {libc_globals.range()};
+  held.classify();
+  EXPECT_EQ(held.of(1), Class::Reachable);
+  // libc's word straight at device memory is the program's as any root's.
+  Memory direct_root;
+  direct_root.words[0] = other_device.at(3);
+  Case device_root{{}, {}, {device(other_device, 2)}};
+  device_root.allocator_roots = {direct_root.range()};
+  device_root.classify();
+  EXPECT_EQ(device_root.of(2), Class::Reachable);
 }
 
 TEST(Reachability, ReachableHostBlocksAndDeviceMemoryAreFollowed) {
