@@ -886,6 +886,10 @@ int Tracker::check_now() noexcept {
       exiting_.load(std::memory_order_acquire) || journal_state_.load(std::memory_order_acquire) != 1 ||
       t_check != nullptr)
     return -1;
+  // A free after the check of what was live at it is journaled as a record of its own, not in
+  // its allocation's record (which the reader takes as freed before anything after it): the
+  // check then finds it live, as it was.
+  raise_barrier();
   CheckInProgress check;
   t_check = &check;
   classifier(*this, 0, false);

@@ -1,5 +1,6 @@
 /* Live checks (leaseguard_check) while the program runs: 3 buffers kept in a global (3000 to
- * 3002 bytes), 2 dropped (1000, 1001), a check; 3 more dropped (1002 to 1004), a second check;
+ * 3002 bytes) and one more (4000) that it frees right after the first check, 2 dropped
+ * (1000, 1001), a check; 3 more dropped (1002 to 1004), a second check;
  * then exit with all of them still allocated. Meanwhile a worker thread waits in read() on a
  * pipe the main thread writes only after the checks: its read must return the byte, never
  * EINTR, though the checks held the thread (tests/integration/live_check_test.cpp).
@@ -14,6 +15,7 @@
 #include "victim.h"
 
 static CUdeviceptr g_kept[3];
+static CUdeviceptr g_freed_after_check;
 static int g_pipe[2];
 
 static VICTIM_NOINLINE void drop_buffers(int first, int count) {
@@ -50,8 +52,11 @@ int main(int argc, char **argv) {
   pthread_t thread;
   if (pthread_create(&thread, NULL, worker, NULL) != 0) return 5;
   for (int i = 0; i < 3; ++i) CHECK(cuMemAlloc_v2(&g_kept[i], 3000 + i));
+  CHECK(cuMemAlloc_v2(&g_freed_after_check, 4000));
   drop_buffers(0, 2);
   printf("check 1: %d\n", leaseguard_check());
+  CHECK(cuMemFree_v2(g_freed_after_check));
+  g_freed_after_check = 0; /* its address may be handed out again: no dangling copy to hold that */
   drop_buffers(2, 3);
   printf("check 2: %d\n", leaseguard_check());
   fflush(stdout);
