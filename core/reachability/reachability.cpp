@@ -454,12 +454,14 @@ class Classifier {
   }
 
   // An allocator's roots (Snapshot::allocator_roots): each word found at once, and left out
-  // where it is the header of the free chunk that follows a live block.
+  // where it is the header of the free chunk that follows a live block, or points into device
+  // memory. The C library keeps no device pointer of the program's; where device memory lies
+  // in the host heap (the simulator's), its bins point into it as into any block.
   void scan_allocator_range(const MemoryRange &range) noexcept {
     if (range.end <= range.begin) return;
     for_each_word(reinterpret_cast<const void *>(range.begin), range.end - range.begin, [&](uint64_t word) {
       const uint32_t target = find(word);
-      if (target != kNone && next_chunk_header(target, word)) return;
+      if (target == kNone || s_.device[target] == kDeviceNode || next_chunk_header(target, word)) return;
       mark_found(target, kReachable);
     });
   }
@@ -469,7 +471,6 @@ class Classifier {
   // next chunk's header starts 16 bytes before that. Only where the header is one glibc
   // writes for a block of this size (not mmapped, the size within one rounding of the block's).
   bool next_chunk_header(uint32_t index, uint64_t word) const noexcept {
-    if (s_.device[index] == kDeviceNode) return false;
     const Node &block = node(index);
     const uint64_t header_at = block.address - 8;
     if (block.address < 8 || !wholly_readable(reinterpret_cast<const void *>(header_at), 8)) return false;

@@ -66,9 +66,11 @@ struct Snapshot {
   const MemoryRange *own_roots = nullptr;  // leaseguard's: they reach only its own blocks
   size_t own_root_count = 0;
   // The program's roots that hold the C library's malloc state (libc's globals): read as the
-  // program's, save a word that is the header of the free chunk after a live block. Such a
-  // word (a bin's list pointer) points into that block's last 8 bytes, which glibc lends it
-  // as the next chunk's size-of-previous field: it says nothing of the block.
+  // program's, save a word that is the header of the free chunk after a live block (a bin's
+  // list pointer: it points into that block's last 8 bytes, which glibc lends the next
+  // chunk's header, and says nothing of the block) or that points into device memory (libc
+  // keeps none of the program's device pointers; the simulator's device memory lies in the
+  // host heap, where the bins point into it as into any block).
   const MemoryRange *allocator_roots = nullptr;
   size_t allocator_root_count = 0;
   // Where memory may be read at all: sorted, disjoint ranges (the pages that can be read

@@ -144,13 +144,17 @@ TEST(Reachability, TheAllocatorsPointerToTheNextFreeChunkDoesNotHoldTheBlockBefo
   held.allocator_roots = {libc_globals.range()};
   held.classify();
   EXPECT_EQ(held.of(1), Class::Reachable);
-  // libc's word straight at device memory is the program's as any root's.
+  // libc keeps no device pointer of the program's: a word of its into device memory (a bin's,
+  // where the device memory is in the host heap) holds nothing. The program's does.
   Memory direct_root;
   direct_root.words[0] = other_device.at(3);
   Case device_root{{}, {}, {device(other_device, 2)}};
   device_root.allocator_roots = {direct_root.range()};
   device_root.classify();
-  EXPECT_EQ(device_root.of(2), Class::Reachable);
+  EXPECT_NE(device_root.of(2), Class::Reachable);
+  Case programs{{direct_root.range()}, {}, {device(other_device, 2)}};
+  programs.classify();
+  EXPECT_EQ(programs.of(2), Class::Reachable);
 }
 
 TEST(Reachability, ReachableHostBlocksAndDeviceMemoryAreFollowed) {
