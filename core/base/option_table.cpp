@@ -32,6 +32,13 @@ bool apply_ttl(std::string_view text, Options &options) {
   return ms.has_value();
 }
 
+bool apply_check_every(std::string_view text, Options &options) {
+  const std::optional<uint64_t> ms = parse_duration_ms(text);
+  if (ms && *ms == 0) return false;  // a check without end, never a pause
+  if (ms) options.check_every_ms = *ms;
+  return ms.has_value();
+}
+
 bool apply_deadline(std::string_view text, Options &options) {
   const std::optional<uint64_t> ns = parse_deadline_ns(text);
   if (ns) options.deadline_unix_ns = *ns;
@@ -93,6 +100,11 @@ constexpr OptionRow kRows[] = {
      "time-to-live of the process lease: `250ms`, `30s`, `5m`, `2h`. At expiry, what the process holds is reported "
      "as leaked at expiry",
      false, apply_ttl},
+    {"LEASEGUARD_CHECK_EVERY", "--check-every", "DURATION", "a duration (examples: 250ms, 30s, 5m, 2h)",
+     "no periodic check",
+     "a live check this often while the program runs (as `leaseguard_check()`, from leaseguard's own thread): what "
+     "is lost and what still reachable at each is recorded, and `report` lists the checks; nothing ends",
+     false, apply_check_every},
     {"LEASEGUARD_DEADLINE", "", "TIME", "@SECONDS or 2026-11-29T18:00:00Z",
      "no deadline (want @SECONDS or 2026-11-29T18:00:00Z)",
      "an absolute end for the process lease: `@1764439200` or `2025-11-29T18:00:00Z`", false, apply_deadline},

@@ -40,6 +40,7 @@ struct Options {
   bool disabled = false;  // LEASEGUARD_DISABLE=1: pure pass-through
   std::string out_dir = "leaseguard-out";
   uint64_t ttl_ms = 0;                       // process lease time-to-live; 0: none
+  uint64_t check_every_ms = 0;               // LEASEGUARD_CHECK_EVERY: a live check this often; 0: none
   std::optional<uint64_t> deadline_unix_ns;  // LEASEGUARD_DEADLINE: the process lease ends then
   Policy on_expiry = Policy::Report;
   int stack_depth = kDefaultStackDepth;

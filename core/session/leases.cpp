@@ -133,6 +133,16 @@ void LeaseRegistry::start_watchdog_locked() {
   log_debug("expiry watchdog started");
 }
 
+void LeaseRegistry::check_every(uint64_t period_ns, std::function<void()> check) {
+  std::lock_guard lock(mutex_);
+  if (period_ns == 0 || stopping_ || stopped_for_good_) return;
+  check_ = std::move(check);
+  check_period_ns_ = period_ns;
+  next_check_ns_ = now_ns() + period_ns;
+  start_watchdog_locked();
+  wake_.notify_all();
+}
+
 void LeaseRegistry::watch() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
@@ -145,13 +155,22 @@ void LeaseRegistry::watch() {
         earliest = lease->deadline_ns;
       }
     }
-    if (due == nullptr) {
+    const bool check_first = check_period_ns_ != 0 && (due == nullptr || next_check_ns_ < earliest);
+    if (check_first) earliest = next_check_ns_;
+    if (due == nullptr && !check_first) {
       wake_.wait(lock);
       continue;
     }
     uint64_t now = now_ns();
     if (now < earliest) {
       wake_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(earliest - now, 3'600'000'000'000ull)));
+      continue;
+    }
+    if (check_first) {
+      lock.unlock();
+      check_();
+      lock.lock();
+      next_check_ns_ = now_ns() + check_period_ns_;
       continue;
     }
     LG_ASSERT(earliest != 0 && due->deadline_ns == earliest);  // only the watchdog changes a published deadline
@@ -198,6 +217,10 @@ void LeaseRegistry::suspend_watchdog() {
 void LeaseRegistry::resume_watchdog() {
   std::lock_guard lock(mutex_);
   if (stopping_ || stopped_for_good_) return;
+  if (check_period_ns_ != 0) {
+    start_watchdog_locked();
+    return;
+  }
   for (auto &[id, lease] : leases_) {
     if (lease->deadline_ns != 0 && !lease->ended.load()) {
       start_watchdog_locked();

@@ -100,6 +100,10 @@ class LeaseRegistry {
   // owning what the child allocates in it.
   Lease &inherit(const Lease &parent);
 
+  // Runs `check` on the watchdog every `period_ns` from now on (LEASEGUARD_CHECK_EVERY: a live
+  // check), each period counted from the end of the last, so a slow check never queues more.
+  void check_every(uint64_t period_ns, std::function<void()> check);
+
   // Moves the watchdog's clock `ns` ahead of CLOCK_MONOTONIC and wakes it: a test lets a
   // time-to-live pass at the moment it chooses, instead of racing a real one.
   void advance_clock(uint64_t ns);
@@ -121,7 +125,10 @@ class LeaseRegistry {
   bool stopping_ = false;          // the watchdog leaves its loop
   bool stopped_for_good_ = false;  // and is never started again
   uint64_t clock_ahead_ns_ = 0;    // advance_clock's; read under mutex_
-  BackgroundThread watchdog_;      // joined by the destructor; never destroyed in the preload
+  uint64_t check_period_ns_ = 0;   // check_every's; 0: none
+  uint64_t next_check_ns_ = 0;
+  std::function<void()> check_;
+  BackgroundThread watchdog_;  // joined by the destructor; never destroyed in the preload
 };
 
 }  // namespace leaseguard

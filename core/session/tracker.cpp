@@ -121,6 +121,9 @@ Tracker::Tracker(Options options)
           start_monotonic_ns_, options_.ttl_ms, options_.on_expiry, [this](Lease &lease) { on_expired(lease); },
           deadline_as_monotonic(options_.deadline_unix_ns, start_monotonic_ns_, start_realtime_ns_)) {
   choose_event_clock();
+  // Live checks this often: nothing to classify before the journal opens (check_now says -1).
+  if (options_.check_every_ms != 0 && options_.reachability != ReachabilityMode::Off)
+    leases_.check_every(options_.check_every_ms * 1'000'000, [this] { check_now(); });
 }
 
 Tracker::~Tracker() {

@@ -32,15 +32,22 @@ RunResult run_leaseguard(std::vector<std::string> arguments) {
 // `leaseguard run` of the service in the background, until stop() opens its gate.
 class GatedService {
  public:
-  GatedService(const std::string &out, const std::string &dir) : ready_(dir + "/ready"), gate_(dir + "/gate") {
+  // `options`: more of run's flags, before the command.
+  GatedService(const std::string &out, const std::string &dir, const std::vector<std::string> &options = {})
+      : ready_(dir + "/ready"), gate_(dir + "/gate") {
     EXPECT_EQ(mkfifo(gate_.c_str(), 0600), 0);
+    std::vector<std::string> arguments = {"leaseguard", "run", "--sim", "--quiet", "--out", out};
+    arguments.insert(arguments.end(), options.begin(), options.end());
+    arguments.insert(arguments.end(), {"--", victim("gated_service"), ready_, gate_});
+    std::vector<char *> argv;
+    for (std::string &argument : arguments) argv.push_back(argument.data());
+    argv.push_back(nullptr);
     run_ = fork();
     if (run_ == 0) {
       const int null = open("/dev/null", O_WRONLY);
       dup2(null, STDOUT_FILENO);
       dup2(null, STDERR_FILENO);
-      execl(LEASEGUARD_BIN, "leaseguard", "run", "--sim", "--quiet", "--out", out.c_str(), "--",
-            victim("gated_service").c_str(), ready_.c_str(), gate_.c_str(), static_cast<char *>(nullptr));
+      execv(LEASEGUARD_BIN, argv.data());
       _exit(127);
     }
     // Its allocations made: the service says so by creating the file.
@@ -149,4 +156,31 @@ TEST(RunningProcess, AKilledWriterIsACrash) {
   EXPECT_FALSE(process["running"].as_bool());
   EXPECT_EQ(process["leases"][0]["ended_by"].as_string(), "crash");
   EXPECT_EQ(json["summary"]["leaked_allocations"].as_number(), 2);  // a crash's are unclassified
+}
+
+// `run --check-every`: a service that never ends by itself is checked while it runs, from
+// leaseguard's own thread; `report` of it running lists the checks as they come, each with the
+// dropped buffer lost and the kept one reachable, and the service ends as it would have.
+TEST(RunningProcess, ChecksEveryPeriodWhileItRuns) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  GatedService service(out, dir.path(), {"--check-every", "20ms"});
+  JsonValue running;
+  for (int reports = 1;; ++reports) {  // until two checks are recorded: an event, however slow the machine
+    running = json_report(out, dir / ("running" + std::to_string(reports) + ".json"));
+    ASSERT_EQ(running["processes"].size(), 1u);
+    if (running["processes"][0]["checks"].size() >= 2) break;
+  }
+  EXPECT_TRUE(running["processes"][0]["running"].as_bool());
+  for (const JsonValue &check : running["processes"][0]["checks"].items()) {
+    EXPECT_EQ(check["lost_allocations"].as_number(), 1);
+    EXPECT_EQ(check["lost_bytes"].as_number(), 5000);
+    EXPECT_EQ(check["reachable_allocations"].as_number(), 1);
+    EXPECT_EQ(check["reachable_bytes"].as_number(), 7000);
+  }
+  EXPECT_EQ(service.stop(), 0);
+  const JsonValue ended = json_report(out, dir / "ended.json");
+  EXPECT_GE(ended["processes"][0]["checks"].size(), 2u);
+  EXPECT_EQ(ended["summary"]["leaked_allocations"].as_number(), 1);
+  EXPECT_EQ(ended["summary"]["reachable_allocations"].as_number(), 1);
 }
