@@ -47,7 +47,8 @@ int leaseguard_lease_leave(void);
  * was lost and what still reachable at this moment; nothing ends and nothing is freed, as
  * LeakSanitizer's __lsan_do_recoverable_leak_check. `leaseguard report` lists each process's
  * checks. Returns 0, or -1 where nothing could be classified (--reachability=off, leaseguard
- * not recording, the process exiting). */
+ * not recording, the process exiting). Not async-signal-safe: never from a signal handler (it
+ * takes locks the interrupted code may hold), as no classification is. */
 int leaseguard_check(void);
 
 #ifdef __cplusplus
