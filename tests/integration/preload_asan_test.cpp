@@ -53,7 +53,8 @@ TEST(PreloadUnderAsan, ThreadsLeasesDlopenAndCuGetProcAddress) {
   // runs fork_storm (CrashConsistency.ForkWhileOtherThreadsAllocate).
   for (const char *name : {"threads", "leases", "dlopen_calls", "resource_families", "robustness"}) {
     TempDir out;
-    auto result = run_with_asan_preload({victim(name)}, out.path());
+    // resource_families's IPC child is forked after cuInit, as kForkedChildrenInherit says.
+    auto result = run_with_asan_preload({victim(name)}, out.path(), kForkedChildrenInherit);
     EXPECT_EQ(result.exit_code, 0) << name << "\n" << result.err;
     EXPECT_EQ(result.err.find("runtime error"), std::string::npos) << result.err;
     // Recorded: live at the end, leaked or still reachable.
