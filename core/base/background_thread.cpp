@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <utility>
 
 namespace leaseguard {
@@ -72,10 +73,14 @@ void BackgroundThread::join() noexcept {
   // takes the thread out of the process's thread group: for a moment the process still has
   // it, and a call that needs a single-threaded process (unshare(CLONE_NEWUSER), the reason
   // threads are joined around it) fails with EINVAL. Wait for the kernel to finish: the
-  // thread is gone when signalling it (signal 0: nothing sent) finds no such thread. Bounded,
-  // in case the id was given to a new thread of the process meanwhile.
-  if (const pid_t tid = tid_.exchange(0, std::memory_order_acq_rel); tid > 0)
-    for (int tries = 0; tries < 1'000'000 && syscall(SYS_tgkill, getpid(), tid, 0) == 0; ++tries) sched_yield();
+  // thread is gone when /proc no longer lists it. Not by signalling it (signal 0): a program's
+  // seccomp filter may deny tgkill, and kill the process for the try. Bounded, in case the id
+  // was given to a new thread of the process meanwhile.
+  if (const pid_t tid = tid_.exchange(0, std::memory_order_acq_rel); tid > 0) {
+    char path[48];
+    std::snprintf(path, sizeof path, "/proc/self/task/%d", static_cast<int>(tid));
+    for (int tries = 0; tries < 1'000'000 && access(path, F_OK) == 0; ++tries) sched_yield();
+  }
   started_ = false;
 }
 
