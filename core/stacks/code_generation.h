@@ -24,4 +24,10 @@ inline uint64_t code_generation() noexcept { return detail::g_code_generation.lo
 // generation. Not for signal handlers.
 void note_code_unloaded() noexcept;
 
+// Drops a reference that dlopen(RTLD_NOLOAD) took of a library already loaded: never its last,
+// so nothing is unloaded and no generation begins (a new one would re-record every stack, as
+// after each live check's look at which drivers are loaded). Defined beside the front ends'
+// dlclose (dlclose_hook.cpp).
+int drop_noload_reference(void *handle) noexcept;
+
 }  // namespace leaseguard

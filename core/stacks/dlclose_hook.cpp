@@ -11,16 +11,31 @@
 
 #include "code_generation.h"
 
-extern "C" __attribute__((visibility("default"))) int dlclose(void *handle) {
-  using Dlclose = int (*)(void *);
+namespace {
+
+using Dlclose = int (*)(void *);
+
+// The C library's dlclose, or another interposer's after this one; nullptr if there is none.
+Dlclose next_dlclose() noexcept {
   static Dlclose real_dlclose = nullptr;
   Dlclose function = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
   if (function == nullptr) {
-    // RTLD_NEXT from here: the C library's dlclose, or another interposer's after this one.
     function = reinterpret_cast<Dlclose>(dlsym(RTLD_NEXT, "dlclose"));
-    if (function == nullptr) return -1;  // no dlclose in the process: nothing was loaded by dlopen
-    __atomic_store_n(&real_dlclose, function, __ATOMIC_RELEASE);
+    if (function != nullptr) __atomic_store_n(&real_dlclose, function, __ATOMIC_RELEASE);
   }
+  return function;
+}
+
+}  // namespace
+
+int leaseguard::drop_noload_reference(void *handle) noexcept {
+  const Dlclose function = next_dlclose();
+  return function != nullptr ? function(handle) : -1;
+}
+
+extern "C" __attribute__((visibility("default"))) int dlclose(void *handle) {
+  const Dlclose function = next_dlclose();
+  if (function == nullptr) return -1;  // no dlclose in the process: nothing was loaded by dlopen
   const int status = function(handle);
   // Only a successful call can have unmapped anything; one that dropped a reference without
   // unloading costs a cleared cache, refilled on the next walks.

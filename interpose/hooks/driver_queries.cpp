@@ -7,6 +7,7 @@
 #include <atomic>
 #include <iterator>
 
+#include "code_generation.h"
 #include "journal_format.h"
 #include "real_dlsym.h"
 
@@ -47,7 +48,7 @@ void *driver_handle(void *anchor, const char *name) noexcept {
 bool any_loaded(const char *const *sonames, size_t count) noexcept {
   for (size_t i = 0; i < count; ++i) {
     if (void *handle = dlopen(sonames[i], RTLD_NOLOAD | RTLD_LAZY)) {
-      dlclose(handle);  // only the reference NOLOAD took
+      drop_noload_reference(handle);  // only the reference NOLOAD took
       return true;
     }
   }
@@ -100,7 +101,7 @@ size_t loaded_driver_bases(uintptr_t *bases, size_t capacity) noexcept {
       if (handle == nullptr) continue;
       link_map *map = nullptr;
       if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) bases[count++] = map->l_addr;
-      dlclose(handle);  // only the reference NOLOAD took
+      drop_noload_reference(handle);  // only the reference NOLOAD took
     }
   };
   add_from(kCudaDrivers, std::size(kCudaDrivers));
