@@ -133,7 +133,7 @@ const FlagRow kRows[] = {
      "user's directory, one open to all (`/tmp` itself), or a path through a symbolic link someone else owns is "
      "refused (exit 2)",
      set_out},
-    {"--out", "DIR", V::Required, kReport,
+    {"--out", "DIR", V::Required, kReport | kCheck,
      "where `--format` files without a path go, made if missing, before the work (default `.`)", set_out},
     {"--all-runs", "", V::None, kReport, "a directory of runs: every run, not only the newest",
      switch_on<&T::report, &ReportOptions::all_runs>},
@@ -141,24 +141,24 @@ const FlagRow kRows[] = {
      "after the run, remove all but the newest N runs in DIR (their journals and exit files); a run still "
      "going (another `run` into DIR) is left",
      set_keep},
-    {"--format", "FMT[=PATH]", V::Required, kRun | kReport,
+    {"--format", "FMT[=PATH]", V::Required, kRun | kReport | kCheck,
      "`text`, `json`, `sarif`, `junit`, `html` or `folded` ([report-format.md](report-format.md)); repeatable. "
      "Without `=PATH` the file is `DIR/leaseguard-report.txt`, `.json`, `.sarif`, `.junit.xml`, `.html` or "
      "`.folded`",
      add_format},
-    {"--source-root", "DIR", V::Required, kRun | kReport,
+    {"--source-root", "DIR", V::Required, kRun | kReport | kCheck,
      "SARIF file locations are relative to DIR (default: the current directory)",
      keep_text<&T::common, &CommonOptions::source_root>},
-    {"--suppressions", "FILE", V::Required, kRun | kReport,
+    {"--suppressions", "FILE", V::Required, kRun | kReport | kCheck,
      "leak suppressions ([suppressions.md](suppressions.md)); a malformed file is a usage error",
      keep_text<&T::common, &CommonOptions::suppressions>},
-    {"--gen-suppressions", "", V::None, kRun | kReport, "print a ready suppression line under each leak group",
+    {"--gen-suppressions", "", V::None, kRun | kReport | kCheck, "print a ready suppression line under each leak group",
      switch_on<&T::common, &CommonOptions::gen_suppressions>},
-    {"--show-reachable", "", V::None, kRun | kReport, "list reachable allocations as `Reachable:` groups too",
+    {"--show-reachable", "", V::None, kRun | kReport | kCheck, "list reachable allocations as `Reachable:` groups too",
      switch_on<&T::common, &CommonOptions::show_reachable>},
-    {"--fail-on-leak", "[=CODE]", V::AfterEquals, kRun | kReport,
+    {"--fail-on-leak", "[=CODE]", V::AfterEquals, kRun | kReport | kCheck,
      "exit with CODE (1 to 255, default 23) when an unsuppressed leak remains", set_fail_on_leak},
-    {"--quiet", "", V::None, kRun | kReport, "nothing on stderr but leaseguard's own errors",
+    {"--quiet", "", V::None, kRun | kReport | kCheck, "nothing on stderr but leaseguard's own errors",
      switch_on<&T::common, &CommonOptions::quiet>},
 
     {"--min-bytes", "N", V::Required, kFilter,
@@ -179,6 +179,13 @@ const FlagRow kRows[] = {
      "leave out the leak groups that PATH (journals, a run or a JSON report) has too; groups match by entry point "
      "and symbolized frames, never addresses",
      keep_text<&T::common, &CommonOptions::baseline>},
+
+    {"--timeout", "DURATION", V::Required, kCheck,
+     "how long to wait for the process to answer (default `60s`); past it, exit 2 and the process checks "
+     "when it can",
+     [](const std::string &value, FlagTargets &targets, std::string &error) {
+       return duration(value, "--timeout", uint64_t{24} * 3600 * 1000, targets.check->timeout_ms, error);
+     }},
 
     {"--name", "NAME", V::Required, kLeaseStart, "the lease's name (default: its id); letters, digits and `._-@:+`",
      set_lease_name},

@@ -24,6 +24,7 @@ enum CommandBit : unsigned {
   kLeaseList = 1u << 5,
   kDaemon = 1u << 6,
   kTop = 1u << 7,
+  kCheck = 1u << 8,
 };
 
 enum class ValueForm {
@@ -37,6 +38,7 @@ struct FlagTargets {
   CommonOptions *common = nullptr;
   RunOptions *run = nullptr;
   ReportOptions *report = nullptr;
+  CheckOptions *check = nullptr;
   LeaseOptions *lease = nullptr;
   authority::DaemonOptions *daemon = nullptr;
   TopOptions *top = nullptr;

@@ -141,6 +141,23 @@ bool parse_report(const std::vector<std::string> &arguments, size_t index, Repor
   return true;
 }
 
+bool parse_check(const std::vector<std::string> &arguments, size_t index, CheckOptions &check, std::string &error) {
+  FlagTargets targets{.common = &check.common, .check = &check};
+  std::vector<std::string> operands;
+  if (!parse_flags(arguments, index, {"check", kCheck | kFilter, false, false}, targets, operands, error)) return false;
+  if (operands.size() != 1) {
+    error = "'check' needs one process: leaseguard check [OPTIONS] PID";
+    return false;
+  }
+  const std::optional<long long> pid = parse_integer(operands[0], 1, INT32_MAX);
+  if (!pid) {
+    error = "'check' " + operands[0] + ": not a process id";
+    return false;
+  }
+  check.pid = static_cast<int>(*pid);
+  return true;
+}
+
 bool parse_daemon(const std::vector<std::string> &arguments, size_t index, authority::DaemonOptions &daemon,
                   std::string &error) {
   FlagTargets targets{.daemon = &daemon};
@@ -232,8 +249,9 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
     return false;
   }
   const std::string &first = arguments[0];
-  const bool subcommand_help = (first == "run" && asks_for_help(arguments, true)) ||
-                               ((first == "report" || first == "diff") && asks_for_help(arguments, false));
+  const bool subcommand_help =
+      (first == "run" && asks_for_help(arguments, true)) ||
+      ((first == "report" || first == "diff" || first == "check") && asks_for_help(arguments, false));
   if (is_help(first) || first == "help" || subcommand_help) {
     command.subcommand = Subcommand::Help;
     return true;
@@ -257,6 +275,10 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
   if (first == "top") {
     command.subcommand = Subcommand::Top;
     return parse_top(arguments, 1, command.top, error);
+  }
+  if (first == "check") {
+    command.subcommand = Subcommand::Check;
+    return parse_check(arguments, 1, command.check, error);
   }
   if (first == "report") {
     command.subcommand = Subcommand::Report;
@@ -285,21 +307,22 @@ Usage:
   leaseguard report [OPTIONS] PATH...     render journals (a directory is searched) and
                                           JSON reports, merged into one report
   leaseguard diff [OPTIONS] BASELINE CURRENT   the leak groups in CURRENT that BASELINE lacks
+  leaseguard check [OPTIONS] PID          classify a running process's live allocations now
   leaseguard daemon [OPTIONS]             the node lease authority (docs/lease-authority.md)
   leaseguard lease start [OPTIONS] [run's options] -- COMMAND [ARG...]
   leaseguard lease list [--json] | end NAME|ID | extend NAME|ID DURATION   (each: --socket PATH)
   leaseguard top [OPTIONS]                leases, processes and live device memory
-  leaseguard --help | --version          (also: leaseguard run|report|diff --help)
+  leaseguard --help | --version          (also: leaseguard run|report|diff|check --help)
 
 Options of run:
 )" + help_text(help_entries(kRun)) +
          "\nSettings of the recorded process (run, lease start; each sets its LEASEGUARD_ variable):\n" +
-         help_text(settings_entries()) + "\nFilters (run, report, diff):\n" + help_text(help_entries(kFilter)) +
-         "\nOptions of report and diff:\n" + help_text(help_entries(kReport)) +
-         "\nOptions of lease start (and run's):\n" + help_text(help_entries(kLeaseStart)) +
-         "\nOptions of lease list, end and extend:\n" + help_text(help_entries(kLeaseList | kLeaseOther)) +
-         "\nOptions of daemon:\n" + help_text(help_entries(kDaemon)) + "\nOptions of top:\n" +
-         help_text(help_entries(kTop)) + R"(
+         help_text(settings_entries()) + "\nFilters (run, report, diff, check):\n" + help_text(help_entries(kFilter)) +
+         "\nOptions of report and diff:\n" + help_text(help_entries(kReport)) + "\nOptions of check:\n" +
+         help_text(help_entries(kCheck)) + "\nOptions of lease start (and run's):\n" +
+         help_text(help_entries(kLeaseStart)) + "\nOptions of lease list, end and extend:\n" +
+         help_text(help_entries(kLeaseList | kLeaseOther)) + "\nOptions of daemon:\n" +
+         help_text(help_entries(kDaemon)) + "\nOptions of top:\n" + help_text(help_entries(kTop)) + R"(
 A directory of runs (run's --out) is read by report and diff for its newest run. diff exits
 23 when CURRENT has a leak group BASELINE lacks, 0 when it has none.
 

@@ -60,6 +60,13 @@ struct ReportOptions {
   bool all_runs = false;  // a directory of runs: every run, not only the newest
 };
 
+// `leaseguard check PID`: a live check of a running process (docs/usage.md).
+struct CheckOptions {
+  CommonOptions common;
+  int pid = 0;
+  uint64_t timeout_ms = 60'000;  // how long it waits for the process's answer
+};
+
 // `leaseguard lease ...`: asks the node lease authority (docs/lease-authority.md).
 enum class LeaseVerb { Start, List, End, Extend };
 
@@ -77,12 +84,13 @@ struct LeaseOptions {
   bool json = false;       // list --json
 };
 
-enum class Subcommand { Help, Version, Run, Report, Diff, Daemon, Lease, Top };
+enum class Subcommand { Help, Version, Run, Report, Diff, Check, Daemon, Lease, Top };
 
 struct Command {
   Subcommand subcommand = Subcommand::Help;
   RunOptions run;
   ReportOptions report;
+  CheckOptions check;
   authority::DaemonOptions daemon;
   LeaseOptions lease;
   TopOptions top;

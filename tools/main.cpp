@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "check_command.h"
 #include "cli_options.h"
 #include "daemon_server.h"
 #include "files.h"
@@ -77,6 +78,7 @@ int dispatch(int argc, char **argv) {
     case Subcommand::Run: return run_command(command.run);
     case Subcommand::Report: return report_command(command.report, false);
     case Subcommand::Diff: return report_command(command.report, true);
+    case Subcommand::Check: return check_command(command.check);
     case Subcommand::Daemon: return leaseguard::authority::run_daemon(command.daemon);
     case Subcommand::Lease: return lease_command(command.lease);
     case Subcommand::Top: return top_command(command.top);

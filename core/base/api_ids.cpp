@@ -10,7 +10,7 @@ constexpr std::array<std::string_view, static_cast<size_t>(Kind::Count)> kKindNa
     "device", "pitched", "managed", "async", "host", "vmm", "array", "pool", "ipc", "registered", "external"};
 
 constexpr std::array<std::string_view, static_cast<size_t>(EndedBy::Count)> kEndedByNames = {
-    "exit", "end", "expiry", "context_destroy", "crash"};
+    "exit", "end", "expiry", "context_destroy", "crash", "check"};
 
 constexpr std::array<std::string_view, static_cast<size_t>(Policy::Count)> kPolicyNames = {"report", "reclaim",
                                                                                            "abort"};

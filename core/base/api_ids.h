@@ -11,7 +11,9 @@
 
 namespace leaseguard {
 
-enum class EndedBy : uint8_t { Exit = 0, End, Expiry, ContextDestroy, Crash, Count };
+// Check is the report's, never a journal's: what a live check found lost in a lease that has
+// not ended (the report of a running process).
+enum class EndedBy : uint8_t { Exit = 0, End, Expiry, ContextDestroy, Crash, Check, Count };
 
 enum class Policy : uint8_t { Report = 0, Reclaim = 1, Abort = 2, Count };
 

@@ -191,12 +191,12 @@ Tracker *Tracker::instance_in_new_process() noexcept {
 void Tracker::suspend_threads() noexcept {
   journal_.suspend_prefaulting();
   leases_.suspend_watchdog();
-  authority_control_.suspend();
+  control_.suspend();
 }
 
 void Tracker::resume_threads() noexcept {
   leases_.resume_watchdog();
-  authority_control_.resume();
+  control_.resume();
 }
 
 bool Tracker::open_journal(std::string &error) {
@@ -264,12 +264,20 @@ bool Tracker::open_journal_once() noexcept {
   }
   if (!opened) log_warning("%s; continuing without recording", error.c_str());
   journal_state_.store(opened ? 1 : 2, std::memory_order_release);
-  if (opened && !options_.authority_lease.empty()) {
+  if (opened) {
     std::string control_error;
-    if (!authority_control_.start(
-            journal_.path(), [this](uint32_t request) { answer_authority_reclaim(request); }, control_error))
-      log_warning("%s; lease %s cannot ask this process to give its memory back, only end it", control_error.c_str(),
-                  options_.authority_lease.c_str());
+    const bool of_authority = !options_.authority_lease.empty();
+    ControlChannel::ReclaimHandler reclaim;
+    if (of_authority) reclaim = [this](uint32_t request) { answer_authority_reclaim(request); };
+    if (!control_.start(
+            journal_.path(),
+            [this] { return check_now() == 0 ? authority::kCheckDone : authority::kCheckNotClassified; },
+            std::move(reclaim), control_error)) {
+      if (of_authority)
+        log_warning("%s; lease %s cannot ask this process to give its memory back, only end it", control_error.c_str(),
+                    options_.authority_lease.c_str());
+      else log_warning("%s; `leaseguard check %d` cannot reach this process", control_error.c_str(), getpid());
+    }
   }
   if (auto callback = journal_opened_callback_.load(std::memory_order_acquire); opened && callback != nullptr)
     callback();
@@ -911,7 +919,7 @@ void Tracker::finish_process(uint32_t drivers) noexcept {
   if (!in_own_process() || finished_) return;
   finished_ = true;
   begin_exit();
-  authority_control_.stop();  // a request being served is finished first
+  control_.stop();  // a request being served is finished first
   leases_.stop_watchdog();
   journal_.stop_prefaulting();  // joined: no thread of ours outlives recording
   for (Lease *lease : leases_.open_leases())

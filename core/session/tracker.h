@@ -18,7 +18,7 @@
 
 #include "api_ids.h"
 #include "allocation_records.h"
-#include "authority_control.h"
+#include "control_channel.h"
 #include "event_clock.h"
 #include "handle_table.h"
 #include "journal_writer.h"
@@ -312,9 +312,10 @@ class Tracker {
   std::atomic<size_t> reclaimed_count_{0};
 
   LeaseRegistry leases_;  // its watchdog calls back into the members above
-  // A process of a node lease authority's lease: its control page and the thread that waits
-  // on it (authority_control.h), made when the journal opens. Last: it ends leases too.
-  AuthorityControl authority_control_;
+  // The control page and the thread that waits on it (control_channel.h), made when the
+  // journal opens: checks asked from outside, and the node lease authority's reclaim. Last: it
+  // ends leases too.
+  ControlChannel control_;
 };
 
 }  // namespace leaseguard

@@ -30,6 +30,7 @@ const std::vector<std::pair<std::string, std::vector<HelpEntry>>> &page_tables()
       {"| setting | meaning |", settings_entries()},
       {"| option of report and diff | meaning |", help_entries(kReport)},
       {"| filter | meaning |", help_entries(kFilter)},
+      {"| option of check | meaning |", help_entries(kCheck)},
       {"| option of lease start | meaning |", help_entries(kLeaseStart)},
       {"| option of lease list, end and extend | meaning |", help_entries(kLeaseList | kLeaseOther)},
       {"| option of daemon | meaning |", help_entries(kDaemon)},
@@ -64,7 +65,7 @@ TEST(CliFlags, TheUsagePageListsEveryTableAsTheTablesSayIt) {
 
 TEST(CliFlags, HelpListsEveryFlagOfEveryCommandWithItsValue) {
   const std::string help = usage_text();
-  for (const unsigned command : {kRun, kReport, kFilter, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop})
+  for (const unsigned command : {kRun, kReport, kFilter, kCheck, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop})
     for (const HelpEntry &entry : help_entries(command))
       EXPECT_NE(help.find("\n  " + entry.name + " "), std::string::npos) << entry.name;
   for (const HelpEntry &entry : settings_entries())
@@ -74,13 +75,10 @@ TEST(CliFlags, HelpListsEveryFlagOfEveryCommandWithItsValue) {
 // A command line of the command `bit` with `flag` (and, where it takes one, its value) in it.
 std::vector<std::string> command_line(unsigned bit, const std::vector<std::string> &flag) {
   const std::map<unsigned, std::pair<std::vector<std::string>, std::vector<std::string>>> shapes = {
-      {kRun, {{"run"}, {"--", "p"}}},
-      {kReport, {{"report"}, {"x"}}},
-      {kLeaseStart, {{"lease", "start"}, {"--", "p"}}},
-      {kLeaseList, {{"lease", "list"}, {}}},
-      {kLeaseOther, {{"lease", "end", "job"}, {}}},
-      {kDaemon, {{"daemon"}, {}}},
-      {kTop, {{"top"}, {}}},
+      {kRun, {{"run"}, {"--", "p"}}},        {kReport, {{"report"}, {"x"}}},
+      {kCheck, {{"check"}, {"4242"}}},       {kLeaseStart, {{"lease", "start"}, {"--", "p"}}},
+      {kLeaseList, {{"lease", "list"}, {}}}, {kLeaseOther, {{"lease", "end", "job"}, {}}},
+      {kDaemon, {{"daemon"}, {}}},           {kTop, {{"top"}, {}}},
   };
   auto [line, tail] = shapes.at(bit);
   line.insert(line.end(), flag.begin(), flag.end());
@@ -101,9 +99,9 @@ std::vector<std::string> flag_with_value(const FlagRow &row) {
 // Each command a flag's rows name takes it; each they do not refuses it, in one line naming it.
 TEST(CliFlags, EveryFlagIsTakenByTheCommandsItsRowsNameAndNoOther) {
   // run's flags, settings and filters are lease start's too
-  const unsigned filtered = kRun | kReport | kLeaseStart;
+  const unsigned filtered = kRun | kReport | kCheck | kLeaseStart;
   for (const FlagRow &row : flag_rows()) {
-    for (const unsigned bit : {kRun, kReport, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop}) {
+    for (const unsigned bit : {kRun, kReport, kCheck, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop}) {
       const bool takes = flag_for(row.flag, bit) != nullptr ||
                          (bit == kLeaseStart && flag_for(row.flag, kRun) != nullptr) ||
                          ((bit & filtered) != 0 && flag_for(row.flag, kFilter) != nullptr) ||

@@ -28,7 +28,8 @@ bool ask_to_reclaim(const std::string &control_path, uid_t owner, uint32_t reque
       status.st_size != static_cast<off_t>(kControlPageBytes)) {
     error = control_path + " is not a control page of the lease's owner";
   } else if (pread(fd, &page, sizeof page, 0) != static_cast<ssize_t>(sizeof page) ||
-             std::memcmp(page.magic, kControlMagic, sizeof page.magic) != 0 || page.version != kControlVersion) {
+             std::memcmp(page.magic, kControlMagic, sizeof page.magic) != 0 || page.version < kControlFirstVersion ||
+             page.version > kControlVersion) {
     error = control_path + " is not a control page of this version";
   } else if (pwrite(fd, &request, sizeof request, kControlRequestOffset) != static_cast<ssize_t>(sizeof request)) {
     error = "cannot write to the control page " + control_path + ": " + std::strerror(errno);

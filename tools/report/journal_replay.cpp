@@ -246,7 +246,7 @@ class Replay : public journal::JournalVisitor {
     apply_every_free(end.time_ns);  // every free in place came before (see the file comment)
     touch(end.time_ns);
     auto ended_by =
-        end.ended_by < static_cast<uint8_t>(EndedBy::Count) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
+        end.ended_by < static_cast<uint8_t>(EndedBy::Check) ? static_cast<EndedBy>(end.ended_by) : EndedBy::End;
     LeaseEnding ending = make_ending(end.lease_id, ended_by, end.time_ns);
     ending.signal = end.signal;
     ending.unjournaled_allocations = end.unjournaled_allocations;
@@ -340,17 +340,28 @@ class Replay : public journal::JournalVisitor {
 
   // A check's classes, over as many records as it took (all with its time), summed by the
   // sizes of the allocations live now; an allocation live and in none of them is unchecked.
+  // The last check's verdicts are kept one by one (CheckSnapshot), the one before it by site.
   void on_check(const journal::ReachabilityPayload &head, const uint64_t *entries) override {
     apply_every_free(head.time_ns);  // every free in place came before (see the file comment)
     touch(head.time_ns);
     const double time_ms = since_start_ms(head.time_ns);
     if (process_.checks.empty() || check_time_ns_ != head.time_ns) {
+      if (!process_.checks.empty()) {
+        previous_check_sites_ = lost_by_site(last_check_);
+        previous_check_ns_ = check_time_ns_;
+      }
+      last_check_ = CheckSnapshot{};
       LiveCheck check;
       check.time_ms = time_ms;
       for (const auto &[id, allocation] : live_) {
         if (allocation.reported) continue;
         ++check.lost_allocations;
         check.lost_bytes += allocation.record.bytes;
+        Leak leak = make_leak(allocation.record, head.time_ns);
+        leak.reachability = Reachability::Unchecked;  // until the check's entries say otherwise
+        last_check_.index.emplace(allocation.record.id, last_check_.leaks.size());
+        last_check_.leaks.push_back(leak);
+        last_check_.lease_ids.push_back(allocation.record.lease_id);
       }
       process_.checks.push_back(check);
       check_time_ns_ = head.time_ns;
@@ -358,14 +369,17 @@ class Replay : public journal::JournalVisitor {
     LiveCheck &check = process_.checks.back();
     constexpr uint64_t kIdMask = (uint64_t{1} << journal::kReachabilityClassShift) - 1;
     for (uint32_t i = 0; i < head.count; ++i) {
-      if (static_cast<uint8_t>(entries[i] >> journal::kReachabilityClassShift) != journal::kReachabilityClassReachable)
-        continue;
-      auto it = find_live(entries[i] & kIdMask);
-      if (it == live_.end() || it->second.reported) continue;
+      const auto value = static_cast<uint8_t>(entries[i] >> journal::kReachabilityClassShift);
+      auto known = last_check_.index.find(entries[i] & kIdMask);
+      if (known == last_check_.index.end()) continue;  // not live at the check (a damaged journal)
+      Leak &leak = last_check_.leaks[known->second];
+      if (leak.reachability == Reachability::Reachable) continue;  // counted already
+      leak.reachability = static_cast<Reachability>(value);
+      if (value != journal::kReachabilityClassReachable) continue;
       ++check.reachable_allocations;
-      check.reachable_bytes += it->second.record.bytes;
+      check.reachable_bytes += leak.bytes;
       --check.lost_allocations;
-      check.lost_bytes -= it->second.record.bytes;
+      check.lost_bytes -= leak.bytes;
     }
   }
 
@@ -397,6 +411,8 @@ class Replay : public journal::JournalVisitor {
       end_remaining(died ? EndedBy::Crash : EndedBy::Exit, last_ns_);
     }
     check_conservation();
+    // Not in the conservation law: a check's findings are the state of a moment, not a fate.
+    if (process_.running) list_last_check();
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
       add_point(bytes, since_start_ms(last_ns_));  // hold the last level to the end
@@ -411,6 +427,70 @@ class Replay : public journal::JournalVisitor {
   }
 
  private:
+  // What the last live check found of each allocation live at it, and its lease.
+  struct CheckSnapshot {
+    std::vector<Leak> leaks;
+    std::vector<uint32_t> lease_ids;
+    std::unordered_map<uint64_t, size_t> index;  // allocation id -> its place in `leaks`
+  };
+  // A site: the first stack id seen with its frames (stacks recorded apart, by other threads
+  // or modules' records, may have the same frames), and its entry point.
+  using SiteKey = std::pair<uint32_t, Api>;
+  struct SiteLoss {
+    uint64_t bytes = 0;
+    uint64_t allocations = 0;
+  };
+
+  uint32_t site_stack_of(uint32_t stack_id) {
+    auto known = site_stack_.find(stack_id);
+    if (known != site_stack_.end()) return known->second;
+    std::vector<std::pair<std::string, uint64_t>> frames;
+    for (const Frame &frame : process_.stack(stack_id)) frames.emplace_back(frame.module.str(), frame.offset);
+    const uint32_t site = site_stack_by_frames_.try_emplace(std::move(frames), stack_id).first->second;
+    site_stack_.emplace(stack_id, site);
+    return site;
+  }
+
+  std::map<SiteKey, SiteLoss> lost_by_site(const CheckSnapshot &check) {
+    std::map<SiteKey, SiteLoss> sites;
+    for (const Leak &leak : check.leaks) {
+      if (leak.reachability == Reachability::Reachable) continue;
+      SiteLoss &site = sites[{site_stack_of(leak.stack_id), leak.api}];
+      site.bytes += leak.bytes;
+      ++site.allocations;
+    }
+    return sites;
+  }
+
+  // A running process: its last check's findings as the report's leaks, one ending (by check)
+  // per lease that held memory then, and each site's growth since the check before it.
+  void list_last_check() {
+    if (process_.checks.empty()) return;
+    std::map<uint32_t, LeaseEnding> by_lease;
+    for (size_t i = 0; i < last_check_.leaks.size(); ++i) {
+      auto [entry, inserted] = by_lease.try_emplace(last_check_.lease_ids[i]);
+      if (inserted) entry->second = make_ending(entry->first, EndedBy::Check, check_time_ns_);
+      add_leak(entry->second, last_check_.leaks[i]);
+    }
+    for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) process_.leases.push_back(std::move(it->second));
+    if (process_.checks.size() < 2) return;
+    const double seconds = static_cast<double>(check_time_ns_ - previous_check_ns_) / 1e9;
+    for (const auto &[key, loss] : lost_by_site(last_check_)) {
+      SiteGrowth site;
+      site.stack_id = key.first;
+      site.api = key.second;
+      site.lost_bytes = loss.bytes;
+      site.lost_allocations = loss.allocations;
+      const SiteLoss before = previous_check_sites_.count(key) != 0 ? previous_check_sites_.at(key) : SiteLoss{};
+      site.growth_bytes = static_cast<int64_t>(loss.bytes) - static_cast<int64_t>(before.bytes);
+      site.growth_allocations = static_cast<int64_t>(loss.allocations) - static_cast<int64_t>(before.allocations);
+      site.rate_bytes_per_s = seconds > 0 ? static_cast<double>(site.growth_bytes) / seconds : 0;
+      process_.site_growth.push_back(site);
+    }
+    std::stable_sort(process_.site_growth.begin(), process_.site_growth.end(),
+                     [](const SiteGrowth &a, const SiteGrowth &b) { return a.growth_bytes > b.growth_bytes; });
+  }
+
   // A record with a time: the frees in place that happened before it come first. In a
   // compact journal, a record may have been written over an earlier one in the journal's
   // last slot, after frees that name the slot after it: those come first too. A free that
@@ -662,6 +742,11 @@ class Replay : public journal::JournalVisitor {
   ProcessReport &process_;
   std::unordered_map<uint64_t, Reachability> classes_;  // by allocation id, from Reachability records
   uint64_t check_time_ns_ = 0;                          // the last Check record's: one check's records share it
+  CheckSnapshot last_check_;
+  std::map<SiteKey, SiteLoss> previous_check_sites_;  // lost at the check before the last
+  uint64_t previous_check_ns_ = 0;
+  std::unordered_map<uint32_t, uint32_t> site_stack_;  // stack id -> the site's (site_stack_of)
+  std::map<std::vector<std::pair<std::string, uint64_t>>, uint32_t> site_stack_by_frames_;
   uint64_t start_ns_ = 0;
   uint64_t last_ns_ = 0;
   int dying_signal_ = 0;        // the last termination signal left to its default action

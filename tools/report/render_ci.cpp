@@ -25,12 +25,18 @@ std::string fingerprint(const ProcessReport &process, const LeakGroup &group) {
   return leak_signature(process, group.stack_id, group.api);
 }
 
+// "ended by exit"; a lease a live check found memory lost in has not ended.
+std::string ending_words(const LeaseEnding &lease) {
+  if (lease.ended_by == EndedBy::Check) return "checked while it runs";
+  return "ended by " + std::string(ended_by_name(lease.ended_by));
+}
+
 std::string group_message(const ProcessReport &process, const LeaseEnding &lease, const LeakGroup &group) {
   std::string program = process.executable.substr(process.executable.rfind('/') + 1);
   return "Leak of " + std::to_string(group.bytes) + " byte(s) in " + std::to_string(group.allocations) +
          " allocation(s) [" + std::string(api_name(group.api)) + ", device " + std::to_string(group.device) +
-         "] in lease \"" + lease.name + "\" (ended by " + std::string(ended_by_name(lease.ended_by)) + ") of " +
-         program + " (pid " + std::to_string(process.pid) + ")";
+         "] in lease \"" + lease.name + "\" (" + ending_words(lease) + ") of " + program + " (pid " +
+         std::to_string(process.pid) + ")";
 }
 
 std::string unjournaled_message(const LeaseEnding &lease) {
@@ -336,7 +342,7 @@ std::string junit_failure(const ProcessReport &process, const LeaseEnding &lease
   const size_t group_count = groups.size() + (lease.unjournaled_allocations != 0 ? 1 : 0);
   const std::string message = "Leak of " + std::to_string(bytes) + " byte(s) in " + std::to_string(allocations) +
                               " allocation(s), " + std::to_string(group_count) + " leak group(s), in lease \"" +
-                              lease.name + "\" (ended by " + std::string(ended_by_name(lease.ended_by)) + ")";
+                              lease.name + "\" (" + ending_words(lease) + ")";
   std::string text;
   for (const LeakGroup &group : groups) {
     text += group_message(process, lease, group) + "\n";

@@ -153,6 +153,20 @@ void write_process_events(JsonWriter &json, const ProcessReport &process, StackR
     json.end_object();
   }
   json.end_array();
+  json.key("growth").begin_array();
+  for (const SiteGrowth &site : process.site_growth) {
+    json.begin_object();
+    json.key("api").value(api_name(site.api));
+    json.key("lost_bytes").value(site.lost_bytes);
+    json.key("lost_allocations").value(site.lost_allocations);
+    json.key("growth_bytes").value(site.growth_bytes);
+    json.key("growth_allocations").value(site.growth_allocations);
+    json.key("rate_bytes_per_s").value(site.rate_bytes_per_s);
+    json.key("growing").value(site.growing());
+    write_stack(json, process, site.stack_id, refs);
+    json.end_object();
+  }
+  json.end_array();
   json.key("wrong_family_frees").begin_array();
   for (const WrongFamilyFree &wrong : process.wrong_family_frees) {
     json.begin_object();

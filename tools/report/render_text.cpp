@@ -133,11 +133,14 @@ class TextReport {
            std::to_string(last.reachable_bytes) + " byte(s) still reachable\n";
   }
 
-  // What a running process holds: its leases have not ended, so nothing of it is a leak yet.
+  // What a running process holds: its leases have not ended, so nothing of it is a leak yet,
+  // except what its last live check found lost (listed as the check's, below).
   static std::string running_note(const ProcessReport &process, const std::string &tag) {
     return tag + "the process is still running: " + std::to_string(process.live_allocations) + " allocation(s) of " +
-           std::to_string(process.live_bytes) +
-           " byte(s) live in leases that have not ended; they are leaks only if still live when their lease ends\n";
+           std::to_string(process.live_bytes) + " byte(s) live in leases that have not ended; " +
+           (process.checks.empty() ? "no live check has run (`leaseguard check " + std::to_string(process.pid) +
+                                         "` runs one); they are leaks only if still live when their lease ends\n"
+                                   : "what its last live check found lost is listed as the check's\n");
   }
 
   // Why some of a process's live allocations could not be classified, if they could not.
@@ -180,6 +183,15 @@ class TextReport {
     const bool listed_reachable = report_.show_reachable && !lease.reachable.empty();
     if (lease.leaked_allocations() == 0 && lease.late_frees.empty() && !listed_reachable) return;
     std::string &out = out_.text();
+    if (lease.ended_by == EndedBy::Check) {
+      // It has not ended: what the check found, of what was live then.
+      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
+             ") checked at " + milliseconds(lease.end_ms) + " while it runs: " + std::to_string(lease.leaked_bytes()) +
+             " byte(s) lost in " + std::to_string(lease.leaked_allocations()) + " allocation(s)\n";
+      render_groups(process, group_leaks(process, lease));
+      if (listed_reachable) render_groups(process, group_leaks(lease.reachable));
+      return;
+    }
     out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
            ") ended by " + std::string(ended_by_name(lease.ended_by)) +
            (lease.signal != 0 ? " (signal " + std::to_string(lease.signal) + ")" : "") + " at " +
@@ -210,6 +222,9 @@ class TextReport {
              std::to_string(group.allocations) + " allocation(s) [" + std::string(api_name(group.api)) + ", " +
              describe(group.api, group.kind) + ", device " + std::to_string(group.device) +
              (group.reclaimed ? ", reclaimed" : "") + "] allocated from:\n";
+      if (const SiteGrowth *site = process.growth_of(group.stack_id, group.api);
+          site != nullptr && group.reachability != Reachability::Reachable)
+        out += growth_line(*site);
       render_stack(out, process, group.stack_id);
       if (report_.suggest_suppressions) {
         const std::string rule = suggest_suppression(process, group.stack_id);
@@ -219,6 +234,16 @@ class TextReport {
     }
     if (shown < groups.size())
       out_.text() += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
+  }
+
+  // A site's change between the last two live checks.
+  static std::string growth_line(const SiteGrowth &site) {
+    if (!site.growing())
+      return "  not growing: " + std::to_string(site.growth_bytes) + " byte(s) since the check before\n";
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.0f", site.rate_bytes_per_s);
+    return "  growing: +" + std::to_string(site.growth_bytes) + " byte(s) in " +
+           std::to_string(site.growth_allocations) + " allocation(s) since the check before, " + rate + " byte(s)/s\n";
   }
 
   // LeakSanitizer's words for its classes; "Leak of" where nothing classified it.

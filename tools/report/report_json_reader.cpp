@@ -195,6 +195,17 @@ class JsonReportReader {
                                 number<uint64_t>(check["lost_allocations"], "lost_allocations"),
                                 number<uint64_t>(check["reachable_bytes"], "reachable_bytes"),
                                 number<uint64_t>(check["reachable_allocations"], "reachable_allocations")});
+    for (const JsonValue &site : item["growth"].items()) {
+      SiteGrowth growth;
+      growth.api = api_of(site["api"]);
+      growth.lost_bytes = number<uint64_t>(site["lost_bytes"], "lost_bytes");
+      growth.lost_allocations = number<uint64_t>(site["lost_allocations"], "lost_allocations");
+      growth.growth_bytes = number<int64_t>(site["growth_bytes"], "growth_bytes");
+      growth.growth_allocations = number<int64_t>(site["growth_allocations"], "growth_allocations");
+      growth.rate_bytes_per_s = milliseconds(site["rate_bytes_per_s"], "rate_bytes_per_s");
+      growth.stack_id = stack_id_of(process, site);
+      process.site_growth.push_back(growth);
+    }
     for (const JsonValue &wrong : item["wrong_family_frees"].items())
       process.wrong_family_frees.push_back(wrong_family_free_of(wrong, process));
     for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));

@@ -18,6 +18,20 @@ uint64_t ProcessReport::leaked_bytes() const {
   return total;
 }
 
+const SiteGrowth *ProcessReport::growth_of(uint32_t stack_id, Api api) const {
+  // Two stacks recorded apart may have the same frames: the same site.
+  const StackView wanted = stack(stack_id);
+  auto same_frames = [&](const StackView &other) {
+    if (other.size() != wanted.size() || wanted.empty()) return false;
+    for (size_t i = 0; i < wanted.size(); ++i)
+      if (wanted[i].offset != other[i].offset || wanted[i].module != other[i].module) return false;
+    return true;
+  };
+  for (const SiteGrowth &site : site_growth)
+    if (site.api == api && (site.stack_id == stack_id || same_frames(stack(site.stack_id)))) return &site;
+  return nullptr;
+}
+
 StackView ProcessReport::stack(uint32_t stack_id) const {
   auto found = stacks.find(stack_id);
   return found == stacks.end() ? StackView() : StackView(frames, found->second);

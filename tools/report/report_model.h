@@ -202,6 +202,19 @@ struct LiveCheck {
   uint64_t reachable_allocations = 0;
 };
 
+// A site (a stack and an entry point) with memory lost at the last live check, against the
+// check before it: whether, and how fast, it grows.
+struct SiteGrowth {
+  uint32_t stack_id = 0;
+  Api api = Api::Unknown;
+  uint64_t lost_bytes = 0;  // at the last check
+  uint64_t lost_allocations = 0;
+  int64_t growth_bytes = 0;  // since the check before it
+  int64_t growth_allocations = 0;
+  double rate_bytes_per_s = 0;  // growth_bytes over the time between the two checks
+  bool growing() const { return growth_bytes > 0; }
+};
+
 struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
@@ -257,6 +270,11 @@ struct ProcessReport {
   uint64_t recycled_allocations = 0;
   uint64_t recycled_bytes = 0;
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
+  // Where it has two checks or more: each site lost at the last, growing first, fastest first.
+  std::vector<SiteGrowth> site_growth;
+  // The growth of the site of this stack (or of one with the same frames) and entry point, or
+  // nullptr.
+  const SiteGrowth *growth_of(uint32_t stack_id, Api api) const;
   std::vector<DoubleFree> double_frees;
   std::vector<WrongFamilyFree> wrong_family_frees;
   std::vector<SignalArrival> signals;

@@ -281,12 +281,4 @@ std::string error_answer(std::string_view text) {
   return format_answer(Answer{false, {{"message", clean}}});
 }
 
-std::string control_path_of_journal(std::string_view journal_path) {
-  constexpr std::string_view kJournalSuffix = ".journal";
-  if (journal_path.size() <= kJournalSuffix.size() ||
-      journal_path.substr(journal_path.size() - kJournalSuffix.size()) != kJournalSuffix)
-    return "";
-  return std::string(journal_path.substr(0, journal_path.size() - kJournalSuffix.size())) + ".control";
-}
-
 }  // namespace leaseguard::authority

@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "control_page.h"  // the other channel: the daemon to a process of a lease
+
 namespace leaseguard::authority {
 
 inline constexpr int kProtocolVersion = 1;
@@ -97,34 +99,5 @@ std::string error_answer(std::string_view text);
 // use for job ids, all digits included). Where a request names a lease, a live lease of that
 // name is meant before a lease whose id is that number.
 bool valid_lease_name(std::string_view name) noexcept;
-
-// The control page: how the daemon asks a running process of a lease to give back what its
-// leases own (the teardown's reclaim stage), with no descriptor held open in the process
-// (a program may close every descriptor it did not open) and no signal (a program's handlers
-// are its own). It is a file of kControlPageBytes beside each journal, STEM.control beside
-// STEM.journal, created by the process when its journal opens and mapped shared; a thread of
-// the process waits on `request` as a futex. The daemon writes the word with pwrite(2) and
-// wakes the waiter through a read-only mapping of its own that it never reads (the file is
-// the process's: truncated under the mapping, a read would be SIGBUS). The answer is the
-// journal: the leases' ends, the reclaimed frees, then one AuthorityReclaim record.
-// One request per process image; a request written again (a restarted daemon) is not seen.
-inline constexpr size_t kControlPageBytes = 4096;
-inline constexpr char kControlMagic[8] = {'L', 'G', 'C', 'O', 'N', 'T', 'R', 'L'};
-inline constexpr uint32_t kControlVersion = 1;
-struct ControlPage {
-  char magic[8];
-  uint32_t version;
-  uint32_t request;  // 0: nothing asked; else kControlReclaim | the EndedBy the leases end with
-};
-inline constexpr size_t kControlRequestOffset = 12;
-inline constexpr uint32_t kControlReclaim = 0x52430000u;  // "RC" in the top half
-inline constexpr uint32_t kControlReasonMask = 0xFFu;
-// Written by the process itself (compare-and-swap from 0) to send its own thread out of the
-// wait while it joins it; put back to 0 after. A request the daemon writes over it is kept.
-inline constexpr uint32_t kControlLeave = 0x4C560000u;  // "LV" in the top half
-static_assert(sizeof(ControlPage) == 16 && offsetof(ControlPage, request) == kControlRequestOffset);
-
-// STEM.control for the journal STEM.journal; empty if `journal_path` does not end in .journal.
-std::string control_path_of_journal(std::string_view journal_path);
 
 }  // namespace leaseguard::authority
