@@ -145,14 +145,30 @@ bool apply_baseline(report::Report &report, const std::string &baseline_path, re
     return false;
   }
   warn_of_unsymbolized_baseline(baseline, symbolizer, baseline_path, report);
-  std::set<std::string> known;
+  // Each group of the baseline matches as many leaks of its group here, up to as many bytes:
+  // a site that leaks more allocations or more bytes than it did keeps the excess (its later
+  // leaks), so a leak that grows is not hidden by its having leaked before.
+  struct Allowance {
+    uint64_t allocations = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Allowance> known;
   for (const report::ProcessReport &process : baseline.processes)
     for (const report::LeaseEnding &lease : process.leases)
-      for (const report::Leak &leak : lease.leaks)
-        known.insert(report::leak_signature(process, leak.stack_id, leak.api));
+      for (const report::Leak &leak : lease.leaks) {
+        Allowance &allowance = known[report::leak_signature(process, leak.stack_id, leak.api)];
+        ++allowance.allocations;
+        allowance.bytes += leak.bytes;
+      }
   remove_leaks(report, report.baseline_allocations,
                [&](const report::ProcessReport &process, const report::LeaseEnding &, const report::Leak &leak) {
-                 return known.count(report::leak_signature(process, leak.stack_id, leak.api)) == 0;
+                 auto found = known.find(report::leak_signature(process, leak.stack_id, leak.api));
+                 if (found == known.end()) return true;
+                 Allowance &left = found->second;
+                 if (left.allocations == 0 || leak.bytes > left.bytes) return true;
+                 --left.allocations;
+                 left.bytes -= leak.bytes;
+                 return false;
                });
   return true;
 }
