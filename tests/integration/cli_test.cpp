@@ -668,18 +668,17 @@ TEST(Cli, DiffReportsOnlyLeakGroupsTheBaselineLacks) {
 TEST(Cli, DiffComparesEachGroupsCountNotOnlyItsStack) {
   TempDir dir;
   for (const char *count : {"10", "30"})
-    ASSERT_EQ(leaseguard({"run", "--sim", "--quiet", "--out", dir / count, "--", victim("report_shapes"), "many",
-                          count, "1"})
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        leaseguard({"run", "--sim", "--quiet", "--out", dir / count, "--", victim("report_shapes"), "many", count, "1"})
+            .exit_code,
+        0);
   auto grown = leaseguard({"diff", dir / "10", dir / "30"});
   EXPECT_EQ(grown.exit_code, 23) << grown.out << grown.err;
   EXPECT_NE(grown.out.find("10 leaked allocation(s) also in the baseline, left out"), std::string::npos) << grown.out;
   EXPECT_NE(grown.out.find("in 20 allocation(s)"), std::string::npos) << grown.out;
   auto shrunk = leaseguard({"diff", dir / "30", dir / "10"});
   EXPECT_EQ(shrunk.exit_code, 0) << shrunk.out << shrunk.err;
-  EXPECT_NE(shrunk.out.find("10 leaked allocation(s) also in the baseline, left out"), std::string::npos)
-      << shrunk.out;
+  EXPECT_NE(shrunk.out.find("10 leaked allocation(s) also in the baseline, left out"), std::string::npos) << shrunk.out;
 }
 
 // A baseline stays a baseline after the program is rebuilt: `run` keeps a symbolized JSON

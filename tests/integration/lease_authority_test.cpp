@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "live_check_scenario.h"
 #include "process_runner.h"
 
 namespace leaseguard::testing {
@@ -294,6 +295,15 @@ TEST_F(LeaseAuthorityEndToEnd, AReclaimingTeardownHasEachProcessGiveItsMemoryBac
   for (const char *listed : {"1048576 byte(s) in 1 allocation(s) [cuMemAlloc_v2, device memory, device 0, reclaimed]",
                              "2097152 byte(s) in 1 allocation(s) [cuMemAlloc_v2, device memory, device 0, reclaimed]"})
     EXPECT_NE(result.err.find(listed), std::string::npos) << listed << " in\n" << result.err;
+}
+
+// A service under a lease of the authority is checked from outside through the control page
+// the authority's reclaim uses: the same thread serves both, and checks as often as asked.
+TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
+  Daemon daemon(dir_);
+  two_checks_of_a_running_service(
+      {LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "svc", "--sim", "--quiet"}, dir_, false,
+      {{"LEASEGUARD_SIM_USAGE_DIR", usage_dir()}});
 }
 
 // The lease's account is part of the run's report in every format: JSON, SARIF (valid

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "live_check_scenario.h"
 #include "process_runner.h"
 #include "../unit/test_support.h"
 
@@ -75,60 +76,6 @@ TEST(LiveCheck, WithoutReachabilityNoCheckIsMadeAndTheCallSaysSo) {
   EXPECT_EQ(run.json["processes"][0]["checks"].size(), 0u);
 }
 
-// A command run with its stdin and stdout as pipes of the test's: lines sent, lines read.
-class Conversation {
- public:
-  explicit Conversation(std::vector<std::string> arguments) {
-    int in[2], out[2];
-    EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
-    EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
-    std::vector<char *> argv;
-    for (std::string &argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], STDIN_FILENO);
-      dup2(out[1], STDOUT_FILENO);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    to_ = fdopen(in[1], "w");
-    from_ = fdopen(out[0], "r");
-  }
-  ~Conversation() {
-    if (to_ != nullptr) fclose(to_);
-    if (from_ != nullptr) fclose(from_);
-    if (pid_ > 0) waitpid(pid_, nullptr, 0);
-  }
-
-  void send(const std::string &line) {
-    std::fputs((line + "\n").c_str(), to_);
-    std::fflush(to_);
-  }
-  // The next line, without its newline; "" at the end of the output.
-  std::string line() {
-    char buffer[4096];
-    if (std::fgets(buffer, sizeof buffer, from_) == nullptr) return "";
-    std::string text(buffer);
-    if (!text.empty() && text.back() == '\n') text.pop_back();
-    return text;
-  }
-  // Its exit status, once it has ended.
-  int wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE *to_ = nullptr;
-  FILE *from_ = nullptr;
-};
-
 // What a report says the checks found: lost and reachable allocations in the leases checked.
 struct Found {
   size_t lost = 0, reachable = 0;
@@ -157,6 +104,8 @@ JsonValue parsed(const std::string &path) {
   return json;
 }
 
+}  // namespace
+
 // The service serves requests from four threads, caches 16 buffers and drops one in ten on an
 // error path. Two checks from outside, after 100 and 200 requests, find only dropped ones lost
 // (of 10, then 20), the rest of what is live reachable, and the site growing; the service never
@@ -164,11 +113,13 @@ JsonValue parsed(const std::string &path) {
 // the last buffer it dropped, in a slot of the finished request's frame that its wait between
 // requests has not written over: read conservatively, as LeakSanitizer reads stacks, that one
 // is reachable. So each check finds at least the dropped ones less one per worker.
-TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGrowing) {
-  TempDir dir;
-  const std::string out = dir / "out";
-  Conversation service({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", out, "--format",
-                        "json=" + (dir / "exit.json"), "--", victim("leaky_service")});
+void two_checks_of_a_running_service(const std::vector<std::string> &launcher, const std::string &dir, bool periodic,
+                                     const std::map<std::string, std::string> &environment) {
+  const std::string out = dir + "/out";
+  std::vector<std::string> command = launcher;
+  command.insert(command.end(),
+                 {"--out", out, "--format", "json=" + dir + "/exit.json", "--", victim("leaky_service")});
+  Conversation service(command, environment);
   const std::string hello = service.line();
   ASSERT_EQ(hello.rfind("pid ", 0), 0u) << hello;
   const std::string pid = hello.substr(4);
@@ -176,10 +127,10 @@ TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGro
   service.send("serve 100");
   ASSERT_EQ(service.line(), "served 100");
   const RunResult first =
-      run_process({LEASEGUARD_BIN, "check", "--format", "json=" + (dir / "first.json"), "--fail-on-leak", pid});
+      run_process({LEASEGUARD_BIN, "check", "--format", "json=" + dir + "/first.json", "--fail-on-leak", pid});
   EXPECT_EQ(first.exit_code, 23) << first.err;
   constexpr size_t kWorkers = 4, kCache = 16;
-  const Found at_first = found_by_check(parsed(dir / "first.json"));
+  const Found at_first = found_by_check(parsed(dir + "/first.json"));
   EXPECT_LE(at_first.lost, 10u);
   EXPECT_GE(at_first.lost, 10u - kWorkers);
   EXPECT_EQ(at_first.lost + at_first.reachable, 10u + kCache);  // every live one classified
@@ -188,10 +139,18 @@ TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGro
 
   service.send("serve 100");
   ASSERT_EQ(service.line(), "served 200");
-  const RunResult second = run_process({LEASEGUARD_BIN, "check", "--format", "json=" + (dir / "second.json"),
-                                        "--format", "text=" + (dir / "second.txt"), pid});
+  if (periodic) {  // until leaseguard's own thread has checked since: an event, however slow the machine
+    const size_t checks_at_first = parsed(dir + "/first.json")["processes"][0]["checks"].size();
+    for (int round = 0;; ++round) {
+      const std::string between = dir + "/between" + std::to_string(round) + ".json";
+      ASSERT_EQ(run_process({LEASEGUARD_BIN, "report", "--quiet", "--format", "json=" + between, out}).exit_code, 0);
+      if (parsed(between)["processes"][0]["checks"].size() > checks_at_first) break;
+    }
+  }
+  const RunResult second = run_process({LEASEGUARD_BIN, "check", "--format", "json=" + dir + "/second.json", "--format",
+                                        "text=" + dir + "/second.txt", pid});
   EXPECT_EQ(second.exit_code, 0) << second.err;
-  const JsonValue json = parsed(dir / "second.json");
+  const JsonValue json = parsed(dir + "/second.json");
   const Found at_second = found_by_check(json);
   EXPECT_LE(at_second.lost, 20u);
   EXPECT_GE(at_second.lost, 20u - kWorkers);
@@ -200,40 +159,61 @@ TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGro
   EXPECT_EQ(at_second.lost_at, std::set<std::string>{"handle_request"});
   const JsonValue &process = json["processes"][0];
   EXPECT_TRUE(process["running"].as_bool());
-  ASSERT_EQ(process["checks"].size(), 2u);
-  ASSERT_EQ(process["growth"].size(), 1u) << read_text(dir / "second.json");
+  ASSERT_EQ(process["growth"].size(), 1u) << read_text(dir + "/second.json");
   const JsonValue &site = process["growth"][0];
   EXPECT_TRUE(site["growing"].as_bool());
-  const auto growth = static_cast<size_t>(site["growth_allocations"].as_number());
-  EXPECT_EQ(growth, at_second.lost - at_first.lost);
-  EXPECT_EQ(site["growth_bytes"].as_number(), static_cast<double>(growth * 4096));
   EXPECT_EQ(site["lost_bytes"].as_number(), static_cast<double>(at_second.lost * 4096));
   EXPECT_GT(site["rate_bytes_per_s"].as_number(), 0);
-  const std::string text = read_text(dir / "second.txt");
-  EXPECT_NE(text.find("growing: +" + std::to_string(growth * 4096) + " byte(s) in " + std::to_string(growth) +
-                      " allocation(s) since the check before"),
-            std::string::npos)
-      << text;
+  const std::string text = read_text(dir + "/second.txt");
+  if (!periodic) {  // the two checks are the only ones: the growth is between them
+    EXPECT_EQ(process["checks"].size(), 2u);
+    const auto growth = static_cast<size_t>(site["growth_allocations"].as_number());
+    EXPECT_EQ(growth, at_second.lost - at_first.lost);
+    EXPECT_EQ(site["growth_bytes"].as_number(), static_cast<double>(growth * 4096));
+    EXPECT_EQ(site["since_first_check_bytes"].as_number(), static_cast<double>(growth * 4096));
+    EXPECT_NE(text.find("growing: +" + std::to_string(growth * 4096) + " byte(s) since the first check, "),
+              std::string::npos)
+        << text;
+  } else {  // others came between, and one may have come before any request
+    EXPECT_GE(process["checks"].size(), 3u);
+    EXPECT_GE(site["since_first_check_bytes"].as_number(), static_cast<double>((at_second.lost - 10) * 4096));
+    EXPECT_NE(text.find("growing: +"), std::string::npos) << text;
+  }
   // One group: a check records no stack anew (it used to start a new code generation, its
   // look at the loaded drivers taken for an unload, and every later stack had a new id).
   EXPECT_EQ(text.find("Direct leak of"), text.rfind("Direct leak of")) << text;
 
-  // `report` of the run while it runs reads the same last check.
+  // `report` of the run while it runs reads a last check too.
   const RunResult report = run_process({LEASEGUARD_BIN, "report", out});
   EXPECT_NE(report.out.find(") is running\n"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("checked at "), std::string::npos) << report.out;
 
   service.send("quit 7");
   EXPECT_EQ(service.line(), "quit: EINTR 0");
-  EXPECT_EQ(service.wait(), 7);  // its own status, through `run`
-  const JsonValue ended = parsed(dir / "exit.json");
+  EXPECT_EQ(service.wait(), 7);  // its own status, through `run` or `lease start`
+  const JsonValue ended = parsed(dir + "/exit.json");
   EXPECT_FALSE(ended["processes"][0]["running"].as_bool());
-  EXPECT_EQ(ended["processes"][0]["checks"].size(), 2u);
+  EXPECT_GE(ended["processes"][0]["checks"].size(), 2u);
   EXPECT_EQ(ended["summary"]["leaked_allocations"].as_number(), 20);  // the workers have ended: no stale slot
   // Gone, it cannot be asked: one line, exit 2.
   const RunResult gone = run_process({LEASEGUARD_BIN, "check", pid});
   EXPECT_EQ(gone.exit_code, 2);
   EXPECT_EQ(gone.err, "leaseguard: error: no process " + pid + "\n");
+}
+
+namespace {
+
+TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGrowing) {
+  TempDir dir;
+  two_checks_of_a_running_service({LEASEGUARD_BIN, "run", "--sim", "--quiet"}, dir.path(), false);
+}
+
+// The same while leaseguard checks every 20 ms from its own thread: both kinds of check run,
+// each finds only dropped buffers lost, and the site grows from the first check on.
+TEST(LiveCheck, TheSameWhileItIsAlsoCheckedEveryPeriod) {
+  TempDir dir;
+  two_checks_of_a_running_service({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--check-every", "20ms"}, dir.path(),
+                                  true);
 }
 
 // A process not under leaseguard is named as such, and a bad PID is a usage error.

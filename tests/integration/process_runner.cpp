@@ -135,4 +135,50 @@ std::multimap<std::string, std::string> first_functions_and_modules(
   return named;
 }
 
+Conversation::Conversation(std::vector<std::string> arguments, const std::map<std::string, std::string> &environment) {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+  std::vector<char *> argv;
+  for (std::string &argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(in[0], STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    for (const auto &[name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  to_ = fdopen(in[1], "w");
+  from_ = fdopen(out[0], "r");
+}
+
+Conversation::~Conversation() {
+  if (to_ != nullptr) fclose(to_);
+  if (from_ != nullptr) fclose(from_);
+  if (pid_ > 0) waitpid(pid_, nullptr, 0);
+}
+
+void Conversation::send(const std::string &line) {
+  std::fputs((line + "\n").c_str(), to_);
+  std::fflush(to_);
+}
+
+std::string Conversation::line() {
+  char buffer[4096];
+  if (std::fgets(buffer, sizeof buffer, from_) == nullptr) return "";
+  std::string text(buffer);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+int Conversation::wait() {
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace leaseguard::testing

@@ -1,6 +1,9 @@
 // Runs a program with extra environment, capturing its exit status, stdout and stderr.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -38,6 +41,25 @@ LeaseguardRun run_under_leaseguard(const std::string &out_dir, const std::vector
 // allows it (the simulator refuses it too by default, as the driver does), but it is how a
 // test makes a child whose records the tool must keep apart from its parent's.
 inline const std::map<std::string, std::string> kForkedChildrenInherit = {{"LEASEGUARD_SIM_FORKED_CHILD", "inherits"}};
+
+// A command run with its stdin and stdout as pipes of the test's: lines sent, lines read.
+class Conversation {
+ public:
+  explicit Conversation(std::vector<std::string> arguments, const std::map<std::string, std::string> &environment = {});
+  ~Conversation();
+  Conversation(const Conversation &) = delete;
+  Conversation &operator=(const Conversation &) = delete;
+  void send(const std::string &line);
+  // The next line, without its newline; "" at the end of the output.
+  std::string line();
+  // Its exit status (128+N for signal N), once it has ended.
+  int wait();
+
+ private:
+  pid_t pid_ = -1;
+  FILE *to_ = nullptr;
+  FILE *from_ = nullptr;
+};
 
 std::string read_text(const std::string &path);
 std::string victim(const std::string &name);

@@ -349,6 +349,7 @@ class Replay : public journal::JournalVisitor {
       if (!process_.checks.empty()) {
         previous_check_sites_ = lost_by_site(last_check_);
         previous_check_ns_ = check_time_ns_;
+        if (process_.checks.size() == 1) first_check_sites_ = previous_check_sites_;
       }
       last_check_ = CheckSnapshot{};
       LiveCheck check;
@@ -365,6 +366,7 @@ class Replay : public journal::JournalVisitor {
       }
       process_.checks.push_back(check);
       check_time_ns_ = head.time_ns;
+      if (process_.checks.size() == 1) first_check_ns_ = head.time_ns;
     }
     LiveCheck &check = process_.checks.back();
     constexpr uint64_t kIdMask = (uint64_t{1} << journal::kReachabilityClassShift) - 1;
@@ -474,7 +476,7 @@ class Replay : public journal::JournalVisitor {
     }
     for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) process_.leases.push_back(std::move(it->second));
     if (process_.checks.size() < 2) return;
-    const double seconds = static_cast<double>(check_time_ns_ - previous_check_ns_) / 1e9;
+    const double seconds = static_cast<double>(check_time_ns_ - first_check_ns_) / 1e9;
     for (const auto &[key, loss] : lost_by_site(last_check_)) {
       SiteGrowth site;
       site.stack_id = key.first;
@@ -484,11 +486,13 @@ class Replay : public journal::JournalVisitor {
       const SiteLoss before = previous_check_sites_.count(key) != 0 ? previous_check_sites_.at(key) : SiteLoss{};
       site.growth_bytes = static_cast<int64_t>(loss.bytes) - static_cast<int64_t>(before.bytes);
       site.growth_allocations = static_cast<int64_t>(loss.allocations) - static_cast<int64_t>(before.allocations);
-      site.rate_bytes_per_s = seconds > 0 ? static_cast<double>(site.growth_bytes) / seconds : 0;
+      const SiteLoss first = first_check_sites_.count(key) != 0 ? first_check_sites_.at(key) : SiteLoss{};
+      site.since_first_bytes = static_cast<int64_t>(loss.bytes) - static_cast<int64_t>(first.bytes);
+      site.rate_bytes_per_s = seconds > 0 ? static_cast<double>(site.since_first_bytes) / seconds : 0;
       process_.site_growth.push_back(site);
     }
     std::stable_sort(process_.site_growth.begin(), process_.site_growth.end(),
-                     [](const SiteGrowth &a, const SiteGrowth &b) { return a.growth_bytes > b.growth_bytes; });
+                     [](const SiteGrowth &a, const SiteGrowth &b) { return a.rate_bytes_per_s > b.rate_bytes_per_s; });
   }
 
   // A record with a time: the frees in place that happened before it come first. In a
@@ -745,6 +749,8 @@ class Replay : public journal::JournalVisitor {
   CheckSnapshot last_check_;
   std::map<SiteKey, SiteLoss> previous_check_sites_;  // lost at the check before the last
   uint64_t previous_check_ns_ = 0;
+  std::map<SiteKey, SiteLoss> first_check_sites_;  // lost at the first check
+  uint64_t first_check_ns_ = 0;
   std::unordered_map<uint32_t, uint32_t> site_stack_;  // stack id -> the site's (site_stack_of)
   std::map<std::vector<std::pair<std::string, uint64_t>>, uint32_t> site_stack_by_frames_;
   uint64_t start_ns_ = 0;

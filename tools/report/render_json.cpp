@@ -161,6 +161,7 @@ void write_process_events(JsonWriter &json, const ProcessReport &process, StackR
     json.key("lost_allocations").value(site.lost_allocations);
     json.key("growth_bytes").value(site.growth_bytes);
     json.key("growth_allocations").value(site.growth_allocations);
+    json.key("since_first_check_bytes").value(site.since_first_bytes);
     json.key("rate_bytes_per_s").value(site.rate_bytes_per_s);
     json.key("growing").value(site.growing());
     write_stack(json, process, site.stack_id, refs);

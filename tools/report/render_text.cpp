@@ -236,14 +236,15 @@ class TextReport {
       out_.text() += "\n(omitting " + std::to_string(groups.size() - shown) + " more leak group(s))\n";
   }
 
-  // A site's change between the last two live checks.
+  // A site's change across the live checks: since the first, and since the one before.
   static std::string growth_line(const SiteGrowth &site) {
-    if (!site.growing())
-      return "  not growing: " + std::to_string(site.growth_bytes) + " byte(s) since the check before\n";
+    const std::string since_before = std::to_string(site.growth_bytes) + " byte(s) in " +
+                                     std::to_string(site.growth_allocations) + " allocation(s) since the check before";
+    if (!site.growing()) return "  not growing since the first check; " + since_before + "\n";
     char rate[64];
     std::snprintf(rate, sizeof rate, "%.0f", site.rate_bytes_per_s);
-    return "  growing: +" + std::to_string(site.growth_bytes) + " byte(s) in " +
-           std::to_string(site.growth_allocations) + " allocation(s) since the check before, " + rate + " byte(s)/s\n";
+    return "  growing: +" + std::to_string(site.since_first_bytes) + " byte(s) since the first check, " + rate +
+           " byte(s)/s; " + (site.growth_bytes > 0 ? "+" : "") + since_before + "\n";
   }
 
   // LeakSanitizer's words for its classes; "Leak of" where nothing classified it.

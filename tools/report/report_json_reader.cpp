@@ -202,6 +202,7 @@ class JsonReportReader {
       growth.lost_allocations = number<uint64_t>(site["lost_allocations"], "lost_allocations");
       growth.growth_bytes = number<int64_t>(site["growth_bytes"], "growth_bytes");
       growth.growth_allocations = number<int64_t>(site["growth_allocations"], "growth_allocations");
+      growth.since_first_bytes = number<int64_t>(site["since_first_check_bytes"], "since_first_check_bytes");
       growth.rate_bytes_per_s = milliseconds(site["rate_bytes_per_s"], "rate_bytes_per_s");
       growth.stack_id = stack_id_of(process, site);
       process.site_growth.push_back(growth);

@@ -203,7 +203,7 @@ struct LiveCheck {
 };
 
 // A site (a stack and an entry point) with memory lost at the last live check, against the
-// check before it: whether, and how fast, it grows.
+// check before it and the first: whether, and how fast, it grows across the checks.
 struct SiteGrowth {
   uint32_t stack_id = 0;
   Api api = Api::Unknown;
@@ -211,8 +211,9 @@ struct SiteGrowth {
   uint64_t lost_allocations = 0;
   int64_t growth_bytes = 0;  // since the check before it
   int64_t growth_allocations = 0;
-  double rate_bytes_per_s = 0;  // growth_bytes over the time between the two checks
-  bool growing() const { return growth_bytes > 0; }
+  int64_t since_first_bytes = 0;  // since the first check
+  double rate_bytes_per_s = 0;    // since_first_bytes over the time from the first check to the last
+  bool growing() const { return since_first_bytes > 0; }
 };
 
 struct ProcessReport {
