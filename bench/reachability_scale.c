@@ -9,7 +9,13 @@
  * data is: pages of one repeated pattern are merged by this machine's hypervisor, and the
  * first read of each merged page then costs the host a fault the scan would be charged for.
  *
+ * With REACHABILITY_SCALE_CHECK=1 in its environment, it asks for a live check
+ * (leaseguard_check(), found at run time: the program is not linked to leaseguard) before it
+ * returns: the check's line comes first, the exit's after it.
+ *
  *   reachability_scale [HOST_BLOCKS [DEVICE [BULK_MIB]]]   (default 1000000 100000 0) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,5 +55,10 @@ int main(int argc, char **argv) {
     }
   }
   printf("%ld host block(s), %ld device allocation(s) held\n", host_blocks, device);
+  const char *check = getenv("REACHABILITY_SCALE_CHECK");
+  if (check != NULL && check[0] == '1') {
+    int (*leaseguard_check)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "leaseguard_check");
+    if (leaseguard_check == NULL || leaseguard_check() != 0) return 7;
+  }
   return 0;
 }
