@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "api_ids.h"
 #include "journal_format.h"
@@ -91,7 +93,11 @@ size_t LiveBytesReader::apply(uint64_t slot, uint32_t tag) {
   const size_t slots = tag_slots(tag);
   const RecordType type = tag_type(tag);
   if (slots == 0 || (slot + slots) * kSlotBytes > mapped_bytes_) return 1;
-  if (slots != 1) return slots;  // what matters here fits one slot
+  if (type == RecordType::Check) {
+    apply_check(slot, slots);
+    return slots;
+  }
+  if (slots != 1) return slots;  // what else matters here fits one slot
   switch (type) {
     case RecordType::Alloc: add_allocation(slot); break;
     case RecordType::Free: {
@@ -170,6 +176,34 @@ void LiveBytesReader::update() {
     slot += apply(slot, tag);
   }
   frontier_ = slot - zeros;
+}
+
+void LiveBytesReader::apply_check(uint64_t slot, size_t slots) {
+  // The payload is the slots' payload areas end to end (journal_format.h).
+  std::vector<unsigned char> payload(slots * kSlotPayloadBytes);
+  for (size_t i = 0; i < slots; ++i) {
+    if (i != 0 && tag_at(slot + i) != kContinuationTag) return;  // not whole: skipped, as a reader skips it
+    std::memcpy(payload.data() + i * kSlotPayloadBytes, payload_at(slot + i), kSlotPayloadBytes);
+  }
+  ReachabilityPayload head;
+  std::memcpy(&head, payload.data(), sizeof head);
+  if (sizeof head + uint64_t{head.count} * 8 > payload.size()) return;
+  if (!last_check_lost_bytes_ || head.time_ns != last_check_ns_) {
+    uint64_t live_bytes = 0;
+    for (const auto &[id, live] : live_)
+      if (live.device_memory) live_bytes += live.bytes;
+    last_check_lost_bytes_ = live_bytes;
+    last_check_ns_ = head.time_ns;
+  }
+  constexpr uint64_t kIdMask = (uint64_t{1} << kReachabilityClassShift) - 1;
+  for (uint32_t i = 0; i < head.count; ++i) {
+    uint64_t entry;
+    std::memcpy(&entry, payload.data() + sizeof head + i * 8, sizeof entry);
+    if ((entry >> kReachabilityClassShift) != kReachabilityClassReachable) continue;
+    auto live = live_.find(entry & kIdMask);
+    if (live == live_.end() || !live->second.device_memory) continue;
+    *last_check_lost_bytes_ -= std::min(*last_check_lost_bytes_, live->second.bytes);
+  }
 }
 
 std::map<int, uint64_t> LiveBytesReader::live_bytes_per_device() const {

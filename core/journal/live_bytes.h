@@ -42,6 +42,9 @@ class LiveBytesReader {
   // Live device-memory bytes per device (-1: unknown device), as of the last update.
   std::map<int, uint64_t> live_bytes_per_device() const;
   size_t live_allocations() const { return live_.size(); }
+  // Device-memory bytes its last live check found lost (live at the check and not reachable),
+  // of the allocations this reader knew live then; nullopt before any check.
+  std::optional<uint64_t> lost_bytes_at_last_check() const { return last_check_lost_bytes_; }
   // The process wrote its end (ProcessEnd): nothing it holds will change.
   bool process_ended() const { return process_ended_; }
   // The process's answer to the teardown's reclaim request (journal::AuthorityReclaimPayload),
@@ -64,6 +67,9 @@ class LiveBytesReader {
   // Applies the record whose first slot is `slot`; returns its slot count (1 if unreadable).
   size_t apply(uint64_t slot, uint32_t tag);
   void add_allocation(uint64_t slot);
+  // A Check record (slots consecutive from `slot`): its first record starts a check (all it
+  // holds live is lost), its reachable entries are taken off.
+  void apply_check(uint64_t slot, size_t slots);
 
   int fd_ = -1;
   const unsigned char *map_ = nullptr;
@@ -76,6 +82,8 @@ class LiveBytesReader {
   std::unordered_map<uint64_t, Live> live_;  // by allocation id
   bool process_ended_ = false;
   std::optional<journal::AuthorityReclaimPayload> reclaim_answer_;
+  std::optional<uint64_t> last_check_lost_bytes_;
+  uint64_t last_check_ns_ = 0;
 };
 
 }  // namespace leaseguard::journal

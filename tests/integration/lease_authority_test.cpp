@@ -297,15 +297,6 @@ TEST_F(LeaseAuthorityEndToEnd, AReclaimingTeardownHasEachProcessGiveItsMemoryBac
     EXPECT_NE(result.err.find(listed), std::string::npos) << listed << " in\n" << result.err;
 }
 
-// A service under a lease of the authority is checked from outside through the control page
-// the authority's reclaim uses: the same thread serves both, and checks as often as asked.
-TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
-  Daemon daemon(dir_);
-  two_checks_of_a_running_service(
-      {LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "svc", "--sim", "--quiet"}, dir_, false,
-      {{"LEASEGUARD_SIM_USAGE_DIR", usage_dir()}});
-}
-
 // The lease's account is part of the run's report in every format: JSON, SARIF (valid
 // against the 2.1.0 schema), JUnit (valid against Jenkins' schema) and the HTML page's data.
 TEST_F(LeaseAuthorityEndToEnd, TheLeasesAccountIsInEveryFormatOfTheReport) {
@@ -366,8 +357,8 @@ TEST_F(LeaseAuthorityEndToEnd, TopShowsEachProcessOfALiveLeaseWithWhatItHolds) {
   const RunResult top = run_process({LEASEGUARD_BIN, "top", "--once", "--socket", daemon.socket()});
   EXPECT_EQ(top.exit_code, 0) << top.err;
   EXPECT_NE(top.out.find("1 lease(s), 3 process(es), 6.0 MiB of device memory live"), std::string::npos) << top.out;
-  // One row per process, the lease's columns on the first only.
-  for (const char *held : {" 1.0 MiB\n", " 2.0 MiB\n", " 3.0 MiB\n"})
+  // One row per process, the lease's columns on the first only; no live check has run (LOST -).
+  for (const char *held : {" 1.0 MiB            -\n", " 2.0 MiB            -\n", " 3.0 MiB            -\n"})
     EXPECT_NE(top.out.find(held), std::string::npos) << held << " in\n" << top.out;
   EXPECT_NE(top.out.find("\n1      job "), std::string::npos) << top.out;
   ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
@@ -759,6 +750,25 @@ std::string http_get(int port, const std::string &path) {
   close(fd);
   const size_t body = response.find("\r\n\r\n");
   return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// A service under a lease of the authority is checked from outside through the control page
+// the authority's reclaim uses: the same thread serves both, and checks as often as asked.
+// While it runs, `top` (through the daemon) and the daemon's metrics say what its last check
+// found lost.
+TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
+  const int port = free_port();
+  Daemon daemon(dir_, true, {"--metrics", "127.0.0.1:" + std::to_string(port)});
+  two_checks_of_a_running_service(
+      {LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "svc", "--sim", "--quiet"}, dir_, false,
+      {{"LEASEGUARD_SIM_USAGE_DIR", usage_dir()}}, [&](uint64_t lost_bytes) {
+        expect_top_shows_lost({"--socket", daemon.socket()}, lost_bytes);
+        const std::string metrics = http_get(port, "/metrics");
+        EXPECT_NE(
+            metrics.find("leaseguard_lease_lost_bytes{lease=\"svc\",id=\"1\"} " + std::to_string(lost_bytes) + "\n"),
+            std::string::npos)
+            << metrics;
+      });
 }
 
 // A real Prometheus (Debian's), scraping `target` every second, its data in `dir`.

@@ -114,7 +114,8 @@ JsonValue parsed(const std::string &path) {
 // requests has not written over: read conservatively, as LeakSanitizer reads stacks, that one
 // is reachable. So each check finds at least the dropped ones less one per worker.
 void two_checks_of_a_running_service(const std::vector<std::string> &launcher, const std::string &dir, bool periodic,
-                                     const std::map<std::string, std::string> &environment) {
+                                     const std::map<std::string, std::string> &environment,
+                                     const std::function<void(uint64_t lost_bytes)> &while_running) {
   const std::string out = dir + "/out";
   std::vector<std::string> command = launcher;
   command.insert(command.end(),
@@ -183,6 +184,8 @@ void two_checks_of_a_running_service(const std::vector<std::string> &launcher, c
   // look at the loaded drivers taken for an unload, and every later stack had a new id).
   EXPECT_EQ(text.find("Direct leak of"), text.rfind("Direct leak of")) << text;
 
+  if (while_running) while_running(at_second.lost * 4096);
+
   // `report` of the run while it runs reads a last check too.
   const RunResult report = run_process({LEASEGUARD_BIN, "report", out});
   EXPECT_NE(report.out.find(") is running\n"), std::string::npos) << report.out;
@@ -201,11 +204,27 @@ void two_checks_of_a_running_service(const std::vector<std::string> &launcher, c
   EXPECT_EQ(gone.err, "leaseguard: error: no process " + pid + "\n");
 }
 
+// `top` (its last column, LOST) says what the last check found lost: `lost_bytes` as top
+// writes a size.
+void expect_top_shows_lost(const std::vector<std::string> &top_options, uint64_t lost_bytes) {
+  std::vector<std::string> argv = {LEASEGUARD_BIN, "top", "--once"};
+  argv.insert(argv.end(), top_options.begin(), top_options.end());
+  const RunResult top = run_process(argv);
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  char expected[48];
+  std::snprintf(expected, sizeof expected, " %.1f KiB\n", static_cast<double>(lost_bytes) / 1024);
+  EXPECT_NE(top.out.find(" LOST\n"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find(expected), std::string::npos) << expected << " in\n" << top.out;
+}
+
 namespace {
 
 TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGrowing) {
   TempDir dir;
-  two_checks_of_a_running_service({LEASEGUARD_BIN, "run", "--sim", "--quiet"}, dir.path(), false);
+  two_checks_of_a_running_service(
+      {LEASEGUARD_BIN, "run", "--sim", "--quiet"}, dir.path(), false, {}, [&](uint64_t lost_bytes) {
+        expect_top_shows_lost({"--out", dir / "out", "--socket", dir / "no.sock"}, lost_bytes);
+      });
 }
 
 // The same while leaseguard checks every 20 ms from its own thread: both kinds of check run,

@@ -233,6 +233,7 @@ TEST(MetricsText, NamesEverySeriesOfTheContractWithEscapedLabels) {
   lease.id = 4;
   lease.ttl_remaining_seconds = 1.5;
   lease.live = {{100, 0, 4096}, {101, 1, 8192}};
+  lease.lost_bytes_at_last_check = 40960;
   snapshot.leases.push_back(lease);
   LeaseMetrics untimed;
   untimed.name = "forever";
@@ -250,13 +251,15 @@ TEST(MetricsText, NamesEverySeriesOfTheContractWithEscapedLabels) {
            "leaseguard_lease_live_bytes{lease=\"job\\\"1\\\\\",id=\"4\",pid=\"101\",device=\"1\"} 8192\n",
            "leaseguard_node_live_bytes{device=\"0\"} 4097\n",
            "leaseguard_lease_ttl_remaining_seconds{lease=\"job\\\"1\\\\\",id=\"4\"} 1.500\n",
+           "# TYPE leaseguard_lease_lost_bytes gauge\n",
+           "leaseguard_lease_lost_bytes{lease=\"job\\\"1\\\\\",id=\"4\"} 40960\n",
            "# TYPE leaseguard_teardown_stage_total counter\n",
            "leaseguard_teardown_stage_total{stage=\"sigkill\"} 1\n",
            "leaseguard_leaked_bytes_total 65536\n",
            "# TYPE leaseguard_reclaimed_bytes_total counter\nleaseguard_reclaimed_bytes_total 3145728\n",
        })
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\nin:\n" << text;
-  EXPECT_EQ(text.find("id=\"5\"} "), std::string::npos) << "a lease without a TTL has no TTL series";
+  EXPECT_EQ(text.find("id=\"5\"} "), std::string::npos) << "a lease without a TTL or a check has no such series";
   EXPECT_EQ(escape_label_value("a\nb"), "a\\nb");
 }
 

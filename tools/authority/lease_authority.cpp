@@ -174,7 +174,8 @@ std::string LeaseAuthority::list(const Peer &peer, uint64_t now_ms) const {
 
 // For `leaseguard top`: "lease=ID NAME TTL_MS|- STAGE" per live lease of the sender's, then
 // "process=LEASE_ID PID DEVICE BYTES" per process and device holding memory (a process
-// holding none: DEVICE and BYTES are "-").
+// holding none: DEVICE and BYTES are "-"), and "checked=LEASE_ID PID LOST_BYTES" per process
+// that had a live check (what its last one found lost).
 std::string LeaseAuthority::snapshot(const Peer &peer, uint64_t now_ms) {
   Answer answer = ok();
   for (auto &[id, lease] : leases_) {
@@ -186,11 +187,16 @@ std::string LeaseAuthority::snapshot(const Peer &peer, uint64_t now_ms) {
     if (lease.ended_by == EndReason::None) running_members(lease);
     for (const LeaseProcess &process : lease.processes) {
       if (!still_runs({process.pid, process.start_time})) continue;
-      const std::map<int, uint64_t> held = live_bytes(lease, process);
+      const ProcessJournal *journal = journal_of(lease, process);
+      const std::map<int, uint64_t> held =
+          journal != nullptr ? journal->reader->live_bytes_per_device() : std::map<int, uint64_t>{};
       const std::string who = std::to_string(id) + " " + std::to_string(process.pid) + " ";
       if (held.empty()) answer.fields.emplace_back("process", who + "- -");
       for (const auto &[device, bytes] : held)
         answer.fields.emplace_back("process", who + std::to_string(device) + " " + std::to_string(bytes));
+      if (journal != nullptr)
+        if (const std::optional<uint64_t> lost = journal->reader->lost_bytes_at_last_check())
+          answer.fields.emplace_back("checked", who + std::to_string(*lost));
     }
   }
   return bounded(answer);
@@ -493,8 +499,14 @@ MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
       running_members(lease);
       lease.membership_walked_ms = now_ms;
     }
-    for (const LeaseProcess &process : lease.processes)
-      for (const auto &[device, bytes] : live_bytes(lease, process)) entry.live.push_back({process.pid, device, bytes});
+    for (const LeaseProcess &process : lease.processes) {
+      const ProcessJournal *journal = journal_of(lease, process);
+      if (journal == nullptr) continue;
+      for (const auto &[device, bytes] : journal->reader->live_bytes_per_device())
+        entry.live.push_back({process.pid, device, bytes});
+      if (const std::optional<uint64_t> lost = journal->reader->lost_bytes_at_last_check())
+        entry.lost_bytes_at_last_check = entry.lost_bytes_at_last_check.value_or(0) + *lost;
+    }
     entry.name = lease.name;
     entry.id = id;
     if (lease.deadline_ms != 0)

@@ -66,6 +66,14 @@ std::string render_metrics(const MetricsSnapshot &snapshot) {
   for (const auto &[device, bytes] : node_bytes)
     out += "leaseguard_node_live_bytes{device=\"" + std::to_string(device) + "\"} " + number(bytes) + "\n";
 
+  family(out, "leaseguard_lease_lost_bytes", "gauge",
+         "Device memory the last live check of each process of a live lease found lost, summed per lease; "
+         "leases none of whose processes was checked have no series.");
+  for (const LeaseMetrics &lease : snapshot.leases)
+    if (lease.lost_bytes_at_last_check)
+      out +=
+          "leaseguard_lease_lost_bytes{" + lease_labels(lease) + "} " + number(*lease.lost_bytes_at_last_check) + "\n";
+
   family(out, "leaseguard_lease_ttl_remaining_seconds", "gauge",
          "Time left before a live lease ends; leases without a TTL have no series.");
   for (const LeaseMetrics &lease : snapshot.leases)

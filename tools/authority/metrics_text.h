@@ -27,6 +27,8 @@ struct LeaseMetrics {
   uint64_t id = 0;
   std::optional<double> ttl_remaining_seconds;  // none: the lease has no TTL
   std::vector<ProcessDeviceBytes> live;         // one entry per process and device holding memory
+  // What its processes' last live checks found lost, summed; none: no process was checked.
+  std::optional<uint64_t> lost_bytes_at_last_check;
 };
 
 struct MetricsSnapshot {

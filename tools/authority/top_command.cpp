@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ namespace {
 struct TopProcess {
   pid_t pid = 0;
   std::map<int, uint64_t> live;  // device -> bytes
+  std::optional<uint64_t> lost;  // what its last live check found lost; none: never checked
 };
 
 struct TopLease {
@@ -80,13 +82,20 @@ bool from_daemon(const std::string &socket, Snapshot &snapshot) {
   snapshot.source = "the lease authority at " + socket;
   for (const auto &[key, value] : answer.fields) {
     char first[160] = {}, second[160] = {}, third[32] = {}, fourth[32] = {};
+    if (key == "checked" && std::sscanf(value.c_str(), "%159s %159s %31s", first, second, third) == 3 &&
+        !snapshot.leases.empty() && snapshot.leases.back().id == first) {
+      const pid_t pid = static_cast<pid_t>(std::strtol(second, nullptr, 10));
+      for (TopProcess &process : snapshot.leases.back().processes)
+        if (process.pid == pid) process.lost = std::strtoull(third, nullptr, 10);
+      continue;
+    }
     if (std::sscanf(value.c_str(), "%159s %159s %31s %31s", first, second, third, fourth) != 4) continue;
     if (key == "lease") {
       snapshot.leases.push_back({first, second, third, fourth, {}});
     } else if (key == "process" && !snapshot.leases.empty() && snapshot.leases.back().id == first) {
       std::vector<TopProcess> &processes = snapshot.leases.back().processes;
       const pid_t pid = static_cast<pid_t>(std::strtol(second, nullptr, 10));
-      if (processes.empty() || processes.back().pid != pid) processes.push_back({pid, {}});
+      if (processes.empty() || processes.back().pid != pid) processes.push_back({pid, {}, {}});
       if (std::string(third) != "-") processes.back().live[std::atoi(third)] = std::strtoull(fourth, nullptr, 10);
     }
   }
@@ -127,7 +136,7 @@ void from_journals(const std::string &out_dir, Snapshot &snapshot,
     }
     reader->update();
     if (reader->process_ended()) continue;
-    everything.processes.push_back({pid, reader->live_bytes_per_device()});
+    everything.processes.push_back({pid, reader->live_bytes_per_device(), reader->lost_bytes_at_last_check()});
   }
   closedir(listing);
   snapshot.leases.push_back(std::move(everything));
@@ -148,8 +157,8 @@ std::string render(const Snapshot &snapshot) {
   out += line;
   out += "from " + snapshot.source + "\n\n";
   if (!snapshot.problem.empty()) return out + snapshot.problem + "\n";
-  std::snprintf(line, sizeof line, "%-6s %-24s %-9s %-8s %8s %6s %12s\n", "ID", "LEASE", "TTL LEFT", "STAGE", "PID",
-                "DEVICE", "LIVE");
+  std::snprintf(line, sizeof line, "%-6s %-24s %-9s %-8s %8s %6s %12s %12s\n", "ID", "LEASE", "TTL LEFT", "STAGE",
+                "PID", "DEVICE", "LIVE", "LOST");
   out += line;
   for (const TopLease &lease : snapshot.leases) {
     bool first = true;
@@ -162,16 +171,23 @@ std::string render(const Snapshot &snapshot) {
       first = false;
       return std::string(columns);
     };
-    auto process_columns = [](pid_t pid, const std::string &device, const std::string &live) {
-      char columns[128];
-      std::snprintf(columns, sizeof columns, "%8d %6s %12s\n", static_cast<int>(pid), device.c_str(), live.c_str());
+    // LOST: what the process's last live check found lost, on its first row ("-": none yet).
+    auto process_columns = [](const TopProcess &process, bool first_row, const std::string &device,
+                              const std::string &live) {
+      const std::string lost = !first_row ? "" : process.lost ? human_bytes(*process.lost) : "-";
+      char columns[160];
+      std::snprintf(columns, sizeof columns, "%8d %6s %12s %12s\n", static_cast<int>(process.pid), device.c_str(),
+                    live.c_str(), lost.c_str());
       return std::string(columns);
     };
     if (lease.processes.empty()) out += lease_columns() + "       -\n";
     for (const TopProcess &process : lease.processes) {
-      if (process.live.empty()) out += lease_columns() + process_columns(process.pid, "-", "0 B");
-      for (const auto &[device, bytes] : process.live)
-        out += lease_columns() + process_columns(process.pid, std::to_string(device), human_bytes(bytes));
+      if (process.live.empty()) out += lease_columns() + process_columns(process, true, "-", "0 B");
+      bool first_row = true;
+      for (const auto &[device, bytes] : process.live) {
+        out += lease_columns() + process_columns(process, first_row, std::to_string(device), human_bytes(bytes));
+        first_row = false;
+      }
     }
   }
   return out;
