@@ -168,6 +168,24 @@ TEST_F(Html, LeakSitesAreTheProgramsOwnFramesNotTheRuntimes) {
   EXPECT_EQ(dom.find("<summary>libcudart_static_"), std::string::npos) << said(dom);
 }
 
+// A run with live checks: the page plots lost and still reachable bytes at each check and
+// lists the sites that grew across them (tests/victims/live_check.c: 2, then 5 lost).
+TEST_F(Html, LiveChecksArePlottedWithTheGrowingSites) {
+  const std::string page = dir / "report.html";
+  auto run = leaseguard(
+      {"run", "--sim", "--quiet", "--out", dir.path(), "--format", "html=" + page, "--", victim("live_check")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const Window &window : {kLaptop, kPhone}) {
+    const std::string dom = load(page, window);
+    EXPECT_NE(dom.find("<h3>Live checks</h3>"), std::string::npos) << said(dom);
+    EXPECT_NE(dom.find("id=\"checks-0\""), std::string::npos);
+    EXPECT_EQ(occurrences(dom, "class=\"check-lost-point\""), 2u);
+    EXPECT_EQ(occurrences(dom, "class=\"check-reachable-point\""), 2u);
+    EXPECT_GE(occurrences(dom, "class=\"growing-site\""), 1u);
+    EXPECT_NE(dom.find("since the first check"), std::string::npos);
+  }
+}
+
 // `lease start`'s report: the lease authority's account of the lease in the summary (read
 // back from a JSON report that carries it, as `leaseguard report` merges them), legible at
 // both widths.

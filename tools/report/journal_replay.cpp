@@ -415,6 +415,7 @@ class Replay : public journal::JournalVisitor {
     check_conservation();
     // Not in the conservation law: a check's findings are the state of a moment, not a fate.
     if (process_.running) list_last_check();
+    measure_site_growth();
     for (auto &[lease_id, bytes] : lease_bytes_) {
       if (bytes.points.empty()) continue;
       add_point(bytes, since_start_ms(last_ns_));  // hold the last level to the end
@@ -465,7 +466,7 @@ class Replay : public journal::JournalVisitor {
   }
 
   // A running process: its last check's findings as the report's leaks, one ending (by check)
-  // per lease that held memory then, and each site's growth since the check before it.
+  // per lease that held memory then.
   void list_last_check() {
     if (process_.checks.empty()) return;
     std::map<uint32_t, LeaseEnding> by_lease;
@@ -475,6 +476,11 @@ class Replay : public journal::JournalVisitor {
       add_leak(entry->second, last_check_.leaks[i]);
     }
     for (auto it = by_lease.rbegin(); it != by_lease.rend(); ++it) process_.leases.push_back(std::move(it->second));
+  }
+
+  // Each site lost at the last check, against the check before it and the first: running or
+  // not, a report of a process with two checks or more says which sites grew.
+  void measure_site_growth() {
     if (process_.checks.size() < 2) return;
     const double seconds = static_cast<double>(check_time_ns_ - first_check_ns_) / 1e9;
     for (const auto &[key, loss] : lost_by_site(last_check_)) {

@@ -221,6 +221,37 @@ void write_groups(JsonWriter &json, const ProcessReport &process) {
   json.end_array();
 }
 
+// The live checks, flat (ms, lost bytes, reachable bytes, ...), and the sites that grew across
+// them, fastest first, each named by its first frame outside the runtime.
+void write_checks(JsonWriter &json, const ProcessReport &process) {
+  json.key("checks").begin_array();
+  for (const LiveCheck &check : process.checks)
+    json.value(check.time_ms).value(check.lost_bytes).value(check.reachable_bytes);
+  json.end_array();
+  json.key("growing").begin_array();
+  constexpr size_t kSitesShown = 10;
+  size_t shown = 0;
+  for (const SiteGrowth &site : process.site_growth) {
+    if (!site.growing() || shown++ == kSitesShown) break;
+    const StackView stack = process.stack(site.stack_id);
+    std::string name = "(no stack)";
+    for (const Frame &frame : stack)
+      if (!is_runtime_frame(frame)) {
+        name = frame_name(frame) +
+               (frame.file ? " " + *frame.file + (frame.line ? ":" + std::to_string(*frame.line) : "") : std::string());
+        break;
+      }
+    json.begin_object();
+    json.key("site").value(name);
+    json.key("api").value(api_name(site.api));
+    json.key("lost_bytes").value(site.lost_bytes);
+    json.key("since_first_check_bytes").value(site.since_first_bytes);
+    json.key("rate_bytes_per_s").value(site.rate_bytes_per_s);
+    json.end_object();
+  }
+  json.end_array();
+}
+
 void write_process(JsonWriter &json, const ProcessReport &process) {
   json.begin_object();
   json.key("pid").value(static_cast<int64_t>(process.pid));
@@ -243,6 +274,7 @@ void write_process(JsonWriter &json, const ProcessReport &process) {
     json.end_object();
   }
   json.end_array();
+  write_checks(json, process);
   write_leases(json, process);
   write_groups(json, process);
   // Every distinct frame the process's stacks use: its name, then where it is.
