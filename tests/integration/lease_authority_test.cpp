@@ -759,16 +759,18 @@ std::string http_get(int port, const std::string &path) {
 TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
   const int port = free_port();
   Daemon daemon(dir_, true, {"--metrics", "127.0.0.1:" + std::to_string(port)});
-  two_checks_of_a_running_service(
-      {LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "svc", "--sim", "--quiet"}, dir_, false,
-      {{"LEASEGUARD_SIM_USAGE_DIR", usage_dir()}}, [&](uint64_t lost_bytes) {
-        expect_top_shows_lost({"--socket", daemon.socket()}, lost_bytes);
-        const std::string metrics = http_get(port, "/metrics");
-        EXPECT_NE(
-            metrics.find("leaseguard_lease_lost_bytes{lease=\"svc\",id=\"1\"} " + std::to_string(lost_bytes) + "\n"),
-            std::string::npos)
-            << metrics;
-      });
+  ServiceRun run;
+  run.launcher = {LEASEGUARD_BIN, "lease", "start", "--socket", daemon.socket(), "--name", "svc", "--sim", "--quiet"};
+  run.service = {victim("leaky_service")};
+  run.environment = {{"LEASEGUARD_SIM_USAGE_DIR", usage_dir()}};
+  run.while_running = [&](uint64_t lost_bytes) {
+    expect_top_shows_lost({"--socket", daemon.socket()}, lost_bytes);
+    const std::string metrics = http_get(port, "/metrics");
+    EXPECT_NE(metrics.find("leaseguard_lease_lost_bytes{lease=\"svc\",id=\"1\"} " + std::to_string(lost_bytes) + "\n"),
+              std::string::npos)
+        << metrics;
+  };
+  two_checks_of_a_running_service(run, dir_);
 }
 
 // A real Prometheus (Debian's), scraping `target` every second, its data in `dir`.

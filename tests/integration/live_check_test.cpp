@@ -113,14 +113,13 @@ JsonValue parsed(const std::string &path) {
 // the last buffer it dropped, in a slot of the finished request's frame that its wait between
 // requests has not written over: read conservatively, as LeakSanitizer reads stacks, that one
 // is reachable. So each check finds at least the dropped ones less one per worker.
-void two_checks_of_a_running_service(const std::vector<std::string> &launcher, const std::string &dir, bool periodic,
-                                     const std::map<std::string, std::string> &environment,
-                                     const std::function<void(uint64_t lost_bytes)> &while_running) {
+void two_checks_of_a_running_service(const ServiceRun &run, const std::string &dir) {
   const std::string out = dir + "/out";
-  std::vector<std::string> command = launcher;
-  command.insert(command.end(),
-                 {"--out", out, "--format", "json=" + dir + "/exit.json", "--", victim("leaky_service")});
-  Conversation service(command, environment);
+  const bool periodic = run.periodic;
+  std::vector<std::string> command = run.launcher;
+  command.insert(command.end(), {"--out", out, "--format", "json=" + dir + "/exit.json", "--"});
+  command.insert(command.end(), run.service.begin(), run.service.end());
+  Conversation service(command, run.environment);
   const std::string hello = service.line();
   ASSERT_EQ(hello.rfind("pid ", 0), 0u) << hello;
   const std::string pid = hello.substr(4);
@@ -135,7 +134,9 @@ void two_checks_of_a_running_service(const std::vector<std::string> &launcher, c
   EXPECT_LE(at_first.lost, 10u);
   EXPECT_GE(at_first.lost, 10u - kWorkers);
   EXPECT_EQ(at_first.lost + at_first.reachable, 10u + kCache);  // every live one classified
-  EXPECT_EQ(at_first.lost_at, std::set<std::string>{"handle_request"});
+  if (!run.site.empty()) {
+    EXPECT_EQ(at_first.lost_at, std::set<std::string>{run.site});
+  }
   EXPECT_NE(first.out.find("checked at "), std::string::npos) << first.out;
 
   service.send("serve 100");
@@ -157,7 +158,9 @@ void two_checks_of_a_running_service(const std::vector<std::string> &launcher, c
   EXPECT_GE(at_second.lost, 20u - kWorkers);
   EXPECT_EQ(at_second.lost + at_second.reachable, 20u + kCache);
   EXPECT_GT(at_second.lost, at_first.lost);  // 16 at least, against 10 at most
-  EXPECT_EQ(at_second.lost_at, std::set<std::string>{"handle_request"});
+  if (!run.site.empty()) {
+    EXPECT_EQ(at_second.lost_at, std::set<std::string>{run.site});
+  }
   const JsonValue &process = json["processes"][0];
   EXPECT_TRUE(process["running"].as_bool());
   ASSERT_EQ(process["growth"].size(), 1u) << read_text(dir + "/second.json");
@@ -184,7 +187,7 @@ void two_checks_of_a_running_service(const std::vector<std::string> &launcher, c
   // look at the loaded drivers taken for an unload, and every later stack had a new id).
   EXPECT_EQ(text.find("Direct leak of"), text.rfind("Direct leak of")) << text;
 
-  if (while_running) while_running(at_second.lost * 4096);
+  if (run.while_running) run.while_running(at_second.lost * 4096);
 
   // `report` of the run while it runs reads a last check too.
   const RunResult report = run_process({LEASEGUARD_BIN, "report", out});
@@ -221,18 +224,46 @@ namespace {
 
 TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGrowing) {
   TempDir dir;
-  two_checks_of_a_running_service(
-      {LEASEGUARD_BIN, "run", "--sim", "--quiet"}, dir.path(), false, {}, [&](uint64_t lost_bytes) {
-        expect_top_shows_lost({"--out", dir / "out", "--socket", dir / "no.sock"}, lost_bytes);
-      });
+  ServiceRun run;
+  run.launcher = {LEASEGUARD_BIN, "run", "--sim", "--quiet"};
+  run.service = {victim("leaky_service")};
+  run.while_running = [&](uint64_t lost_bytes) {
+    expect_top_shows_lost({"--out", dir / "out", "--socket", dir / "no.sock"}, lost_bytes);
+  };
+  two_checks_of_a_running_service(run, dir.path());
 }
 
 // The same while leaseguard checks every 20 ms from its own thread: both kinds of check run,
 // each finds only dropped buffers lost, and the site grows from the first check on.
 TEST(LiveCheck, TheSameWhileItIsAlsoCheckedEveryPeriod) {
   TempDir dir;
-  two_checks_of_a_running_service({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--check-every", "20ms"}, dir.path(),
-                                  true);
+  ServiceRun run;
+  run.launcher = {LEASEGUARD_BIN, "run", "--sim", "--quiet", "--check-every", "20ms"};
+  run.service = {victim("leaky_service")};
+  run.periodic = true;
+  two_checks_of_a_running_service(run, dir.path());
+}
+
+// The same service in Python (tests/victims/leaky_service.py): its pointers are ints in a dict,
+// read through the interpreter's object allocator (pymalloc), as the exit's classification
+// reads them; the dropped ints are freed objects, never read.
+TEST(LiveCheck, TheSameForAPythonService) {
+  const std::string python = "/usr/bin/python3";
+  if (access(python.c_str(), X_OK) != 0 || access("/usr/bin/setarch", X_OK) != 0)
+    GTEST_SKIP() << "no " << python << " or /usr/bin/setarch";
+  TempDir dir;
+  ServiceRun run;
+  run.launcher = {LEASEGUARD_BIN, "run", "--sim", "--quiet"};
+  // Debian's python3 is not position-independent: setarch -R as reachability_test.cpp says.
+  run.service = {"/usr/bin/setarch", "x86_64", "-R", python,
+                 std::string(LEASEGUARD_SOURCE_ROOT) + "/tests/victims/leaky_service.py"};
+  run.site = "";
+  run.environment = {{"PATH", "/usr/bin:/bin"},
+                     {"PYTHONHOME", ""},
+                     {"PYTHONPATH", ""},
+                     {"PYTHONNOUSERSITE", "1"},
+                     {"PYTHONMALLOC", "pymalloc"}};
+  two_checks_of_a_running_service(run, dir.path());
 }
 
 // A process not under leaseguard is named as such, and a bad PID is a usage error.
