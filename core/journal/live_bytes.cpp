@@ -194,6 +194,7 @@ void LiveBytesReader::apply_check(uint64_t slot, size_t slots) {
       if (live.device_memory) live_bytes += live.bytes;
     last_check_lost_bytes_ = live_bytes;
     last_check_ns_ = head.time_ns;
+    ++checks_;
   }
   constexpr uint64_t kIdMask = (uint64_t{1} << kReachabilityClassShift) - 1;
   for (uint32_t i = 0; i < head.count; ++i) {

@@ -45,6 +45,8 @@ class LiveBytesReader {
   // Device-memory bytes its last live check found lost (live at the check and not reachable),
   // of the allocations this reader knew live then; nullopt before any check.
   std::optional<uint64_t> lost_bytes_at_last_check() const { return last_check_lost_bytes_; }
+  // How many live checks it has seen.
+  size_t checks() const { return checks_; }
   // The process wrote its end (ProcessEnd): nothing it holds will change.
   bool process_ended() const { return process_ended_; }
   // The process's answer to the teardown's reclaim request (journal::AuthorityReclaimPayload),
@@ -84,6 +86,7 @@ class LiveBytesReader {
   std::optional<journal::AuthorityReclaimPayload> reclaim_answer_;
   std::optional<uint64_t> last_check_lost_bytes_;
   uint64_t last_check_ns_ = 0;
+  size_t checks_ = 0;
 };
 
 }  // namespace leaseguard::journal

@@ -764,7 +764,7 @@ TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
   run.service = {victim("leaky_service")};
   run.environment = {{"LEASEGUARD_SIM_USAGE_DIR", usage_dir()}};
   run.while_running = [&](uint64_t lost_bytes) {
-    expect_top_shows_lost({"--socket", daemon.socket()}, lost_bytes);
+    expect_top_shows_lost({"--socket", daemon.socket()}, lost_bytes, "handle_request");
     const std::string metrics = http_get(port, "/metrics");
     EXPECT_NE(metrics.find("leaseguard_lease_lost_bytes{lease=\"svc\",id=\"1\"} " + std::to_string(lost_bytes) + "\n"),
               std::string::npos)

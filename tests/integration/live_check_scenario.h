@@ -30,5 +30,6 @@ struct ServiceRun {
 void two_checks_of_a_running_service(const ServiceRun &run, const std::string &dir);
 
 // `leaseguard top --once` with `top_options` shows `lost_bytes` (as top writes a size) in its
-// last column, LOST: what the service's last check found lost.
-void expect_top_shows_lost(const std::vector<std::string> &top_options, uint64_t lost_bytes);
+// last column, LOST: what the service's last check found lost; and under it the site that grew,
+// the function `site`.
+void expect_top_shows_lost(const std::vector<std::string> &top_options, uint64_t lost_bytes, const std::string &site);

@@ -209,7 +209,7 @@ void two_checks_of_a_running_service(const ServiceRun &run, const std::string &d
 
 // `top` (its last column, LOST) says what the last check found lost: `lost_bytes` as top
 // writes a size.
-void expect_top_shows_lost(const std::vector<std::string> &top_options, uint64_t lost_bytes) {
+void expect_top_shows_lost(const std::vector<std::string> &top_options, uint64_t lost_bytes, const std::string &site) {
   std::vector<std::string> argv = {LEASEGUARD_BIN, "top", "--once"};
   argv.insert(argv.end(), top_options.begin(), top_options.end());
   const RunResult top = run_process(argv);
@@ -218,6 +218,7 @@ void expect_top_shows_lost(const std::vector<std::string> &top_options, uint64_t
   std::snprintf(expected, sizeof expected, " %.1f KiB\n", static_cast<double>(lost_bytes) / 1024);
   EXPECT_NE(top.out.find(" LOST\n"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find(expected), std::string::npos) << expected << " in\n" << top.out;
+  EXPECT_NE(top.out.find("  growing: " + site + " "), std::string::npos) << top.out;
 }
 
 namespace {
@@ -228,7 +229,7 @@ TEST(LiveCheck, TwoChecksOfARunningServiceFindOnlyItsDroppedBuffersAndTheSiteGro
   run.launcher = {LEASEGUARD_BIN, "run", "--sim", "--quiet"};
   run.service = {victim("leaky_service")};
   run.while_running = [&](uint64_t lost_bytes) {
-    expect_top_shows_lost({"--out", dir / "out", "--socket", dir / "no.sock"}, lost_bytes);
+    expect_top_shows_lost({"--out", dir / "out", "--socket", dir / "no.sock"}, lost_bytes, "handle_request");
   };
   two_checks_of_a_running_service(run, dir.path());
 }

@@ -174,8 +174,9 @@ std::string LeaseAuthority::list(const Peer &peer, uint64_t now_ms) const {
 
 // For `leaseguard top`: "lease=ID NAME TTL_MS|- STAGE" per live lease of the sender's, then
 // "process=LEASE_ID PID DEVICE BYTES" per process and device holding memory (a process
-// holding none: DEVICE and BYTES are "-"), and "checked=LEASE_ID PID LOST_BYTES" per process
-// that had a live check (what its last one found lost).
+// holding none: DEVICE and BYTES are "-"), and "checked=LEASE_ID PID LOST_BYTES CHECKS JOURNAL"
+// per process that had a live check (what its last one found lost, how many it had, and its
+// journal, where top reads which sites grew; the path is the rest of the line).
 std::string LeaseAuthority::snapshot(const Peer &peer, uint64_t now_ms) {
   Answer answer = ok();
   for (auto &[id, lease] : leases_) {
@@ -196,7 +197,8 @@ std::string LeaseAuthority::snapshot(const Peer &peer, uint64_t now_ms) {
         answer.fields.emplace_back("process", who + std::to_string(device) + " " + std::to_string(bytes));
       if (journal != nullptr)
         if (const std::optional<uint64_t> lost = journal->reader->lost_bytes_at_last_check())
-          answer.fields.emplace_back("checked", who + std::to_string(*lost));
+          answer.fields.emplace_back("checked", who + std::to_string(*lost) + " " +
+                                                    std::to_string(journal->reader->checks()) + " " + journal->path);
     }
   }
   return bounded(answer);

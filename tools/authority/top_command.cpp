@@ -20,6 +20,7 @@
 #include "live_bytes.h"
 #include "process_table.h"
 #include "files.h"
+#include "growing_sites.h"
 #include "journal_format.h"
 #include "run_directories.h"
 #include "writer_liveness.h"
@@ -29,8 +30,9 @@ namespace {
 
 struct TopProcess {
   pid_t pid = 0;
-  std::map<int, uint64_t> live;  // device -> bytes
-  std::optional<uint64_t> lost;  // what its last live check found lost; none: never checked
+  std::map<int, uint64_t> live;      // device -> bytes
+  std::optional<uint64_t> lost;      // what its last live check found lost; none: never checked
+  std::vector<std::string> growing;  // its sites that grew across its checks, fastest first
 };
 
 struct TopLease {
@@ -44,19 +46,6 @@ struct Snapshot {
   std::string problem;  // why there is nothing to show
 };
 
-std::string human_bytes(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return text;
-}
-
 std::string human_ms(const std::string &ms) {
   if (ms == "-") return "-";
   const unsigned long long total = std::strtoull(ms.c_str(), nullptr, 10) / 1000;
@@ -68,7 +57,7 @@ std::string human_ms(const std::string &ms) {
 }
 
 // From the daemon; false if none answers.
-bool from_daemon(const std::string &socket, Snapshot &snapshot) {
+bool from_daemon(const std::string &socket, Snapshot &snapshot, GrowingSites &growing) {
   std::string error, text;
   const int fd = authority::connect_to(socket, error);
   if (fd < 0) return false;
@@ -82,11 +71,16 @@ bool from_daemon(const std::string &socket, Snapshot &snapshot) {
   snapshot.source = "the lease authority at " + socket;
   for (const auto &[key, value] : answer.fields) {
     char first[160] = {}, second[160] = {}, third[32] = {}, fourth[32] = {};
-    if (key == "checked" && std::sscanf(value.c_str(), "%159s %159s %31s", first, second, third) == 3 &&
+    int journal_at = 0;
+    if (key == "checked" &&
+        std::sscanf(value.c_str(), "%159s %159s %31s %31s %n", first, second, third, fourth, &journal_at) == 4 &&
         !snapshot.leases.empty() && snapshot.leases.back().id == first) {
       const pid_t pid = static_cast<pid_t>(std::strtol(second, nullptr, 10));
-      for (TopProcess &process : snapshot.leases.back().processes)
-        if (process.pid == pid) process.lost = std::strtoull(third, nullptr, 10);
+      for (TopProcess &process : snapshot.leases.back().processes) {
+        if (process.pid != pid) continue;
+        process.lost = std::strtoull(third, nullptr, 10);
+        process.growing = growing.of(value.substr(static_cast<size_t>(journal_at)), std::strtoull(fourth, nullptr, 10));
+      }
       continue;
     }
     if (std::sscanf(value.c_str(), "%159s %159s %31s %31s", first, second, third, fourth) != 4) continue;
@@ -95,7 +89,7 @@ bool from_daemon(const std::string &socket, Snapshot &snapshot) {
     } else if (key == "process" && !snapshot.leases.empty() && snapshot.leases.back().id == first) {
       std::vector<TopProcess> &processes = snapshot.leases.back().processes;
       const pid_t pid = static_cast<pid_t>(std::strtol(second, nullptr, 10));
-      if (processes.empty() || processes.back().pid != pid) processes.push_back({pid, {}, {}});
+      if (processes.empty() || processes.back().pid != pid) processes.push_back({pid, {}, {}, {}});
       if (std::string(third) != "-") processes.back().live[std::atoi(third)] = std::strtoull(fourth, nullptr, 10);
     }
   }
@@ -104,7 +98,7 @@ bool from_daemon(const std::string &socket, Snapshot &snapshot) {
 
 // Without a daemon: the running processes of the newest run under `out_dir`, from their journals.
 void from_journals(const std::string &out_dir, Snapshot &snapshot,
-                   std::map<std::string, std::unique_ptr<journal::LiveBytesReader>> &readers) {
+                   std::map<std::string, std::unique_ptr<journal::LiveBytesReader>> &readers, GrowingSites &growing) {
   const std::optional<std::string> run = newest_run(out_dir);
   const std::string directory = run ? *run : out_dir;
   snapshot.source = "the journals in " + directory + " (no lease authority answers)";
@@ -136,7 +130,8 @@ void from_journals(const std::string &out_dir, Snapshot &snapshot,
     }
     reader->update();
     if (reader->process_ended()) continue;
-    everything.processes.push_back({pid, reader->live_bytes_per_device(), reader->lost_bytes_at_last_check()});
+    everything.processes.push_back({pid, reader->live_bytes_per_device(), reader->lost_bytes_at_last_check(),
+                                    growing.of(directory + "/" + name, reader->checks())});
   }
   closedir(listing);
   snapshot.leases.push_back(std::move(everything));
@@ -188,6 +183,8 @@ std::string render(const Snapshot &snapshot) {
         out += lease_columns() + process_columns(process, first_row, std::to_string(device), human_bytes(bytes));
         first_row = false;
       }
+      // Under its rows: the sites that grew across its live checks.
+      for (const std::string &site : process.growing) out += lease_columns() + "  growing: " + site + "\n";
     }
   }
   return out;
@@ -201,9 +198,10 @@ void on_stop(int) { g_stop = 1; }
 int top_command(const TopOptions &options) {
   const std::string socket = authority::socket_path(options.socket);
   std::map<std::string, std::unique_ptr<journal::LiveBytesReader>> readers;
+  GrowingSites growing;
   auto take = [&] {
     Snapshot snapshot;
-    if (!from_daemon(socket, snapshot)) from_journals(options.out_dir, snapshot, readers);
+    if (!from_daemon(socket, snapshot, growing)) from_journals(options.out_dir, snapshot, readers, growing);
     return snapshot;
   };
   if (options.once || !isatty(STDOUT_FILENO)) {
