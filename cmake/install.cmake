@@ -28,10 +28,17 @@ install(FILES ${CMAKE_BINARY_DIR}/leaseguardConfig.cmake ${CMAKE_BINARY_DIR}/lea
 configure_file(${PROJECT_SOURCE_DIR}/cmake/leaseguard.pc.in ${CMAKE_BINARY_DIR}/leaseguard.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/leaseguard.pc DESTINATION lib/pkgconfig)
 
-# The lease authority's systemd units: the node's (a system unit) and a user's.
-configure_file(${PROJECT_SOURCE_DIR}/tools/authority/systemd/leaseguard.service.in
-  ${CMAKE_BINARY_DIR}/systemd/system/leaseguard.service @ONLY)
-configure_file(${PROJECT_SOURCE_DIR}/tools/authority/systemd/leaseguard-user.service.in
-  ${CMAKE_BINARY_DIR}/systemd/user/leaseguard.service @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/systemd/system/leaseguard.service DESTINATION lib/systemd/system)
-install(FILES ${CMAKE_BINARY_DIR}/systemd/user/leaseguard.service DESTINATION lib/systemd/user)
+# The lease authority's systemd units: the node's (a system unit) and a user's. Made when they
+# are installed, not configured: their ExecStart names the prefix they are installed under
+# (`cmake --install --prefix DIR` included), never the one the build was configured with.
+foreach(kind IN ITEMS system user)
+  set(source leaseguard.service.in)
+  if(kind STREQUAL "user")
+    set(source leaseguard-user.service.in)
+  endif()
+  install(CODE "
+    configure_file(\"${PROJECT_SOURCE_DIR}/tools/authority/systemd/${source}\"
+                   \"${CMAKE_BINARY_DIR}/systemd/installed/${kind}/leaseguard.service\" @ONLY)
+    file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/lib/systemd/${kind}\" TYPE FILE
+         FILES \"${CMAKE_BINARY_DIR}/systemd/installed/${kind}/leaseguard.service\")")
+endforeach()

@@ -13,6 +13,19 @@ for file in bin/leaseguard lib/libleaseguard_preload.so lib/leaseguard/sim/libcu
             lib/cmake/leaseguard/leaseguardConfig.cmake lib/pkgconfig/leaseguard.pc; do
   [ -e "$prefix/$file" ] || { echo "missing after install: $file"; exit 1; }
 done
+# The systemd units start the leaseguard of the prefix they were installed under (not the one
+# the build was configured with), and systemd finds nothing wrong in them.
+for unit in system user; do
+  grep -qx "ExecStart=$prefix/bin/leaseguard daemon.*" "$prefix/lib/systemd/$unit/leaseguard.service" ||
+    { echo "the $unit unit does not start $prefix/bin/leaseguard:"; cat "$prefix/lib/systemd/$unit/leaseguard.service"; exit 1; }
+done
+if command -v systemd-analyze >/dev/null; then
+  systemd-analyze verify "$prefix/lib/systemd/system/leaseguard.service"
+  mkdir -m 0700 "$prefix/runtime"
+  XDG_RUNTIME_DIR="$prefix/runtime" systemd-analyze --user verify "$prefix/lib/systemd/user/leaseguard.service"
+else
+  echo "note: no systemd-analyze here: the units were not verified"
+fi
 out=$("$prefix/bin/leaseguard" run --sim --out "$prefix/out" -- "$example" 2>&1)
 echo "$out" | grep -q "SUMMARY: leaseguard: 14336 byte(s) leaked in 4 allocation(s)." || { echo "$out"; exit 1; }
 echo "$out" | grep -q "in blur " || { echo "$out"; exit 1; }

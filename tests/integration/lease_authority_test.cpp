@@ -706,6 +706,25 @@ TEST_F(LeaseAuthorityEndToEnd, ACommandThatCannotRunEndsItsLeaseAtOnce) {
   EXPECT_EQ(list.out.find(" live "), std::string::npos) << "its lease lives on:\n" << list.out;
 }
 
+// Root's daemon, run by hand (not by its unit, whose RuntimeDirectory= makes it), makes
+// /run/leaseguard for its default socket. In a mount namespace of its own with /run a new
+// tmpfs: the machine's /run is not touched.
+TEST_F(LeaseAuthorityEndToEnd, RootsDaemonMakesItsSocketDirectory) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (as the node's daemon runs)";
+  const std::string script = "mount -t tmpfs tmpfs /run || exit 77; " + std::string(LEASEGUARD_BIN) +
+                             " daemon --state " + dir_ + "/state 2>" + dir_ +
+                             "/daemon.err & while [ ! -S /run/leaseguard/leaseguard.sock ]; do "
+                             "kill -0 $! 2>/dev/null || exit 3; sleep 0.01; done; stat -c '%A %U' /run/leaseguard; "
+                             "kill $!; wait";
+  const RunResult made =
+      run_process({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script}, {},
+                  {"XDG_RUNTIME_DIR", "LEASEGUARD_SOCKET"});
+  if (made.exit_code == 77 || made.err.find("unshare failed") != std::string::npos)
+    GTEST_SKIP() << "no mount namespace here: " << made.err;
+  EXPECT_EQ(made.out, "drwxr-xr-x root\n") << made.err << read_text(dir_ + "/daemon.err");
+  EXPECT_NE(read_text(dir_ + "/daemon.err").find("listening at /run/leaseguard/leaseguard.sock"), std::string::npos);
+}
+
 TEST_F(LeaseAuthorityEndToEnd, WithoutADaemonNothingRuns) {
   const RunResult job = start_job(dir_ + "/nobody.sock", "1s", "1s");
   EXPECT_EQ(job.exit_code, 2);

@@ -36,7 +36,7 @@ std::string socket_path(const std::string &flag) {
     return variable;
   if (const char *runtime = std::getenv("XDG_RUNTIME_DIR"); runtime != nullptr && *runtime == '/')
     return std::string(runtime) + "/leaseguard.sock";
-  return "/run/leaseguard/leaseguard.sock";
+  return std::string(kNodeSocketDirectory) + "/leaseguard.sock";
 }
 
 int connect_to(const std::string &path, std::string &error) {
@@ -71,6 +71,13 @@ int listen_on(const std::string &path, const std::string &group, std::string &er
       return -1;
     }
     unlink(path.c_str());  // left by a daemon that died
+  }
+  // The node's daemon makes its directory, as its system unit's RuntimeDirectory= does: run by
+  // hand or by another init, /run/leaseguard is not there (and /run is root's alone).
+  const std::string directory = path.substr(0, path.rfind('/'));
+  if (geteuid() == 0 && directory == kNodeSocketDirectory && mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
+    error = system_error("cannot make " + directory);
+    return -1;
   }
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {

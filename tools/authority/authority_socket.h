@@ -10,6 +10,9 @@
 
 namespace leaseguard::authority {
 
+// Where the node's daemon listens by default; it makes the directory (0755) when run as root.
+inline constexpr const char *kNodeSocketDirectory = "/run/leaseguard";
+
 // The socket's path: `flag` (--socket) if given, else LEASEGUARD_SOCKET, else
 // $XDG_RUNTIME_DIR/leaseguard.sock, else /run/leaseguard/leaseguard.sock.
 std::string socket_path(const std::string &flag);
@@ -17,7 +20,8 @@ std::string socket_path(const std::string &flag);
 // Listens on `path` (SOCK_SEQPACKET, close-on-exec, non-blocking). The socket is 0600 for a
 // user's daemon; a daemon run as root makes it 0660 with group `group` when that group
 // exists, so that its members may ask for leases. A socket file left by a daemon that died is
-// replaced; one that a live daemon answers on is an error. Returns the descriptor or -1.
+// replaced; one that a live daemon answers on is an error. Root's daemon makes
+// kNodeSocketDirectory when `path` is in it. Returns the descriptor or -1.
 int listen_on(const std::string &path, const std::string &group, std::string &error);
 
 // Who is at the other end of a connected socket.
