@@ -22,7 +22,7 @@ class GrowingSites {
   GrowingSites(const GrowingSites &) = delete;
   GrowingSites &operator=(const GrowingSites &) = delete;
 
-  // At most `most` lines ("drop_buffers live_check.c:24 [cuMemAlloc_v2] +2.9 KiB/s"), fastest
+  // At most `most` lines ("drop_buffers live_check.c:24 [ENTRY_POINT] +2.9 KiB/s"), fastest
   // first, of the journal at `path` as of its `checks`-th check; none with fewer than two.
   const std::vector<std::string> &of(const std::string &path, size_t checks, size_t most = 3);
 
