@@ -1,12 +1,15 @@
 // leaseguard's own threads (see background_thread.h).
 #include "background_thread.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <utility>
 
@@ -82,6 +85,21 @@ void BackgroundThread::join() noexcept {
     for (int tries = 0; tries < 1'000'000 && access(path, F_OK) == 0; ++tries) sched_yield();
   }
   started_ = false;
+}
+
+bool BackgroundThread::main_thread_ended() noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(getpid()));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  char line[512];
+  const ssize_t got = read(fd, line, sizeof line - 1);
+  close(fd);
+  if (got <= 0) return false;
+  line[got] = '\0';
+  // The state is the field after the command's closing parenthesis (the command may hold one).
+  const char *end_of_command = std::strrchr(line, ')');
+  return end_of_command != nullptr && (end_of_command[2] == 'Z' || end_of_command[2] == 'X');
 }
 
 void *BackgroundThread::run(void *self) noexcept {

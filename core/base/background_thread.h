@@ -39,6 +39,11 @@ class BackgroundThread {
   // kMaxRunning is room for all):
   // the threads a scan of the program's memory leaves alone (interpose/scan/world_stop.h).
   static size_t running_thread_ids(pid_t *out, size_t capacity) noexcept;
+  // The program's main thread has ended (pthread_exit from main): a zombie, or gone. A
+  // thread of ours that waits must then leave: glibc ends a process when the last thread it
+  // made ends, ours counted, and ours block every signal, so the process would outlive the
+  // program's last thread, deaf even to SIGTERM. One read of /proc/self/task/PID/stat.
+  static bool main_thread_ended() noexcept;
   // Forgets the thread without joining it: for a forked child, where it does not exist.
   void forget() noexcept {
     started_ = false;

@@ -32,22 +32,6 @@ void wake_all(std::atomic<uint32_t> *word) noexcept {
   syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-// The main thread has ended (pthread_exit from main): a zombie, or gone. Read from its stat
-// line's state, the field after the command's closing parenthesis.
-bool main_thread_ended() noexcept {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(getpid()));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
-  char line[512];
-  const ssize_t got = read(fd, line, sizeof line - 1);
-  close(fd);
-  if (got <= 0) return false;
-  line[got] = '\0';
-  const char *end_of_command = std::strrchr(line, ')');
-  return end_of_command != nullptr && (end_of_command[2] == 'Z' || end_of_command[2] == 'X');
-}
-
 template <typename T>
 std::atomic<T> *word_at(char *page, size_t offset) noexcept {
   return reinterpret_cast<std::atomic<T> *>(page + offset);
@@ -128,7 +112,7 @@ void ControlChannel::serve() noexcept {
       // at the main thread: once it has ended, the process ends with its last thread, and a
       // thread of ours must not be that thread (glibc ends the process when the last thread it
       // made ends, ours counted): the channel closes, and checks are no longer answered.
-      if (!wait_while_zero(request_) && main_thread_ended()) {
+      if (!wait_while_zero(request_) && BackgroundThread::main_thread_ended()) {
         served_.store(true, std::memory_order_release);  // not started again
         return;
       }

@@ -143,6 +143,17 @@ void LeaseRegistry::check_every(uint64_t period_ns, std::function<void()> check)
   wake_.notify_all();
 }
 
+// How often the waiting watchdog looks whether the program's main thread has ended.
+constexpr std::chrono::nanoseconds kMainThreadLook = std::chrono::seconds(1);
+
+bool LeaseRegistry::leave_if_main_ended() {
+  if (!BackgroundThread::main_thread_ended()) return false;
+  // Its time-to-lives and checks are no longer enforced: the process ends with its last
+  // thread of its own, as without leaseguard (background_thread.h says why).
+  stopped_for_good_ = true;
+  return true;
+}
+
 void LeaseRegistry::watch() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
@@ -158,12 +169,13 @@ void LeaseRegistry::watch() {
     const bool check_first = check_period_ns_ != 0 && (due == nullptr || next_check_ns_ < earliest);
     if (check_first) earliest = next_check_ns_;
     if (due == nullptr && !check_first) {
-      wake_.wait(lock);
+      if (wake_.wait_for(lock, kMainThreadLook) == std::cv_status::timeout && leave_if_main_ended()) return;
       continue;
     }
     uint64_t now = now_ns();
     if (now < earliest) {
-      wake_.wait_for(lock, std::chrono::nanoseconds(std::min<uint64_t>(earliest - now, 3'600'000'000'000ull)));
+      const auto wait = std::min(std::chrono::nanoseconds(earliest - now), kMainThreadLook);
+      if (wake_.wait_for(lock, wait) == std::cv_status::timeout && leave_if_main_ended()) return;
       continue;
     }
     if (check_first) {

@@ -113,6 +113,9 @@ class LeaseRegistry {
   void arm(Lease &lease);
   void start_watchdog_locked();
   void watch();
+  // Called by the watchdog, locked, after a wait woken by nothing: true (and stopped for good)
+  // once the program's main thread has ended (BackgroundThread::main_thread_ended).
+  bool leave_if_main_ended();
 
   std::mutex mutex_;
   bool held_for_fork_ = false;  // lock_for_fork took mutex_ (written by the forking thread only)

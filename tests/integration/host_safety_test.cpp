@@ -154,6 +154,22 @@ TEST(HostSafety, AProcessWhoseMainThreadExitedFirstIsClassified) {
   EXPECT_TRUE(contains(run.result.err, "in outlive_main")) << run.result.err;
 }
 
+// The same with leaseguard's watchdog running (a time-to-live, periodic checks): a thread of
+// ours that outlived the program's last one kept the process alive, deaf even to SIGTERM (its
+// threads block every signal), until its next deadline or for good. It leaves once main has
+// ended, and the process ends with its last thread of its own.
+TEST(HostSafety, AProcessWhoseMainThreadExitedFirstEndsUnderAWatchdog) {
+  for (const std::vector<std::string> &options :
+       {std::vector<std::string>{"--ttl", "1h"}, std::vector<std::string>{"--check-every", "1h"}}) {
+    SCOPED_TRACE(options[0]);
+    TempDir dir;
+    auto run = run_under_leaseguard(dir / "out", {victim("host_safety"), "main_exits"}, options);
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    EXPECT_EQ(classes_by_size(run.json), (std::map<uint64_t, std::string>{{5101, "reachable"}, {5102, "direct"}}))
+        << run.result.err;
+  }
+}
+
 // A vfork child whose exec fails and that calls exit() (not _exit()) runs the program's exit
 // handlers in its parent's memory; so does a child of clone(CLONE_VM). Before, leaseguard's
 // ran there too: the parent's process lease ended at the child's exit, with the parent's
