@@ -183,6 +183,9 @@ void two_checks_of_a_running_service(const ServiceRun &run, const std::string &d
     EXPECT_GE(site["since_first_check_bytes"].as_number(), static_cast<double>((at_second.lost - 10) * 4096));
     EXPECT_NE(text.find("growing: +"), std::string::npos) << text;
   }
+  // The JSON report read back says the same of the site.
+  const RunResult reread = run_process({LEASEGUARD_BIN, "report", dir + "/second.json"});
+  EXPECT_NE(reread.out.find("growing: +"), std::string::npos) << reread.out << reread.err;
   // One group: a check records no stack anew (it used to start a new code generation, its
   // look at the loaded drivers taken for an unload, and every later stack had a new id).
   EXPECT_EQ(text.find("Direct leak of"), text.rfind("Direct leak of")) << text;

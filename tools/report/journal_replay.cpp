@@ -499,6 +499,14 @@ class Replay : public journal::JournalVisitor {
     }
     std::stable_sort(process_.site_growth.begin(), process_.site_growth.end(),
                      [](const SiteGrowth &a, const SiteGrowth &b) { return a.rate_bytes_per_s > b.rate_bytes_per_s; });
+    // Every stack of a site finds its growth, not only the one that names it.
+    std::map<SiteKey, size_t> index_of;
+    for (size_t i = 0; i < process_.site_growth.size(); ++i)
+      index_of.emplace(SiteKey{process_.site_growth[i].stack_id, process_.site_growth[i].api}, i);
+    for (const auto &[stack_id, site_stack] : site_stack_)
+      for (auto it = index_of.lower_bound({site_stack, Api{}}); it != index_of.end() && it->first.first == site_stack;
+           ++it)
+        process_.add_site_stack(stack_id, it->first.second, it->second);
   }
 
   // A record with a time: the frees in place that happened before it come first. In a

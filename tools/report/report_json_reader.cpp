@@ -189,6 +189,15 @@ class JsonReportReader {
     for (const JsonValue &arrival : item["signals"].items())
       process.signals.push_back({number<int>(arrival["signal"], "signal"), milliseconds(arrival["time_ms"], "time_ms"),
                                  flag(arrival["handled"])});
+    read_checks(item, process);
+    for (const JsonValue &wrong : item["wrong_family_frees"].items())
+      process.wrong_family_frees.push_back(wrong_family_free_of(wrong, process));
+    for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));
+    return process;
+  }
+
+  // The process's live checks and its sites' growth across them.
+  void read_checks(const JsonValue &item, ProcessReport &process) {
     for (const JsonValue &check : item["checks"].items())
       process.checks.push_back({milliseconds(check["time_ms"], "time_ms"),
                                 number<uint64_t>(check["lost_bytes"], "lost_bytes"),
@@ -205,12 +214,9 @@ class JsonReportReader {
       growth.since_first_bytes = number<int64_t>(site["since_first_check_bytes"], "since_first_check_bytes");
       growth.rate_bytes_per_s = milliseconds(site["rate_bytes_per_s"], "rate_bytes_per_s");
       growth.stack_id = stack_id_of(process, site);
+      process.add_site_stack(growth.stack_id, growth.api, process.site_growth.size());
       process.site_growth.push_back(growth);
     }
-    for (const JsonValue &wrong : item["wrong_family_frees"].items())
-      process.wrong_family_frees.push_back(wrong_family_free_of(wrong, process));
-    for (const JsonValue &lease : item["leases"].items()) process.leases.push_back(lease_of(lease, process));
-    return process;
   }
 
   LeaseEnding lease_of(const JsonValue &item, ProcessReport &process) {

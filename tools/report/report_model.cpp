@@ -19,17 +19,8 @@ uint64_t ProcessReport::leaked_bytes() const {
 }
 
 const SiteGrowth *ProcessReport::growth_of(uint32_t stack_id, Api api) const {
-  // Two stacks recorded apart may have the same frames: the same site.
-  const StackView wanted = stack(stack_id);
-  auto same_frames = [&](const StackView &other) {
-    if (other.size() != wanted.size() || wanted.empty()) return false;
-    for (size_t i = 0; i < wanted.size(); ++i)
-      if (wanted[i].offset != other[i].offset || wanted[i].module != other[i].module) return false;
-    return true;
-  };
-  for (const SiteGrowth &site : site_growth)
-    if (site.api == api && (site.stack_id == stack_id || same_frames(stack(site.stack_id)))) return &site;
-  return nullptr;
+  auto found = site_growth_index.find(uint64_t{stack_id} << 16 | static_cast<uint16_t>(api));
+  return found != site_growth_index.end() ? &site_growth[found->second] : nullptr;
 }
 
 StackView ProcessReport::stack(uint32_t stack_id) const {

@@ -273,8 +273,13 @@ struct ProcessReport {
   std::vector<PoolDestroyedInUse> pools_destroyed_in_use;
   // Where it has two checks or more: each site lost at the last, growing first, fastest first.
   std::vector<SiteGrowth> site_growth;
-  // The growth of the site of this stack (or of one with the same frames) and entry point, or
-  // nullptr.
+  // Index of site_growth by every stack id of a site (stacks recorded apart may have the same
+  // frames: one site) and its entry point; set with add_site_stack.
+  std::unordered_map<uint64_t, size_t> site_growth_index;
+  void add_site_stack(uint32_t stack_id, Api api, size_t site) {
+    site_growth_index[uint64_t{stack_id} << 16 | static_cast<uint16_t>(api)] = site;
+  }
+  // The growth of the site of this stack and entry point, or nullptr.
   const SiteGrowth *growth_of(uint32_t stack_id, Api api) const;
   std::vector<DoubleFree> double_frees;
   std::vector<WrongFamilyFree> wrong_family_frees;
