@@ -79,10 +79,16 @@ void BackgroundThread::join() noexcept {
   // thread is gone when /proc no longer lists it. Not by signalling it (signal 0): a program's
   // seccomp filter may deny tgkill, and kill the process for the try. Bounded, in case the id
   // was given to a new thread of the process meanwhile.
+  // Without /proc (a chroot), signal 0 is the only way left to ask.
   if (const pid_t tid = tid_.exchange(0, std::memory_order_acq_rel); tid > 0) {
     char path[48];
     std::snprintf(path, sizeof path, "/proc/self/task/%d", static_cast<int>(tid));
-    for (int tries = 0; tries < 1'000'000 && access(path, F_OK) == 0; ++tries) sched_yield();
+    const bool have_proc = access("/proc/self/task", F_OK) == 0;
+    for (int tries = 0; tries < 1'000'000; ++tries) {
+      const bool listed = have_proc ? access(path, F_OK) == 0 : syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+      if (!listed) break;
+      sched_yield();
+    }
   }
   started_ = false;
 }
@@ -91,7 +97,9 @@ bool BackgroundThread::main_thread_ended() noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(getpid()));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
+  // Gone from a /proc that lists the process's threads; without /proc (a chroot) or with no
+  // descriptor left, it cannot be told, and the thread stays.
+  if (fd < 0) return errno == ENOENT && access("/proc/self/task", F_OK) == 0;
   char line[512];
   const ssize_t got = read(fd, line, sizeof line - 1);
   close(fd);
