@@ -14,16 +14,17 @@
 #include <string>
 #include <thread>
 
+#include "sim_device_heap.h"
 #include "sim_usage.h"
 
 namespace leaseguard::sim {
 
 static_assert(DriverLock::kShards == kUsageRows, "each driver shard publishes in a usage row of its own");
+static_assert(DriverLock::kShards == device_heap::kShards, "each driver shard keeps device memory of its own");
 
 namespace {
 
 constexpr size_t kAlignment = 256;
-constexpr size_t kMapThreshold = 64 * 1024;  // larger requests are mmap'd, committed lazily
 constexpr size_t kDefaultCapacity = 80ull << 30;
 constexpr size_t kMaxGrantStep = size_t{64} << 20;  // see SimDriver::AllocationShard
 
@@ -155,7 +156,9 @@ SimDriver::SimDriver() {
     pools_.push_back(pool);
   }
   // fork() while another thread is inside the driver must not leave the child's copy of
-  // the lock held forever.
+  // the lock held forever. The device heap's locks are taken inside the driver's: its
+  // handlers first, so that its prepare handler runs last.
+  device_heap::register_fork_handlers();
   pthread_atfork([] { SimDriver::instance().driver_lock_.lock(); }, [] { SimDriver::instance().driver_lock_.unlock(); },
                  [] { SimDriver::instance().forked(); });
 }
@@ -251,43 +254,37 @@ bool takes_capacity(MemoryKind kind) {
 // The memory behind an allocation, made and given back outside any lock.
 struct Backing {
   void *base = nullptr;
-  void *heap_block = nullptr;
   size_t reserved = 0;
   bool mapped = false;
 };
 
 Backing make_backing(size_t reserved, MemoryKind kind) {
   Backing backing;
-  if (kind == MemoryKind::Legacy32 || reserved >= kMapThreshold) {
-    // Large requests cost nothing until touched; 32-bit entry points need low addresses.
+  if (kind == MemoryKind::Legacy32) {
+    // 32-bit entry points need low addresses, mapped for each.
     backing.reserved = round_up(reserved, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    if (kind == MemoryKind::Legacy32) flags |= MAP_32BIT;
-    void *base = mmap(nullptr, backing.reserved, PROT_READ | PROT_WRITE, flags, -1, 0);
+    void *base = mmap(nullptr, backing.reserved, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_32BIT, -1, 0);
     if (base == MAP_FAILED) return Backing{};
     backing.base = base;
     backing.mapped = true;
+  } else if (reserved > device_heap::kLargestBlock) {
+    // Large requests cost nothing until touched.
+    backing.reserved = round_up(reserved, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+    backing.base = device_heap::take_range(backing.reserved);
+    if (backing.base == nullptr) return Backing{};
   } else {
-    // malloc, aligned here, not aligned_alloc: glibc serves small mallocs from a per-thread
-    // cache without a lock, while aligned_alloc always takes the arena's lock once a process
-    // has a second thread (leaseguard's journal thread, a runtime's threads), which made the
-    // simulator's own allocation slower by ~28 ns under any tool that starts a thread.
-    backing.heap_block = std::malloc(reserved + kAlignment - 1);
-    if (backing.heap_block == nullptr) return Backing{};
-    backing.base = reinterpret_cast<void *>(round_up(reinterpret_cast<uintptr_t>(backing.heap_block), kAlignment));
+    backing.base = device_heap::take(reserved, DriverLock::own_shard());
+    if (backing.base == nullptr) return Backing{};
     backing.reserved = reserved;
-    // Fresh device memory never shows the host heap's leftovers (a freed block's pointers,
-    // which on the simulator are the addresses of other device allocations): cleared, as a
-    // fresh mapping is. A real device's fresh memory holds what its last owner left, never the
-    // host's (docs/how-it-works.md, "Device memory as a place pointers live").
-    std::memset(backing.base, 0, reserved);
   }
   return backing;
 }
 
 void give_back(const Backing &backing) {
   if (backing.mapped) munmap(backing.base, backing.reserved);
-  else std::free(backing.heap_block);
+  else if (backing.reserved > device_heap::kLargestBlock) device_heap::give_back_range(backing.base, backing.reserved);
+  else device_heap::give_back(backing.base, backing.reserved, DriverLock::own_shard());
 }
 
 // An allocation of `bytes` on `backing`.
@@ -298,12 +295,11 @@ SimAllocation allocation_on(const Backing &backing, size_t bytes, MemoryKind kin
   allocation.context = context;
   allocation.kind = kind;
   allocation.mapped = backing.mapped;
-  allocation.heap_block = backing.heap_block;
   return allocation;
 }
 
 Backing backing_of(uint64_t address, const SimAllocation &allocation) {
-  return Backing{reinterpret_cast<void *>(address), allocation.heap_block, allocation.reserved, allocation.mapped};
+  return Backing{reinterpret_cast<void *>(address), allocation.reserved, allocation.mapped};
 }
 
 int device_of(const SimAllocation &allocation) {

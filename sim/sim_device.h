@@ -166,9 +166,8 @@ struct SimAllocation {
   size_t reserved = 0;  // what was mapped or allocated
   SimContext *context = nullptr;
   MemoryKind kind = MemoryKind::Device;
-  bool mapped = false;         // mmap'd (large or 32-bit) rather than heap-allocated
-  void *heap_block = nullptr;  // heap-allocated: the block malloc returned, the address within it aligned
-  SimPool *pool = nullptr;     // stream-ordered memory: the pool it came from
+  bool mapped = false;      // mmap'd for itself (32-bit), not in the device's space (sim_device_heap.h)
+  SimPool *pool = nullptr;  // stream-ordered memory: the pool it came from
 };
 
 class SimDriver {

@@ -237,6 +237,19 @@ TEST(Reachability, TheDriversUnwrittenBytesMakeNothingTheDrivers) {
       << run.result.err;
 }
 
+// A host block the program allocates where device memory freed just before lay: the driver's
+// table keeps the freed allocation's address past its count, which must not make the block
+// the driver's. On the simulator, as on a device, device addresses are never the host heap's
+// (sim/sim_device_heap.h); where they were, a live check of a Python service read its whole
+// cache lost whenever a dict's table landed on a freed allocation's address.
+TEST(Reachability, ABlockWhereDeviceMemoryWasFreedStaysTheProgramsOwn) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("reachability_catalogue"), "reused_address"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(classes_by_size(run.json["processes"][0]), (std::map<int, std::string>{{1026, "reachable"}}))
+      << run.result.err;
+}
+
 // Device memory a Python program's objects hold (tests/victims/python_holds.py): classified
 // from Python's atexit callbacks, before the interpreter frees its objects, and read where they
 // live: in the tracked heap (PYTHONMALLOC=malloc), or in pymalloc's pools, block by block, so

@@ -3,6 +3,7 @@
 // and main() sets them first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -51,6 +52,60 @@ TEST_F(Sim, AllocationsAre256ByteAlignedAndUsable) {
     pointers.push_back(pointer);
   }
   for (CUdeviceptr pointer : pointers) EXPECT_EQ(cuMemFree_v2(pointer), CUDA_SUCCESS);
+}
+
+// The mapping of /proc/self/maps that holds `address`.
+struct MapsLine {
+  uintptr_t begin = 0;
+  std::string permissions, name;  // name: "" where anonymous
+};
+bool mapping_holding(uintptr_t address, MapsLine &found) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream fields(line);
+    std::string range, offset, device, inode;
+    fields >> range >> found.permissions >> offset >> device >> inode;
+    const uintptr_t from = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uintptr_t to = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (address < from || address >= to) continue;
+    found.begin = from;
+    found.name.clear();
+    fields >> found.name;
+    return true;
+  }
+  return false;
+}
+
+// As on a device, device addresses are never the host heap's, nor where a host mapping may
+// be made once they are freed, so that no host block the program allocates lies where freed
+// device memory was; the byte before an allocation is device space too (the same mapping, or
+// the simulator's reserved and inaccessible one), so that no pointer to the end of another
+// mapping (a thread's stack top) points into one; and memory allocated again reads as zeros,
+// never as what the last allocation there held.
+TEST_F(Sim, DeviceMemoryLiesInASpaceOfItsOwn) {
+  for (size_t bytes : {size_t{1}, size_t{4096}, size_t{4351}, size_t{65536}, size_t{100000}, size_t{3} << 20}) {
+    SCOPED_TRACE(bytes);
+    CUdeviceptr first = 0;
+    ASSERT_EQ(cuMemAlloc_v2(&first, bytes), CUDA_SUCCESS);
+    MapsLine holding, below;
+    ASSERT_TRUE(mapping_holding(first, holding));
+    EXPECT_EQ(holding.name, "");
+    ASSERT_TRUE(mapping_holding(first - 1, below));
+    EXPECT_TRUE(below.begin == holding.begin || below.permissions == "---p") << below.permissions;
+    ASSERT_EQ(cuMemsetD8_v2(first, 0x5a, bytes), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemFree_v2(first), CUDA_SUCCESS);
+    // What a driver keeping it in host memory would have asked of malloc for it.
+    void *host = std::malloc(bytes + 255);
+    const auto host_begin = reinterpret_cast<uintptr_t>(host);
+    EXPECT_FALSE(first >= host_begin && first < host_begin + bytes + 255);
+    CUdeviceptr again = 0;
+    ASSERT_EQ(cuMemAlloc_v2(&again, bytes), CUDA_SUCCESS);
+    std::vector<unsigned char> back(bytes, 1);
+    ASSERT_EQ(cuMemcpyDtoH_v2(back.data(), again, bytes), CUDA_SUCCESS);
+    EXPECT_EQ(std::count(back.begin(), back.end(), 0), static_cast<std::ptrdiff_t>(bytes));
+    EXPECT_EQ(cuMemFree_v2(again), CUDA_SUCCESS);
+    std::free(host);
+  }
 }
 
 TEST_F(Sim, ZeroBytesNullOutputAndOutOfRangeCopiesAreRejected) {

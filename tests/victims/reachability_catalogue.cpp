@@ -16,7 +16,8 @@
 // set up over freed blocks that held a held block's address (drive_over_a_dirty_heap);
 // "mappings": device memory held only in anonymous memory the program mapped itself
 // (hold_in_own_mappings); "many_mappings": the same among 40,000 mappings, half unmapped since
-// (hold_in_many_mappings).
+// (hold_in_many_mappings); "reused_address": a held block made where device memory freed
+// just before lay (hold_where_device_memory_was).
 //
 // Built with CATALOGUE_HOST, the same catalogue allocates host memory with malloc, for
 // LeakSanitizer to classify side by side (the cases only device memory has are left out).
@@ -76,6 +77,7 @@ enum Size : size_t {
   kInOneOfManyMappings = 1023,
   kBelowAFixedMapping = 1024,
   kAboveAFixedMapping = 1025,
+  kWhereDeviceMemoryWas = 1026,
   kInLostDevice = 2001,
   kInLostHost = 2002,
   kCycleSecond = 2003,
@@ -114,6 +116,7 @@ HELD thread_local CUdeviceptr t_tls;
 HELD thread_local std::vector<CUdeviceptr> t_cache;  // destroyed as the exiting thread runs exit()
 HELD char *g_interior;
 HELD CUdeviceptr g_table;  // device memory holding a device pointer
+HELD CUdeviceptr *g_reused[8];
 HELD uintptr_t g_disguised;
 HELD void *volatile g_lost_host;  // cleared: the block it pointed to is lost
 
@@ -522,6 +525,29 @@ VICTIM_NOINLINE int drive_over_a_dirty_heap() {
 }
 #endif
 
+#ifndef CATALOGUE_HOST
+// "reused_address": a driver keeps the addresses of allocations freed since in its tables (a
+// list's slots past its count). On a device those addresses are never the host heap's; the
+// simulator's must not be either, or a block the program allocates where freed device memory
+// lay reads as held by the driver's table, and the allocation only that block holds as lost.
+// So: allocations freed last to first (each leaves its address past the list's count), then
+// blocks of the sizes a heap would have held them in, each holding one allocation.
+VICTIM_NOINLINE int hold_where_device_memory_was() {
+  const CUdeviceptr held = allocate(kWhereDeviceMemoryWas);
+  constexpr size_t kFreed = 8;
+  CUdeviceptr freed[kFreed];
+  for (size_t i = 0; i < kFreed; ++i) freed[i] = allocate(size_t{4096} << (i % 4));
+  for (size_t i = kFreed; i-- > 0;) CHECK(cuMemFree_v2(freed[i]));
+  for (size_t i = 0; i < kFreed; ++i) {
+    // The size a driver would ask of malloc to align the allocation (256 bytes) within it.
+    g_reused[i] = static_cast<CUdeviceptr *>(std::malloc((size_t{4096} << (i % 4)) + 255));
+    g_reused[i][0] = held;
+  }
+  scrub_stack();
+  return 0;
+}
+#endif
+
 [[maybe_unused]] VICTIM_NOINLINE void child() {
   g_global = allocate(kChildGlobal);
   drop(kChildDropped);
@@ -573,6 +599,7 @@ int main(int argc, char **argv) {
   if (std::strcmp(mode, "handles") == 0) return keep_and_drop_handles();
   if (std::strcmp(mode, "exit_path") == 0) exit_over_stale_copies();
   if (std::strcmp(mode, "signal_action") == 0) return install_action_over_stale_bytes();
+  if (std::strcmp(mode, "reused_address") == 0) return hold_where_device_memory_was();
   if (std::strcmp(mode, "main_returns") == 0) {
     // main's own locals, dead once it returns: the exit path's frames lie over them.
     volatile CUdeviceptr dropped[64];
