@@ -67,6 +67,33 @@ TEST(LiveCheck, ALeaseEndedRightAfterADropFindsTheDroppedBufferLost) {
   EXPECT_NE(run.result.out.find("lease end: 2\n"), std::string::npos) << run.result.out;
 }
 
+// A check that could not read everything says so, in the report of it, as the exit's
+// classification does: here the world stop cannot list the threads (no descriptor left), so
+// nothing is found reachable, and what it did not find is unchecked, never lost.
+TEST(LiveCheck, ACheckThatCouldNotReadEverythingSaysWhy) {
+  TempDir dir;
+  auto run =
+      run_under_leaseguard(dir.path(), {victim("live_check"), "no_fds"}, {"--format", "text=" + (dir / "report.txt")});
+  if (run.result.exit_code == 77) GTEST_SKIP() << "a descriptor limit below 256";
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const JsonValue &process = run.json["processes"][0];
+  ASSERT_EQ(process["checks"].size(), 1u) << read_text(dir / "report.json");
+  const JsonValue &check = process["checks"][0];
+  EXPECT_TRUE(check["reachability"]["threads_not_stopped"].as_bool()) << read_text(dir / "report.json");
+  EXPECT_EQ(check["reachable_allocations"].as_number(), 0);
+  EXPECT_EQ(check["lost_allocations"].as_number(), 2);  // both unchecked
+  // The exit read everything.
+  EXPECT_FALSE(process["reachability"]["threads_not_stopped"].as_bool());
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 1);
+  EXPECT_EQ(run.json["summary"]["reachable_allocations"].as_number(), 1);
+  const std::string text = read_text(dir / "report.txt");
+  EXPECT_NE(text.find("at the last check, the program's threads could not all be stopped"), std::string::npos) << text;
+  // `report` reads it back from the JSON as from the journal.
+  auto again = run_process({LEASEGUARD_BIN, "report", "--format", "text=" + (dir / "again.txt"), dir / "report.json"});
+  EXPECT_NE(read_text(dir / "again.txt").find("at the last check, the program's threads"), std::string::npos)
+      << again.err << read_text(dir / "again.txt");
+}
+
 // With --reachability=off there is nothing to classify with: the call says so (-1) and no
 // check is recorded.
 TEST(LiveCheck, WithoutReachabilityNoCheckIsMadeAndTheCallSaysSo) {

@@ -4,10 +4,12 @@
  * then exit with all of them still allocated. Meanwhile a worker thread waits in read() on a
  * pipe the main thread writes only after the checks: its read must return the byte, never
  * EINTR, though the checks held the thread (tests/integration/live_check_test.cpp).
- * Prints each check's result and the worker's read. */
+ * Prints each check's result and the worker's read. Other modes: "lease" and "no_fds" (below). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <leaseguard/leaseguard.h>
@@ -45,9 +47,29 @@ static int lease_mode(void) {
   return 0;
 }
 
+/* "no_fds": a check made while every descriptor the program may open is in use (3000 kept,
+ * 1000 dropped): the world stop cannot list the threads, so the check classifies nothing and
+ * says why. The descriptors are closed again before the exit, whose classification reads all. */
+static int no_fds_mode(void) {
+  CHECK(cuMemAlloc_v2(&g_kept[0], 3000));
+  drop_buffers(0, 1);
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_max < 256) return 77;
+  limit.rlim_cur = 256;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return 8;
+  int opened[256];
+  int count = 0;
+  for (int fd; count < 256 && (fd = open("/dev/null", O_RDONLY)) >= 0;) opened[count++] = fd;
+  int status = leaseguard_check();
+  while (count > 0) close(opened[--count]);
+  printf("check: %d\n", status);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   victim_primary_context();
   if (argc > 1 && strcmp(argv[1], "lease") == 0) return lease_mode();
+  if (argc > 1 && strcmp(argv[1], "no_fds") == 0) return no_fds_mode();
   if (pipe(g_pipe) != 0) return 4;
   pthread_t thread;
   if (pthread_create(&thread, NULL, worker, NULL) != 0) return 5;

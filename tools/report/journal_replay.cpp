@@ -369,6 +369,7 @@ class Replay : public journal::JournalVisitor {
       if (process_.checks.size() == 1) first_check_ns_ = head.time_ns;
     }
     LiveCheck &check = process_.checks.back();
+    check.reachability_flags |= head.flags;
     constexpr uint64_t kIdMask = (uint64_t{1} << journal::kReachabilityClassShift) - 1;
     for (uint32_t i = 0; i < head.count; ++i) {
       const auto value = static_cast<uint8_t>(entries[i] >> journal::kReachabilityClassShift);

@@ -120,6 +120,19 @@ void write_lease(JsonWriter &json, const ProcessReport &process, const LeaseEndi
 
 // What happened in a process besides its leases' ends: double frees, wrong-family frees, and
 // pools destroyed with allocations outstanding.
+// What a classification (its journal::kReachability* `flags`) could not read, each a reason
+// its lost allocations are unchecked or that it read some memory as holding no pointers.
+void write_reachability_flags(JsonWriter &json, uint32_t flags) {
+  json.key("device_scan_bounded").value((flags & journal::kReachabilityDeviceBounded) != 0);
+  json.key("threads_not_stopped").value((flags & journal::kReachabilityThreadsNotStopped) != 0);
+  json.key("heap_untracked").value((flags & journal::kReachabilityHeapUntracked) != 0);
+  json.key("python_objects_unread").value((flags & journal::kReachabilityPythonObjectsUnread) != 0);
+  json.key("device_unread").value((flags & journal::kReachabilityDeviceUnread) != 0);
+  json.key("mappings_bounded").value((flags & journal::kReachabilityMappingsBounded) != 0);
+  json.key("memory_short").value((flags & journal::kReachabilityMemoryShort) != 0);
+  json.key("pages_unread").value((flags & journal::kReachabilityPagesUnread) != 0);
+}
+
 void write_process_events(JsonWriter &json, const ProcessReport &process, StackRefs &refs) {
   json.key("double_frees").begin_array();
   for (const DoubleFree &twice : process.double_frees) {
@@ -150,6 +163,9 @@ void write_process_events(JsonWriter &json, const ProcessReport &process, StackR
     json.key("lost_allocations").value(check.lost_allocations);
     json.key("reachable_bytes").value(check.reachable_bytes);
     json.key("reachable_allocations").value(check.reachable_allocations);
+    json.key("reachability").begin_object();
+    write_reachability_flags(json, check.reachability_flags);
+    json.end_object();
     json.end_object();
   }
   json.end_array();
@@ -235,15 +251,7 @@ void write_process(JsonWriter &json, const ProcessReport &process, JsonStacks st
   write_process_events(json, process, refs);
   json.key("reachability").begin_object();
   json.key("classified").value(process.classified);
-  json.key("device_scan_bounded").value((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0);
-  json.key("threads_not_stopped").value((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0);
-  json.key("heap_untracked").value((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0);
-  json.key("python_objects_unread")
-      .value((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0);
-  json.key("device_unread").value((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0);
-  json.key("mappings_bounded").value((process.reachability_flags & journal::kReachabilityMappingsBounded) != 0);
-  json.key("memory_short").value((process.reachability_flags & journal::kReachabilityMemoryShort) != 0);
-  json.key("pages_unread").value((process.reachability_flags & journal::kReachabilityPagesUnread) != 0);
+  write_reachability_flags(json, process.reachability_flags);
   json.end_object();
   json.key("leases").begin_array();
   for (const LeaseEnding &lease : process.leases) write_lease(json, process, lease, refs);

@@ -127,10 +127,12 @@ class TextReport {
   static std::string checks_note(const ProcessReport &process, const std::string &tag) {
     if (process.checks.empty()) return "";
     const LiveCheck &last = process.checks.back();
+    const std::string partial = reachability_note(last.reachability_flags);
     return tag + std::to_string(process.checks.size()) + " live check(s); the last, at " + milliseconds(last.time_ms) +
            ", found " + std::to_string(last.lost_allocations) + " allocation(s) of " + std::to_string(last.lost_bytes) +
            " byte(s) lost and " + std::to_string(last.reachable_allocations) + " of " +
-           std::to_string(last.reachable_bytes) + " byte(s) still reachable\n";
+           std::to_string(last.reachable_bytes) + " byte(s) still reachable\n" +
+           (partial.empty() ? "" : tag + "at the last check, " + partial + "\n");
   }
 
   // What a running process holds: its leases have not ended, so nothing of it is a leak yet,
@@ -143,37 +145,42 @@ class TextReport {
                                    : "what its last live check found lost is listed as the check's\n");
   }
 
-  // Why some of a process's live allocations could not be classified, if they could not.
+  // Why some of a process's live allocations could not be classified at its end, if they could not.
   static std::string reachability_note(const ProcessReport &process) {
+    return process.classified ? reachability_note(process.reachability_flags) : "";
+  }
+
+  // Why some of the allocations a classification (journal::kReachability* `flags`) looked at
+  // could not be classified, or were read in part.
+  static std::string reachability_note(uint32_t flags) {
     std::string note;
-    if (!process.classified) return note;
-    if ((process.reachability_flags & journal::kReachabilityMemoryShort) != 0)
+    if ((flags & journal::kReachabilityMemoryShort) != 0)
       return "the classification did not run: it needed more memory than the process could spare (its memory or "
              "address-space limit, or the machine's free memory): live allocations are unchecked";
-    if ((process.reachability_flags & journal::kReachabilityThreadsNotStopped) != 0)
+    if ((flags & journal::kReachabilityThreadsNotStopped) != 0)
       note +=
           "the program's threads could not all be stopped (ptrace was refused: a debugger, strace, seccomp or Yama; "
           "there were more than 16,384; one stayed inside a heap call; or no descriptor was left to list them) or a "
           "stack could not be read: lost allocations are unchecked";
-    else if ((process.reachability_flags & journal::kReachabilityHeapUntracked) != 0)
+    else if ((flags & journal::kReachabilityHeapUntracked) != 0)
       note +=
           "the program's host heap was not all tracked (its own malloc, a heap or mapping call from a signal handler "
           "inside another, or over a million mappings): lost allocations are unchecked";
-    else if ((process.reachability_flags & journal::kReachabilityPythonObjectsUnread) != 0)
+    else if ((flags & journal::kReachabilityPythonObjectsUnread) != 0)
       note +=
           "the program's Python objects could not be read (an object allocator leaseguard does not know, or its "
           "interpreter had finalized): lost allocations are unchecked";
-    else if ((process.reachability_flags & journal::kReachabilityPagesUnread) != 0)
+    else if ((flags & journal::kReachabilityPagesUnread) != 0)
       note +=
           "some of the program's memory could not be read without faulting it in (pages swapped out, or more "
           "mapped memory than the scan examines): lost allocations are unchecked";
-    if ((process.reachability_flags & journal::kReachabilityDeviceBounded) != 0)
+    if ((flags & journal::kReachabilityDeviceBounded) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the reachability scan was bounded: device memory past --device-scan was read as holding no pointers";
-    if ((process.reachability_flags & journal::kReachabilityDeviceUnread) != 0)
+    if ((flags & journal::kReachabilityDeviceUnread) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the driver refused to copy some device memory back: it was read as holding no pointers";
-    if ((process.reachability_flags & journal::kReachabilityMappingsBounded) != 0)
+    if ((flags & journal::kReachabilityMappingsBounded) != 0)
       note += std::string(note.empty() ? "" : "; ") +
               "the program's own mappings past 4 GiB in all were read as holding no pointers";
     return note;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "files.h"
 #include "json_value.h"
@@ -149,18 +150,8 @@ class JsonReportReader {
       process.live_allocations = number<uint64_t>(item["live_allocations"], "live_allocations");
     if (item["live_bytes"].type() == JsonValue::Type::Number)
       process.live_bytes = number<uint64_t>(item["live_bytes"], "live_bytes");
-    const JsonValue &reachability = item["reachability"];
-    process.classified = flag(reachability["classified"]);
-    if (flag(reachability["device_scan_bounded"])) process.reachability_flags |= journal::kReachabilityDeviceBounded;
-    if (flag(reachability["threads_not_stopped"]))
-      process.reachability_flags |= journal::kReachabilityThreadsNotStopped;
-    if (flag(reachability["heap_untracked"])) process.reachability_flags |= journal::kReachabilityHeapUntracked;
-    if (flag(reachability["python_objects_unread"]))
-      process.reachability_flags |= journal::kReachabilityPythonObjectsUnread;
-    if (flag(reachability["device_unread"])) process.reachability_flags |= journal::kReachabilityDeviceUnread;
-    if (flag(reachability["mappings_bounded"])) process.reachability_flags |= journal::kReachabilityMappingsBounded;
-    if (flag(reachability["memory_short"])) process.reachability_flags |= journal::kReachabilityMemoryShort;
-    if (flag(reachability["pages_unread"])) process.reachability_flags |= journal::kReachabilityPagesUnread;
+    process.classified = flag(item["reachability"]["classified"]);
+    process.reachability_flags = reachability_flags(item["reachability"]);
     if (item["drivers"].type() == JsonValue::Type::Array) {
       process.drivers = journal::kDriversKnown;
       for (const JsonValue &driver : item["drivers"].items()) {
@@ -196,6 +187,24 @@ class JsonReportReader {
     return process;
   }
 
+  // A classification's journal::kReachability* flags, from the fields render_json writes
+  // (absent fields: none, as in a report written before a check had them).
+  static uint32_t reachability_flags(const JsonValue &reachability) {
+    static constexpr std::pair<const char *, uint32_t> kFields[] = {
+        {"device_scan_bounded", journal::kReachabilityDeviceBounded},
+        {"threads_not_stopped", journal::kReachabilityThreadsNotStopped},
+        {"heap_untracked", journal::kReachabilityHeapUntracked},
+        {"python_objects_unread", journal::kReachabilityPythonObjectsUnread},
+        {"device_unread", journal::kReachabilityDeviceUnread},
+        {"mappings_bounded", journal::kReachabilityMappingsBounded},
+        {"memory_short", journal::kReachabilityMemoryShort},
+        {"pages_unread", journal::kReachabilityPagesUnread}};
+    uint32_t flags = 0;
+    for (const auto &[name, bit] : kFields)
+      if (flag(reachability[name])) flags |= bit;
+    return flags;
+  }
+
   // The process's live checks and its sites' growth across them.
   void read_checks(const JsonValue &item, ProcessReport &process) {
     for (const JsonValue &check : item["checks"].items())
@@ -203,7 +212,8 @@ class JsonReportReader {
                                 number<uint64_t>(check["lost_bytes"], "lost_bytes"),
                                 number<uint64_t>(check["lost_allocations"], "lost_allocations"),
                                 number<uint64_t>(check["reachable_bytes"], "reachable_bytes"),
-                                number<uint64_t>(check["reachable_allocations"], "reachable_allocations")});
+                                number<uint64_t>(check["reachable_allocations"], "reachable_allocations"),
+                                reachability_flags(check["reachability"])});
     for (const JsonValue &site : item["growth"].items()) {
       SiteGrowth growth;
       growth.api = api_of(site["api"]);

@@ -200,6 +200,7 @@ struct LiveCheck {
   uint64_t lost_allocations = 0;  // direct, indirect and unchecked
   uint64_t reachable_bytes = 0;
   uint64_t reachable_allocations = 0;
+  uint32_t reachability_flags = 0;  // journal::kReachability*: why what it did not find reachable is unchecked
 };
 
 // A site (a stack and an entry point) with memory lost at the last live check, against the
