@@ -40,7 +40,10 @@ typedef nvmlReturn_t (*PFN_nvmlDeviceGetCount_v2)(unsigned int *deviceCount);
 typedef nvmlReturn_t (*PFN_nvmlDeviceGetHandleByIndex_v2)(unsigned int index, nvmlDevice_t *device);
 typedef nvmlReturn_t (*PFN_nvmlDeviceGetComputeRunningProcesses_v3)(nvmlDevice_t device, unsigned int *infoCount,
                                                                     nvmlProcessInfo_t *infos);
+typedef nvmlReturn_t (*PFN_nvmlDeviceGetUUID)(nvmlDevice_t device, char *uuid, unsigned int length);
 typedef const char *(*PFN_nvmlErrorString)(nvmlReturn_t result);
+
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
 
 #ifdef __cplusplus
 }

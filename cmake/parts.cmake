@@ -18,7 +18,7 @@ set(LEASEGUARD_PART_ARROWS
   "scan                 base stacks reachability interception"
   "hooks                base journal stacks session interception scan"
   "report               base journal"
-  "authority            base journal authority_protocol"
+  "authority            base journal authority_protocol report"
   "cli                  base journal authority_protocol report authority")
 # The parts of leaseguard's own programs (the CLI and the daemon): one variant, built with
 # the build's sanitizer, using the checked variants of the core's parts.

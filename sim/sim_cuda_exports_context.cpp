@@ -10,6 +10,7 @@
 #include "lg_cuda.h"
 #include "sim_device.h"
 #include "sim_entry.h"
+#include "sim_visible_devices.h"
 
 using leaseguard::sim::kFirstPciBus;
 using leaseguard::sim::SimContext;
@@ -28,10 +29,8 @@ CUresult check_device(CUdevice dev) {
 CUresult device_uuid(CUuuid *uuid, CUdevice dev) {
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
-  // Stable and distinct per device, and recognisably the simulator's: "lg-sim-gpu" + ordinal.
-  std::memset(uuid->bytes, 0, sizeof uuid->bytes);
-  std::memcpy(uuid->bytes, "lg-sim-gpu", 10);
-  uuid->bytes[15] = static_cast<char>(dev);
+  // Stable and distinct per GPU of the node, whatever the process's CUDA_VISIBLE_DEVICES.
+  leaseguard::sim::gpu_uuid(driver().node_gpu(dev), reinterpret_cast<unsigned char *>(uuid->bytes));
   return CUDA_SUCCESS;
 }
 
@@ -53,7 +52,7 @@ LG_SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev
   LG_SIM_ENTRY(cuDeviceGetPCIBusId);
   if (pciBusId == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult status = check_device(dev); status != CUDA_SUCCESS) return status;
-  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02x:00.0", kFirstPciBus + dev);
+  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02x:00.0", kFirstPciBus + driver().node_gpu(dev));
   return CUDA_SUCCESS;
 }
 
@@ -66,10 +65,14 @@ LG_SIM_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId
   if (std::sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &device, &function) < 3 &&
       std::sscanf(pciBusId, "%x:%x.%x", &bus, &device, &function) < 2)
     return CUDA_ERROR_INVALID_VALUE;
-  const int ordinal = static_cast<int>(bus) - kFirstPciBus;
-  if (domain != 0 || device != 0 || ordinal < 0 || ordinal >= driver().device_count()) return CUDA_ERROR_INVALID_DEVICE;
-  *dev = ordinal;
-  return CUDA_SUCCESS;
+  // The bus names a GPU of the node; the process knows it by its ordinal, if it sees it.
+  const int gpu = static_cast<int>(bus) - kFirstPciBus;
+  for (int ordinal = 0; domain == 0 && device == 0 && ordinal < driver().device_count(); ++ordinal)
+    if (driver().node_gpu(ordinal) == gpu) {
+      *dev = ordinal;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_DEVICE;
 }
 
 // Every simulated device shares the host's memory, so each can reach the others'.

@@ -16,6 +16,7 @@
 
 #include "sim_device_heap.h"
 #include "sim_usage.h"
+#include "sim_visible_devices.h"
 
 namespace leaseguard::sim {
 
@@ -133,7 +134,9 @@ SimDriver &SimDriver::instance() {
 
 SimDriver::SimDriver() {
   capacity_ = parse_bytes("LEASEGUARD_SIM_CAPACITY", kDefaultCapacity);
-  device_count_ = parse_count("LEASEGUARD_SIM_DEVICES", 1, 64);
+  // The node has LEASEGUARD_SIM_DEVICES GPUs; the process sees those CUDA_VISIBLE_DEVICES names.
+  gpus_ = visible_gpus(std::getenv("CUDA_VISIBLE_DEVICES"), parse_count("LEASEGUARD_SIM_DEVICES", 1, 64));
+  device_count_ = static_cast<int>(gpus_.size());
   reuse_contexts_ = parse_count("LEASEGUARD_SIM_REUSE_CONTEXTS", 0, 1) == 1;
   destroy_linger_ms_ = parse_count("LEASEGUARD_SIM_DESTROY_LINGER_MS", 0, 60'000);
   forked_child_inherits_ = parse_choice("LEASEGUARD_SIM_FORKED_CHILD", "fails", "inherits", false);
@@ -178,6 +181,7 @@ void SimDriver::forked() {
 CUresult SimDriver::init() {
   std::lock_guard lock(driver_lock_);
   if (forked_after_init_) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device_count_ == 0) return CUDA_ERROR_NO_DEVICE;  // CUDA_VISIBLE_DEVICES names none
   initialized_ = true;
   return CUDA_SUCCESS;
 }
@@ -333,14 +337,14 @@ bool SimDriver::charge_in_shard(size_t shard, int device, size_t bytes) {
     account.granted += taken;
   }
   account.used += bytes;
-  publish_usage(shard, device, static_cast<int64_t>(bytes));
+  publish_usage(shard, node_gpu(device), static_cast<int64_t>(bytes));
   return true;
 }
 
 void SimDriver::refund_in_shard(size_t shard, int device, size_t bytes) {
   AllocationShard &account = shards_[shard];
   account.used -= bytes;
-  publish_usage(shard, device, -static_cast<int64_t>(bytes));
+  publish_usage(shard, node_gpu(device), -static_cast<int64_t>(bytes));
   // A shard keeps at most two steps unused: a thread that freed much leaves the rest to others.
   if (account.granted - account.used > 2 * grant_step_) {
     const size_t returned = account.granted - account.used - grant_step_;
@@ -372,13 +376,13 @@ void SimDriver::charge_locked(int device, size_t bytes) {
   if (ungranted_.load(std::memory_order_relaxed) < bytes) take_back_grants_locked();
   ungranted_.fetch_sub(bytes, std::memory_order_relaxed);
   whole_used_ += bytes;
-  publish_usage(0, device, static_cast<int64_t>(bytes));
+  publish_usage(0, node_gpu(device), static_cast<int64_t>(bytes));
 }
 
 void SimDriver::refund_locked(int device, size_t bytes) {
   whole_used_ -= bytes;
   ungranted_.fetch_add(bytes, std::memory_order_relaxed);
-  publish_usage(0, device, -static_cast<int64_t>(bytes));
+  publish_usage(0, node_gpu(device), -static_cast<int64_t>(bytes));
 }
 
 SimDriver::Found SimDriver::find_allocation_locked(uint64_t address) const {

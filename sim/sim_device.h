@@ -180,6 +180,9 @@ class SimDriver {
   void set_forked_child_inherits(bool inherits) { forked_child_inherits_ = inherits; }
   bool initialized() const { return initialized_; }
   int device_count() const { return device_count_; }
+  // The node's GPU that the process's device `device` (an ordinal below device_count) is:
+  // its index among all of them (sim_visible_devices.h).
+  int node_gpu(int device) const { return gpus_[static_cast<size_t>(device)]; }
   size_t capacity() const { return capacity_; }
   size_t used() const;
 
@@ -311,6 +314,7 @@ class SimDriver {
   mutable DriverLock driver_lock_;
   bool initialized_ = false;
   int device_count_ = 1;
+  std::vector<int> gpus_;        // each device's node GPU, as CUDA_VISIBLE_DEVICES orders them
   bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
   int destroy_linger_ms_ = 0;    // LEASEGUARD_SIM_DESTROY_LINGER_MS: see linger_after_destroy
   // LEASEGUARD_SIM_FORKED_CHILD=inherits: a child forked after cuInit goes on with a copy of

@@ -15,6 +15,7 @@
 
 #include "lg_nvml.h"
 #include "sim_usage.h"
+#include "sim_visible_devices.h"
 
 namespace {
 
@@ -109,6 +110,18 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningP
                                                                                             unsigned int *count,
                                                                                             nvmlProcessInfo_t *infos) {
   return nvmlDeviceGetComputeRunningProcesses_v3(device, count, infos);
+}
+
+// "GPU-" and the UUID's hex digits, as cuDeviceGetUuid gives its bytes (sim_visible_devices.h).
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid,
+                                                                      unsigned int length) {
+  if (!g_initialized) return NVML_ERROR_UNINITIALIZED;
+  const int index = index_of(device);
+  if (uuid == nullptr || index < 0 || index >= g_device_count) return NVML_ERROR_INVALID_ARGUMENT;
+  const std::string text = gpu_uuid_text(index);
+  if (length < text.size() + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(uuid, text.c_str(), text.size() + 1);
+  return NVML_SUCCESS;
 }
 
 __attribute__((visibility("default"))) const char *nvmlErrorString(nvmlReturn_t result) {

@@ -21,6 +21,8 @@ block without one fails the test, so a new recipe cannot go unchecked. The kinds
                       upload steps upload exists (the SARIF valid against its schema)
   gitlab-ci           a job: its `script` runs (bash -e), its JUnit report exists and is
                       valid against the JUnit schema, its artifact paths exist
+  prometheus-rules    alerting rules: `promtool check rules` finds them valid
+  prometheus-config   a Prometheus configuration: `promtool check config` finds it valid
   skip: REASON        not run, for the reason given (printed)
 
 The sandbox is the project a reader would have: the installed build on the PATH, the docs'
@@ -284,6 +286,13 @@ def run_gitlab(where, text):
         print(f"ok     {where}: GitLab CI job {name}", flush=True)
 
 
+def run_promtool(where, check, text):
+    path = os.path.join(work, "promtool-" + check + ".yml")
+    with open(path, "w") as out:
+        out.write(text)
+    shell(f"promtool check {check} {shlex.quote(path)}", where)
+
+
 # ---- run: files first (recipes use them wherever they appear), then the rest in page order ----
 found = list(blocks())
 for where, marker, language, text in found:
@@ -315,6 +324,10 @@ for where, marker, language, text in found:
         run_github(where, text)
     elif marker == "gitlab-ci":
         run_gitlab(where, text)
+    elif marker == "prometheus-rules":
+        run_promtool(where, "rules", text)
+    elif marker == "prometheus-config":
+        run_promtool(where, "config", text)
     else:
         fail(where, f"unknown doctest marker: {marker}")
 

@@ -55,6 +55,7 @@ enum class RecordType : uint8_t {
   Reachability = 17,      // how live allocations were classified (core/reachability/reachability.h)
   AuthorityReclaim = 18,  // the node lease authority's reclaim request was done (after its frees)
   Check = 19,             // a live check's classes (ReachabilityPayload); ends nothing (readers before it skip it)
+  Device = 20,            // a device's UUID, before the first allocation on it (readers before it skip it)
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -206,6 +207,15 @@ struct SignalPayload {
   uint8_t signal;          // SIGTERM or SIGINT
   uint8_t default_action;  // 1: the program left the default action: it dies of it next
   uint8_t reserved[6];
+};
+
+// The GPU behind a device ordinal of this process: ordinals depend on each process's
+// CUDA_VISIBLE_DEVICES, the UUID does not (the lease authority labels its series with it, as
+// dcgm-exporter does). All zeros: the driver would not say.
+struct DevicePayload {
+  int32_t device;
+  uint32_t reserved;
+  uint8_t uuid[16];  // cuDeviceGetUuid's bytes
 };
 
 struct LeaseEndPayload {

@@ -149,6 +149,7 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
     case RecordType::Signal: return visit_fixed<SignalPayload>(payload, to(&JournalVisitor::on_signal));
     case RecordType::AuthorityReclaim:
       return visit_fixed<AuthorityReclaimPayload>(payload, to(&JournalVisitor::on_authority_reclaim));
+    case RecordType::Device: return visit_fixed<DevicePayload>(payload, to(&JournalVisitor::on_device));
     case RecordType::Continuation: return true;
   }
   ++stats.unknown_records;

@@ -49,6 +49,7 @@ class JournalVisitor {
   virtual void on_unjournaled_leaks(const UnjournaledLeaksPayload &) {}
   virtual void on_signal(const SignalPayload &) {}
   virtual void on_authority_reclaim(const AuthorityReclaimPayload &) {}
+  virtual void on_device(const DevicePayload &) {}
   // Each entry: an allocation id with its class in the top bits (journal_format.h).
   virtual void on_reachability(const ReachabilityPayload &, const uint64_t * /*entries*/) {}
   virtual void on_check(const ReachabilityPayload &, const uint64_t * /*entries*/) {}

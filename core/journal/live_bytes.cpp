@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "api_ids.h"
@@ -16,6 +18,15 @@
 
 namespace leaseguard::journal {
 namespace {
+
+// As NVML writes a GPU's UUID.
+std::string gpu_uuid_text(const uint8_t (&uuid)[16]) {
+  char text[64];
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", uuid[0],
+                uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9], uuid[10], uuid[11],
+                uuid[12], uuid[13], uuid[14], uuid[15]);
+  return text;
+}
 
 // Zero slots in a row after which the rest of the file is taken for unwritten: more than
 // the records all of a process's threads can have in flight at once.
@@ -118,10 +129,21 @@ size_t LiveBytesReader::apply(uint64_t slot, uint32_t tag) {
       break;
     }
     case RecordType::ProcessEnd: process_ended_ = true; break;
+    case RecordType::Device: {
+      const auto device = payload_copy<DevicePayload>(payload_at(slot));
+      if (std::any_of(std::begin(device.uuid), std::end(device.uuid), [](uint8_t byte) { return byte != 0; }))
+        device_uuids_[device.device] = gpu_uuid_text(device.uuid);
+      break;
+    }
     case RecordType::AuthorityReclaim: reclaim_answer_ = payload_copy<AuthorityReclaimPayload>(payload_at(slot)); break;
     default: break;
   }
   return 1;
+}
+
+std::string LiveBytesReader::device_uuid(int device) const {
+  auto found = device_uuids_.find(device);
+  return found != device_uuids_.end() ? found->second : "";
 }
 
 void LiveBytesReader::update() {

@@ -45,8 +45,14 @@ class LiveBytesReader {
   // Device-memory bytes its last live check found lost (live at the check and not reachable),
   // of the allocations this reader knew live then; nullopt before any check.
   std::optional<uint64_t> lost_bytes_at_last_check() const { return last_check_lost_bytes_; }
+  // The UUID of device ordinal `device` as NVML and dcgm-exporter write it ("GPU-" and five
+  // groups of hex digits), from the process's Device records; "" where it did not say.
+  std::string device_uuid(int device) const;
   // How many live checks it has seen.
   size_t checks() const { return checks_; }
+  // The journal's bytes as mapped at the last open or update (whole slots).
+  const unsigned char *bytes() const { return map_; }
+  size_t size() const { return mapped_bytes_; }
   // The process wrote its end (ProcessEnd): nothing it holds will change.
   bool process_ended() const { return process_ended_; }
   // The process's answer to the teardown's reclaim request (journal::AuthorityReclaimPayload),
@@ -85,6 +91,7 @@ class LiveBytesReader {
   bool process_ended_ = false;
   std::optional<journal::AuthorityReclaimPayload> reclaim_answer_;
   std::optional<uint64_t> last_check_lost_bytes_;
+  std::map<int, std::string> device_uuids_;
   uint64_t last_check_ns_ = 0;
   size_t checks_ = 0;
 };

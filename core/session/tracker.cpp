@@ -831,6 +831,17 @@ void Tracker::on_expired(Lease &lease) noexcept {
   end_lease(lease, EndedBy::Expiry);
 }
 
+void Tracker::note_device(int32_t device, const unsigned char (&uuid)[16]) noexcept {
+  if (device < 0 || device >= 64) return;
+  const uint64_t bit = uint64_t{1} << static_cast<unsigned>(device);
+  if ((devices_noted_.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) return;  // another thread did
+  if (!ensure_journal()) return;
+  journal::DevicePayload record{};
+  record.device = device;
+  std::memcpy(record.uuid, uuid, sizeof record.uuid);
+  journal_.append(journal::RecordType::Device, &record, sizeof record);
+}
+
 void Tracker::note_signal_from_signal_handler(int signal_number, bool default_action) noexcept {
   if (journal_state_.load(std::memory_order_acquire) != 1) return;  // nothing recorded yet
   journal::SignalPayload record{};

@@ -175,6 +175,16 @@ class Tracker {
   // ended; one that dies of the signal is reported from its journal, as any killed process.
   void note_signal_from_signal_handler(int signal_number, bool default_action) noexcept;
 
+  // Whether the UUID of device ordinal `device` is journaled already (note_device): the hooks
+  // ask the driver for it once per process, before its first allocation on the device.
+  // Devices past 63 (and unknown ones) are never noted.
+  bool device_noted(int32_t device) const noexcept {
+    return device < 0 || device >= 64 ||
+           (devices_noted_.load(std::memory_order_relaxed) >> static_cast<unsigned>(device) & 1) != 0;
+  }
+  // Journals device `device`'s UUID (all zeros: unknown).
+  void note_device(int32_t device, const unsigned char (&uuid)[16]) noexcept;
+
   // Frames in these ranges (the preload, the C++ API library) are dropped from the top of
   // stacks. Called at start-up, before other threads record.
   void exclude_code(CodeRange range) noexcept { excluded_.add(range); }
@@ -291,8 +301,9 @@ class Tracker {
   // Allocation ids: each thread takes a block of them at a time (take_allocation_id), so an
   // allocation's id costs no shared atomic operation. Unique, but not consecutive across
   // threads: the report orders allocations by their place in the journal, not by id.
-  const uint64_t instance_number_;  // tells this tracker's blocks from another's (tests make several)
-  const pid_t pid_ = getpid();      // the process it records for (a forked child makes its own)
+  const uint64_t instance_number_;          // tells this tracker's blocks from another's (tests make several)
+  const pid_t pid_ = getpid();              // the process it records for (a forked child makes its own)
+  std::atomic<uint64_t> devices_noted_{0};  // device ordinals whose UUID is journaled (note_device)
   std::atomic<uint64_t> next_allocation_id_{1};
   std::atomic<uint32_t> barriers_{0};                                             // raise_barrier()
   AllocationRecords records_{journal_, options_.journal_mode, instance_number_};  // what the table does not keep

@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <cstring>
 #include <iterator>
 
 #include "code_generation.h"
@@ -70,6 +71,7 @@ std::atomic<void *> g_ctx_get_device{nullptr};
 std::atomic<void *> g_primary_get_state{nullptr};
 std::atomic<void *> g_primary_retain{nullptr};
 std::atomic<void *> g_ctx_get_id{nullptr};
+std::atomic<void *> g_device_get_uuid{nullptr};
 
 // The calling thread's current context and its device, as last asked of the driver. A
 // destroyed context's handle may be handed out again for another device, and a destroy pops
@@ -142,6 +144,19 @@ ContextInfo current_context(void *anchor) noexcept {
 }
 
 void current_context_changed() noexcept { t_current.known = false; }
+
+void note_device_uuid(Tracker &tracker, int32_t device, void *anchor) noexcept {
+  // cuDeviceGetUuid_v2 where the driver has it (CUDA 11.4 on), else the first one: the same
+  // bytes for a GPU, a MIG instance's own under _v2.
+  auto get_uuid =
+      reinterpret_cast<lg_pfn_cuDeviceGetUuid_v2>(driver_function(anchor, "cuDeviceGetUuid_v2", g_device_get_uuid));
+  if (get_uuid == nullptr)
+    get_uuid = reinterpret_cast<lg_pfn_cuDeviceGetUuid_v2>(driver_symbol(anchor, "cuDeviceGetUuid"));
+  CUuuid uuid{};
+  unsigned char bytes[16] = {};
+  if (get_uuid != nullptr && get_uuid(&uuid, device) == CUDA_SUCCESS) std::memcpy(bytes, uuid.bytes, sizeof bytes);
+  tracker.note_device(device, bytes);
+}
 
 void context_handles_may_be_reused() noexcept { g_context_generation.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "lg_cuda.h"
+#include "tracker.h"
 
 namespace leaseguard::interpose {
 
@@ -22,6 +23,10 @@ struct ContextInfo {
 // destroyed (context_handles_may_be_reused): the driver changes a thread's current context
 // only when that thread asks it to, or when a context is destroyed.
 ContextInfo current_context(void *anchor) noexcept;
+
+// Journals the UUID of device `device` (the driver's cuDeviceGetUuid_v2) with `tracker`,
+// which the hooks call before the process's first allocation on it (Tracker::device_noted).
+void note_device_uuid(Tracker &tracker, int32_t device, void *anchor) noexcept;
 
 // Called by the hooks of the SetsContext entry points after the driver's call: the calling
 // thread's next allocation asks the driver which context is current.

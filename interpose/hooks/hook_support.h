@@ -84,6 +84,7 @@ LG_ALWAYS_INLINE void record_allocation(Tracker *tracker, const Made &made, void
     const ContextInfo context = current_context(anchor);
     event.device = made.device == kDeviceOfContext ? context.device : made.device;
     event.context = context.context;
+    if (!tracker->device_noted(event.device)) note_device_uuid(*tracker, event.device, anchor);
   } else {
     event.device = made.device == kDeviceOfContext ? hip_current_device(anchor) : made.device;
     event.context = hip_device_token(event.device);

@@ -504,7 +504,9 @@ TEST_F(LeaseAuthorityEndToEnd, TheTextfileShowsALeasesLiveBytesWhileItRunsAndNot
   ASSERT_TRUE(job.wait_ready());
   EXPECT_TRUE(wait_for([](const std::string &text) {
     return text.find("leaseguard_leases_active 1\n") != std::string::npos &&
-           text.find("leaseguard_node_live_bytes{device=\"0\"} 6291456\n") != std::string::npos;
+           text.find(
+               "leaseguard_node_live_bytes{device=\"0\",uuid=\"GPU-6c672d73-696d-2d67-7075-000000000000\"} "
+               "6291456\n") != std::string::npos;
   }));
   ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
   job.finish();
@@ -790,6 +792,90 @@ TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
         << metrics;
   };
   two_checks_of_a_running_service(run, dir_);
+}
+
+// The daemon's metrics join dcgm-exporter's: each series of device memory names its GPU by
+// UUID, whatever each process's CUDA_VISIBLE_DEVICES calls it; memory held by processes in no
+// lease is counted per GPU; and a lease's end adds what it lost to the lost counter, what it
+// held on purpose to the reachable one, as the job's report counts them, though the teardown
+// reclaimed both. The exposition passes `promtool check metrics`.
+TEST_F(LeaseAuthorityEndToEnd, MetricsNameGpusByUuidAndCountLostApartFromHeld) {
+  // Two GPUs on the node; the daemon (its NVML) and every process see them.
+  const char *devices_before = std::getenv("LEASEGUARD_SIM_DEVICES");
+  const std::string kept = devices_before != nullptr ? devices_before : "";
+  setenv("LEASEGUARD_SIM_DEVICES", "2", 1);
+  const int port = free_port();
+  Daemon daemon(dir_, true, {"--metrics", "127.0.0.1:" + std::to_string(port)});
+  const std::string gpu0 = "GPU-6c672d73-696d-2d67-7075-000000000000";
+  const std::string gpu1 = "GPU-6c672d73-696d-2d67-7075-000000000001";
+  // Outside any lease, on GPU 0: 1 MiB and 5,403 bytes (5,632 as the driver rounds them).
+  Job outsider({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", dir_ + "/outsider", "--", victim("lease_accounts")},
+               usage_dir());
+  ASSERT_TRUE(outsider.wait_ready());
+  // The job sees GPU 1 only: its device 0.
+  Job job({"/usr/bin/env",
+           "CUDA_VISIBLE_DEVICES=1",
+           LEASEGUARD_BIN,
+           "lease",
+           "start",
+           "--socket",
+           daemon.socket(),
+           "--name",
+           "acct",
+           "--on-expiry",
+           "terminate",
+           "--grace",
+           "1s",
+           "--sim",
+           "--quiet",
+           "--out",
+           dir_ + "/out",
+           "--format",
+           "json=" + dir_ + "/report.json",
+           "--",
+           victim("lease_accounts")},
+          usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  const std::string running = http_get(port, "/metrics");
+  EXPECT_TRUE(
+      std::regex_search(running, std::regex("leaseguard_lease_live_bytes\\{lease=\"acct\",id=\"1\",pid=\"[0-9]+\","
+                                            "device=\"0\",uuid=\"" +
+                                            gpu1 + "\"\\} 1053979\n")))
+      << running;
+  EXPECT_NE(running.find("leaseguard_node_live_bytes{device=\"1\",uuid=\"" + gpu1 + "\"} 1053979\n"), std::string::npos)
+      << running;
+  EXPECT_NE(running.find("leaseguard_unaccounted_bytes{device=\"0\",uuid=\"" + gpu0 + "\"} 1054208\n"),
+            std::string::npos)
+      << running;
+  EXPECT_NE(running.find("leaseguard_unaccounted_processes{device=\"0\",uuid=\"" + gpu0 + "\"} 1\n"), std::string::npos)
+      << running;
+  EXPECT_NE(running.find("leaseguard_unaccounted_bytes{device=\"1\",uuid=\"" + gpu1 + "\"} 0\n"), std::string::npos)
+      << running;
+  EXPECT_NE(running.find("leaseguard_metrics_update_success 1\n"), std::string::npos) << running;
+  EXPECT_NE(running.find("leaseguard_leaked_bytes_total 0\n"), std::string::npos) << running;
+  if (access("/usr/bin/promtool", X_OK) == 0) {
+    const std::string exposition = dir_ + "/metrics.prom";
+    std::ofstream(exposition) << running;
+    const RunResult lint = run_process({"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + exposition});
+    EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  }
+
+  ASSERT_EQ(lease(daemon.socket(), {"end", "acct"}).exit_code, 0);
+  const RunResult result = job.finish();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  const std::string ended = http_get(port, "/metrics");
+  EXPECT_NE(ended.find("leaseguard_leaked_bytes_total 5403\n"), std::string::npos) << ended << result.err;
+  EXPECT_NE(ended.find("leaseguard_reachable_at_end_bytes_total 1048576\n"), std::string::npos) << ended;
+  EXPECT_NE(ended.find("leaseguard_ended_lease_lost_bytes{lease=\"acct\",id=\"1\"} 5403\n"), std::string::npos)
+      << ended;
+  EXPECT_NE(ended.find("leaseguard_reclaimed_bytes_total 1053979\n"), std::string::npos) << ended;
+  // As the job's own report says.
+  report::JsonValue json;
+  std::string error;
+  ASSERT_TRUE(report::JsonValue::parse(read_text(dir_ + "/report.json"), json, error)) << error;
+  EXPECT_EQ(json["summary"]["leaked_bytes"].as_number(), 5403) << read_text(dir_ + "/report.json");
+  if (kept.empty()) unsetenv("LEASEGUARD_SIM_DEVICES");
+  else setenv("LEASEGUARD_SIM_DEVICES", kept.c_str(), 1);
 }
 
 // A real Prometheus (Debian's), scraping `target` every second, its data in `dir`.

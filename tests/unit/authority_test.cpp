@@ -232,35 +232,68 @@ TEST(MetricsText, NamesEverySeriesOfTheContractWithEscapedLabels) {
   lease.name = "job\"1\\";
   lease.id = 4;
   lease.ttl_remaining_seconds = 1.5;
-  lease.live = {{100, 0, 4096}, {101, 1, 8192}};
+  // Two processes whose device 0 is not the same GPU (CUDA_VISIBLE_DEVICES=1 for the second),
+  // and one that did not say which GPU its device 1 is.
+  const std::string first = "GPU-00000000-0000-0000-0000-000000000000";
+  const std::string second = "GPU-00000000-0000-0000-0000-000000000001";
+  lease.live = {{100, 0, 4096, first}, {101, 0, 8192, second}, {102, 1, 16, ""}};
   lease.lost_bytes_at_last_check = 40960;
   snapshot.leases.push_back(lease);
   LeaseMetrics untimed;
   untimed.name = "forever";
   untimed.id = 5;
-  untimed.live = {{102, 0, 1}};
+  untimed.live = {{103, 1, 1, second}};
   snapshot.leases.push_back(untimed);
-  snapshot.processes_registered = 3;
+  snapshot.processes_registered = 4;
   snapshot.teardown_stages = {{"sigterm", 2}, {"sigkill", 1}};
-  snapshot.leaked_bytes_total = 65536;
+  snapshot.lost_bytes_total = 5403;
+  snapshot.reachable_at_end_bytes_total = 1048576;
   snapshot.reclaimed_bytes_total = 3145728;
+  snapshot.recently_ended = {{"done", 3, 5403, 1048576}};
+  snapshot.gpus = std::vector<NodeGpuMetrics>{{0, first, 0, 0}, {1, second, 2097152, 1}};
+  snapshot.complete = false;
+  snapshot.made_at_seconds = 1764979200.25;
   const std::string text = render_metrics(snapshot);
   for (const char *expected : {
            "# TYPE leaseguard_leases_active gauge\nleaseguard_leases_active 2\n",
-           "leaseguard_lease_live_bytes{lease=\"job\\\"1\\\\\",id=\"4\",pid=\"100\",device=\"0\"} 4096\n",
-           "leaseguard_lease_live_bytes{lease=\"job\\\"1\\\\\",id=\"4\",pid=\"101\",device=\"1\"} 8192\n",
-           "leaseguard_node_live_bytes{device=\"0\"} 4097\n",
+           "leaseguard_lease_live_bytes{lease=\"job\\\"1\\\\\",id=\"4\",pid=\"100\",device=\"0\",uuid=\"GPU-00000000-"
+           "0000-0000-"
+           "0000-000000000000\"} 4096\n",
+           "leaseguard_lease_live_bytes{lease=\"job\\\"1\\\\\",id=\"4\",pid=\"101\",device=\"0\",uuid=\"GPU-00000000-"
+           "0000-0000-"
+           "0000-000000000001\"} 8192\n",
+           "leaseguard_lease_live_bytes{lease=\"job\\\"1\\\\\",id=\"4\",pid=\"102\",device=\"1\",uuid=\"\"} 16\n",
+           // Per GPU, by UUID, with NVML's index: process 103's device 1 and 101's device 0 are one GPU.
+           "leaseguard_node_live_bytes{device=\"0\",uuid=\"GPU-00000000-0000-0000-0000-000000000000\"} 4096\n",
+           "leaseguard_node_live_bytes{device=\"1\",uuid=\"GPU-00000000-0000-0000-0000-000000000001\"} 8193\n",
+           "leaseguard_node_live_bytes{device=\"1\",uuid=\"\"} 16\n",
+           "leaseguard_unaccounted_bytes{device=\"1\",uuid=\"GPU-00000000-0000-0000-0000-000000000001\"} 2097152\n",
+           "leaseguard_unaccounted_processes{device=\"1\",uuid=\"GPU-00000000-0000-0000-0000-000000000001\"} 1\n",
            "leaseguard_lease_ttl_remaining_seconds{lease=\"job\\\"1\\\\\",id=\"4\"} 1.500\n",
            "# TYPE leaseguard_lease_lost_bytes gauge\n",
            "leaseguard_lease_lost_bytes{lease=\"job\\\"1\\\\\",id=\"4\"} 40960\n",
            "# TYPE leaseguard_teardown_stage_total counter\n",
            "leaseguard_teardown_stage_total{stage=\"sigkill\"} 1\n",
-           "leaseguard_leaked_bytes_total 65536\n",
+           "# TYPE leaseguard_leaked_bytes_total counter\nleaseguard_leaked_bytes_total 5403\n",
+           "# TYPE leaseguard_reachable_at_end_bytes_total counter\nleaseguard_reachable_at_end_bytes_total 1048576\n",
+           "leaseguard_ended_lease_lost_bytes{lease=\"done\",id=\"3\"} 5403\n",
+           "leaseguard_ended_lease_reachable_bytes{lease=\"done\",id=\"3\"} 1048576\n",
            "# TYPE leaseguard_reclaimed_bytes_total counter\nleaseguard_reclaimed_bytes_total 3145728\n",
+           "# TYPE leaseguard_metrics_update_success gauge\nleaseguard_metrics_update_success 0\n",
+           "leaseguard_metrics_last_update_timestamp_seconds 1764979200.250\n",
        })
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\nin:\n" << text;
   EXPECT_EQ(text.find("id=\"5\"} "), std::string::npos) << "a lease without a TTL or a check has no such series";
   EXPECT_EQ(escape_label_value("a\nb"), "a\\nb");
+}
+
+// Without NVML there are no GPUs to speak of: the unaccounted series are declared and empty.
+TEST(MetricsText, WithoutNvmlNothingIsSaidOfUnaccountedMemory) {
+  MetricsSnapshot snapshot;
+  const std::string text = render_metrics(snapshot);
+  EXPECT_NE(text.find("# TYPE leaseguard_unaccounted_bytes gauge\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("leaseguard_unaccounted_bytes{"), std::string::npos) << text;
+  EXPECT_NE(text.find("leaseguard_metrics_update_success 1\n"), std::string::npos) << text;
 }
 
 TEST(MetricsText, TheTextfileIsReplacedWhole) {

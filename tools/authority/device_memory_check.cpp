@@ -14,7 +14,8 @@ struct Nvml {
   PFN_nvmlDeviceGetHandleByIndex_v2 handle = nullptr;
   PFN_nvmlDeviceGetComputeRunningProcesses_v3 processes = nullptr;
   PFN_nvmlErrorString error_string = nullptr;
-  std::string unavailable;  // why it cannot be used; empty: it can
+  PFN_nvmlDeviceGetUUID uuid = nullptr;  // optional
+  std::string unavailable;               // why it cannot be used; empty: it can
 };
 
 // Loaded and initialised once, for the daemon's life.
@@ -33,6 +34,7 @@ const Nvml &nvml() {
     library.processes = reinterpret_cast<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(
         dlsym(handle, "nvmlDeviceGetComputeRunningProcesses_v3"));
     library.error_string = reinterpret_cast<PFN_nvmlErrorString>(dlsym(handle, "nvmlErrorString"));
+    library.uuid = reinterpret_cast<PFN_nvmlDeviceGetUUID>(dlsym(handle, "nvmlDeviceGetUUID"));
     if (init == nullptr || library.count == nullptr || library.handle == nullptr || library.processes == nullptr) {
       library.unavailable = "NVML lacks nvmlDeviceGetComputeRunningProcesses_v3 (a driver older than 470?)";
       return library;
@@ -47,17 +49,18 @@ const Nvml &nvml() {
 
 }  // namespace
 
-DeviceMemoryCheck check_device_memory(const std::vector<pid_t> &pids) {
-  DeviceMemoryCheck check;
+NodeGpus node_gpus() {
+  NodeGpus node;
   const Nvml &library = nvml();
   if (!library.unavailable.empty()) {
-    check.skipped = library.unavailable;
-    return check;
+    node.skipped = library.unavailable;
+    return node;
   }
   unsigned devices = 0;
   if (library.count(&devices) != NVML_SUCCESS) {
-    check.skipped = "NVML could not count the devices";
-    return check;
+    node.skipped = "NVML could not count the devices";
+    node.failed = true;
+    return node;
   }
   for (unsigned index = 0; index < devices; ++index) {
     nvmlDevice_t device = nullptr;
@@ -71,15 +74,33 @@ DeviceMemoryCheck check_device_memory(const std::vector<pid_t> &pids) {
       status = library.processes(device, &count, infos.data());
     }
     if (status != NVML_SUCCESS) {
-      check.skipped = "NVML could not list the processes of device " + std::to_string(index);
-      return check;
+      node.skipped = "NVML could not list the processes of device " + std::to_string(index);
+      node.failed = true;
+      return node;
     }
+    NodeGpu gpu;
+    gpu.index = index;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (library.uuid != nullptr && library.uuid(device, uuid, sizeof uuid) == NVML_SUCCESS) gpu.uuid = uuid;
     for (unsigned i = 0; i < count; ++i)
-      if (std::find(pids.begin(), pids.end(), static_cast<pid_t>(infos[i].pid)) != pids.end())
-        check.held.push_back(
-            {static_cast<pid_t>(infos[i].pid), index,
-             infos[i].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : infos[i].usedGpuMemory});
+      gpu.held.push_back({static_cast<pid_t>(infos[i].pid), index,
+                          infos[i].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : infos[i].usedGpuMemory});
+    node.gpus.push_back(std::move(gpu));
   }
+  node.read = true;
+  return node;
+}
+
+DeviceMemoryCheck check_device_memory(const std::vector<pid_t> &pids) {
+  DeviceMemoryCheck check;
+  const NodeGpus node = node_gpus();
+  if (!node.read) {
+    check.skipped = node.skipped;
+    return check;
+  }
+  for (const NodeGpu &gpu : node.gpus)
+    for (const HeldMemory &held : gpu.held)
+      if (std::find(pids.begin(), pids.end(), held.pid) != pids.end()) check.held.push_back(held);
   check.checked = true;
   return check;
 }

@@ -25,4 +25,19 @@ struct DeviceMemoryCheck {
 
 DeviceMemoryCheck check_device_memory(const std::vector<pid_t> &pids);
 
+// The node's GPUs as NVML lists them (its indices, which ignore CUDA_VISIBLE_DEVICES), each
+// with its UUID and the processes holding memory on it.
+struct NodeGpu {
+  unsigned index = 0;
+  std::string uuid;              // "GPU-…", as dcgm-exporter's UUID label; "" if NVML would not say
+  std::vector<HeldMemory> held;  // every process holding memory on it (HeldMemory::device: index)
+};
+struct NodeGpus {
+  bool read = false;    // false: NVML could not be asked (`skipped` says why)
+  bool failed = false;  // NVML is there but a question to it failed
+  std::string skipped;
+  std::vector<NodeGpu> gpus;
+};
+NodeGpus node_gpus();
+
 }  // namespace leaseguard::authority

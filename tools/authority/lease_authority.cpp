@@ -2,9 +2,11 @@
 
 #include "api_ids.h"
 #include "device_memory_check.h"
+#include "lease_verdicts.h"
 #include "reclaim_request.h"
 
 #include <signal.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -233,7 +235,7 @@ LeaseAuthority::ProcessJournal *LeaseAuthority::journal_of(const LeaseState &lea
                                  ? process.journal
                                  : derived_journal_prefix(lease, process.pid);
   if (prefix.empty()) return nullptr;
-  auto journal_name = [&](int image) { return prefix + (image == 0 ? "" : "." + std::to_string(image)) + ".journal"; };
+  auto journal_name = [&](int image) { return journal_of_image(prefix, image); };
   auto exists = [](const std::string &path) {
     struct stat status {};
     return lstat(path.c_str(), &status) == 0;
@@ -248,8 +250,10 @@ LeaseAuthority::ProcessJournal *LeaseAuthority::journal_of(const LeaseState &lea
     std::string error;
     if (newest >= 0 && reader->open(journal_name(newest), lease.owner, error)) {
       journal.reader = std::move(reader);
+      journal.prefix = prefix;
       journal.path = journal_name(newest);
     }
+    journal.error = error;
     journal.image = newest;
   }
   if (!journal.reader) return nullptr;
@@ -322,12 +326,20 @@ void LeaseAuthority::record_freed(LeaseState &lease) {
 void LeaseAuthority::record_held(LeaseState &lease) {
   std::string error;
   std::vector<std::string> lines;
-  for (const LeaseProcess &process : lease.processes)
-    for (const auto &[device, bytes] : live_bytes(lease, process)) {
-      if (bytes == 0) continue;
-      lines.push_back(held_line(process.pid, device, bytes));
-      leaked_bytes_total_ += bytes;
+  EndedLeaseMetrics ended{lease.name, lease.id, 0, 0};
+  for (const LeaseProcess &process : lease.processes) {
+    for (const auto &[device, bytes] : live_bytes(lease, process))
+      if (bytes != 0) lines.push_back(held_line(process.pid, device, bytes));
+    if (const ProcessJournal *journal = journal_of(lease, process)) {
+      const EndedBytes verdicts = ended_bytes(journal->prefix, journal->image, lease.owner);
+      ended.lost_bytes += verdicts.lost;
+      ended.reachable_bytes += verdicts.reachable;
     }
+  }
+  lost_bytes_total_ += ended.lost_bytes;
+  reachable_at_end_bytes_total_ += ended.reachable_bytes;
+  recently_ended_.push_back(std::move(ended));
+  if (recently_ended_.size() > kRecentlyEndedLeases) recently_ended_.pop_front();
   for (const std::string &line : lines)
     if (!record(lease, line, error)) lease.apply(line);
   for (const LeaseProcess &process : lease.processes) journals_.erase({process.pid, process.start_time});
@@ -490,6 +502,7 @@ void LeaseAuthority::forget(uint64_t id) {
 
 MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
   MetricsSnapshot snapshot;
+  std::set<pid_t> under_leases;
   for (auto &[id, lease] : leases_) {
     if (lease.ended_by != EndReason::None) continue;
     LeaseMetrics entry;
@@ -501,11 +514,17 @@ MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
       running_members(lease);
       lease.membership_walked_ms = now_ms;
     }
+    if (lease.holder_pid > 0) under_leases.insert(lease.holder_pid);
     for (const LeaseProcess &process : lease.processes) {
+      under_leases.insert(process.pid);
       const ProcessJournal *journal = journal_of(lease, process);
-      if (journal == nullptr) continue;
+      if (journal == nullptr) {
+        auto tried = journals_.find({process.pid, process.start_time});
+        if (tried != journals_.end() && !tried->second.error.empty()) snapshot.complete = false;
+        continue;
+      }
       for (const auto &[device, bytes] : journal->reader->live_bytes_per_device())
-        entry.live.push_back({process.pid, device, bytes});
+        entry.live.push_back({process.pid, device, bytes, journal->reader->device_uuid(device)});
       if (const std::optional<uint64_t> lost = journal->reader->lost_bytes_at_last_check())
         entry.lost_bytes_at_last_check = entry.lost_bytes_at_last_check.value_or(0) + *lost;
     }
@@ -517,9 +536,29 @@ MetricsSnapshot LeaseAuthority::metrics(uint64_t now_ms) {
     snapshot.processes_registered += lease.processes.size();
     snapshot.leases.push_back(std::move(entry));
   }
+  // What NVML sees held by processes in no live lease: memory nobody accounts for.
+  const NodeGpus node = node_gpus();
+  if (node.failed) snapshot.complete = false;
+  if (node.read) {
+    snapshot.gpus.emplace();
+    for (const NodeGpu &gpu : node.gpus) {
+      NodeGpuMetrics entry{gpu.index, gpu.uuid, 0, 0};
+      for (const HeldMemory &held : gpu.held) {
+        if (under_leases.count(held.pid) != 0) continue;
+        ++entry.unaccounted_processes;
+        if (held.bytes != UINT64_MAX) entry.unaccounted_bytes += held.bytes;
+      }
+      snapshot.gpus->push_back(std::move(entry));
+    }
+  }
   snapshot.teardown_stages = stage_counts_;
-  snapshot.leaked_bytes_total = leaked_bytes_total_;
+  snapshot.lost_bytes_total = lost_bytes_total_;
+  snapshot.reachable_at_end_bytes_total = reachable_at_end_bytes_total_;
   snapshot.reclaimed_bytes_total = reclaimed_bytes_total_;
+  snapshot.recently_ended.assign(recently_ended_.begin(), recently_ended_.end());
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  snapshot.made_at_seconds = static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) / 1e9;
   return snapshot;
 }
 

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,7 +83,9 @@ class LeaseAuthority {
 
   struct ProcessJournal {
     int image = -1;  // which journal: 0 PREFIX.journal, N PREFIX.N.journal
+    std::string prefix;
     std::string path;
+    std::string error;  // why its newest journal, which exists, could not be opened
     std::unique_ptr<journal::LiveBytesReader> reader;
   };
   // The newest journal of `process` (an exec'd image writes a new one), read up to now; null
@@ -96,7 +99,8 @@ class LeaseAuthority {
   bool reclaim_answered(LeaseState &lease);
   // Records what each process said it gave back (freed= lines).
   void record_freed(LeaseState &lease);
-  // Records what each process held as the lease's teardown ends.
+  // Records what each process held as the lease's teardown ends, and counts what the lease
+  // lost and still held on purpose (lease_verdicts.h).
   void record_held(LeaseState &lease);
 
   std::string grant(const Request &request, const Peer &peer, uint64_t now_ms);
@@ -109,8 +113,10 @@ class LeaseAuthority {
   uint64_t next_id_ = 1;
   std::map<std::pair<pid_t, uint64_t>, ProcessJournal> journals_;  // by pid and start time
   std::map<std::string, uint64_t> stage_counts_;
-  uint64_t leaked_bytes_total_ = 0;
+  uint64_t lost_bytes_total_ = 0;
+  uint64_t reachable_at_end_bytes_total_ = 0;
   uint64_t reclaimed_bytes_total_ = 0;
+  std::deque<EndedLeaseMetrics> recently_ended_;  // the last kRecentlyEndedLeases, oldest first
 };
 
 }  // namespace leaseguard::authority

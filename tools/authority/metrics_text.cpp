@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "files.h"
 
@@ -44,28 +45,71 @@ std::string escape_label_value(std::string_view value) {
   return escaped;
 }
 
-std::string render_metrics(const MetricsSnapshot &snapshot) {
-  std::string out;
+namespace {
+
+// The update itself, the leases and the processes counted.
+void write_update(std::string &out, const MetricsSnapshot &snapshot) {
+  family(out, "leaseguard_metrics_update_success", "gauge",
+         "1 if this update read every live lease's journals and NVML (where it is there), else 0.");
+  out += "leaseguard_metrics_update_success " + number(static_cast<uint64_t>(snapshot.complete ? 1 : 0)) + "\n";
+  family(out, "leaseguard_metrics_last_update_timestamp_seconds", "gauge",
+         "When this update was made, in seconds since the epoch.");
+  out += "leaseguard_metrics_last_update_timestamp_seconds " + number(snapshot.made_at_seconds) + "\n";
+
   family(out, "leaseguard_leases_active", "gauge", "Leases granted by the daemon and not yet ended.");
   out += "leaseguard_leases_active " + number(static_cast<uint64_t>(snapshot.leases.size())) + "\n";
 
   family(out, "leaseguard_processes_registered", "gauge", "Processes of live leases known to the daemon.");
   out += "leaseguard_processes_registered " + number(static_cast<uint64_t>(snapshot.processes_registered)) + "\n";
+}
 
+// What live leases' processes hold, per process and per GPU.
+void write_live_bytes(std::string &out, const MetricsSnapshot &snapshot) {
   family(out, "leaseguard_lease_live_bytes", "gauge",
-         "Device memory a process of a live lease holds, per device, as its journal says.");
-  std::map<int, uint64_t> node_bytes;
+         "Device memory a process of a live lease holds, per device (the process's ordinal) and GPU (its UUID, "
+         "as dcgm-exporter's UUID label), as its journal says.");
+  // Node-wide per GPU: by UUID where the processes' drivers named it (ordinals differ between
+  // processes whose CUDA_VISIBLE_DEVICES differ), by ordinal where they did not.
+  std::map<std::pair<std::string, int>, uint64_t> node_bytes;
   for (const LeaseMetrics &lease : snapshot.leases)
     for (const ProcessDeviceBytes &live : lease.live) {
       out += "leaseguard_lease_live_bytes{" + lease_labels(lease) + ",pid=\"" + std::to_string(live.pid) +
-             "\",device=\"" + std::to_string(live.device) + "\"} " + number(live.bytes) + "\n";
-      node_bytes[live.device] += live.bytes;
+             "\",device=\"" + std::to_string(live.device) + "\",uuid=\"" + escape_label_value(live.uuid) + "\"} " +
+             number(live.bytes) + "\n";
+      node_bytes[{live.uuid, live.uuid.empty() ? live.device : -1}] += live.bytes;
     }
 
-  family(out, "leaseguard_node_live_bytes", "gauge", "Device memory all live leases hold, per device.");
-  for (const auto &[device, bytes] : node_bytes)
-    out += "leaseguard_node_live_bytes{device=\"" + std::to_string(device) + "\"} " + number(bytes) + "\n";
+  family(out, "leaseguard_node_live_bytes", "gauge",
+         "Device memory all live leases hold, per GPU: device is NVML's index where the GPU's UUID is known to it, "
+         "else the processes' ordinal.");
+  for (const auto &[gpu, bytes] : node_bytes) {
+    std::string device = gpu.second >= 0 ? std::to_string(gpu.second) : "";
+    if (snapshot.gpus)
+      for (const NodeGpuMetrics &known : *snapshot.gpus)
+        if (!gpu.first.empty() && known.uuid == gpu.first) device = std::to_string(known.index);
+    out += "leaseguard_node_live_bytes{device=\"" + device + "\",uuid=\"" + escape_label_value(gpu.first) + "\"} " +
+           number(bytes) + "\n";
+  }
+}
 
+// What NVML says processes in no live lease hold.
+void write_unaccounted(std::string &out, const MetricsSnapshot &snapshot) {
+  family(out, "leaseguard_unaccounted_bytes", "gauge",
+         "Device memory NVML says processes in no live lease hold, per GPU (NVML's index and UUID).");
+  family(out, "leaseguard_unaccounted_processes", "gauge",
+         "Processes in no live lease that hold device memory, per GPU, as NVML lists them.");
+  if (snapshot.gpus) {
+    for (const NodeGpuMetrics &gpu : *snapshot.gpus)
+      out += "leaseguard_unaccounted_bytes{device=\"" + std::to_string(gpu.index) + "\",uuid=\"" +
+             escape_label_value(gpu.uuid) + "\"} " + number(gpu.unaccounted_bytes) + "\n";
+    for (const NodeGpuMetrics &gpu : *snapshot.gpus)
+      out += "leaseguard_unaccounted_processes{device=\"" + std::to_string(gpu.index) + "\",uuid=\"" +
+             escape_label_value(gpu.uuid) + "\"} " + number(gpu.unaccounted_processes) + "\n";
+  }
+}
+
+// Each live lease's last checks and time left.
+void write_lease_gauges(std::string &out, const MetricsSnapshot &snapshot) {
   family(out, "leaseguard_lease_lost_bytes", "gauge",
          "Device memory the last live check of each process of a live lease found lost, summed per lease; "
          "leases none of whose processes was checked have no series.");
@@ -80,16 +124,47 @@ std::string render_metrics(const MetricsSnapshot &snapshot) {
     if (lease.ttl_remaining_seconds)
       out += "leaseguard_lease_ttl_remaining_seconds{" + lease_labels(lease) + "} " +
              number(*lease.ttl_remaining_seconds) + "\n";
+}
 
+// What ended leases lost, held and gave back, and their teardowns.
+void write_endings(std::string &out, const MetricsSnapshot &snapshot) {
   family(out, "leaseguard_teardown_stage_total", "counter", "Teardown stages begun, per stage.");
   for (const auto &[stage, count] : snapshot.teardown_stages)
     out += "leaseguard_teardown_stage_total{stage=\"" + escape_label_value(stage) + "\"} " + number(count) + "\n";
 
-  family(out, "leaseguard_leaked_bytes_total", "counter", "Device memory ended leases left live when they ended.");
-  out += "leaseguard_leaked_bytes_total " + number(snapshot.leaked_bytes_total) + "\n";
+  family(out, "leaseguard_leaked_bytes_total", "counter",
+         "Device memory ended leases lost (direct, indirect and unchecked leaks), whether the teardown then "
+         "reclaimed it or not; never what they still held on purpose.");
+  out += "leaseguard_leaked_bytes_total " + number(snapshot.lost_bytes_total) + "\n";
+  family(out, "leaseguard_reachable_at_end_bytes_total", "counter",
+         "Device memory ended leases still held on purpose (reachable) when they ended.");
+  out += "leaseguard_reachable_at_end_bytes_total " + number(snapshot.reachable_at_end_bytes_total) + "\n";
+  const std::string bound = std::to_string(kRecentlyEndedLeases);
+  family(out, "leaseguard_ended_lease_lost_bytes", "gauge",
+         ("Device memory each of the leases that ended last lost (the " + bound + " most recent).").c_str());
+  for (const EndedLeaseMetrics &ended : snapshot.recently_ended)
+    out += "leaseguard_ended_lease_lost_bytes{lease=\"" + escape_label_value(ended.name) + "\",id=\"" +
+           std::to_string(ended.id) + "\"} " + number(ended.lost_bytes) + "\n";
+  family(out, "leaseguard_ended_lease_reachable_bytes", "gauge",
+         ("Device memory each of the leases that ended last still held on purpose (the " + bound + " most recent).")
+             .c_str());
+  for (const EndedLeaseMetrics &ended : snapshot.recently_ended)
+    out += "leaseguard_ended_lease_reachable_bytes{lease=\"" + escape_label_value(ended.name) + "\",id=\"" +
+           std::to_string(ended.id) + "\"} " + number(ended.reachable_bytes) + "\n";
   family(out, "leaseguard_reclaimed_bytes_total", "counter",
          "Device memory the processes of ending leases gave back when the reclaim stage asked.");
   out += "leaseguard_reclaimed_bytes_total " + number(snapshot.reclaimed_bytes_total) + "\n";
+}
+
+}  // namespace
+
+std::string render_metrics(const MetricsSnapshot &snapshot) {
+  std::string out;
+  write_update(out, snapshot);
+  write_live_bytes(out, snapshot);
+  write_unaccounted(out, snapshot);
+  write_lease_gauges(out, snapshot);
+  write_endings(out, snapshot);
   return out;
 }
 

@@ -810,11 +810,12 @@ bool load_journal_replay(const std::string &path, ProcessReport &process, bool r
   return true;
 }
 
-bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &process, std::string &error) {
+bool load_journal_bytes(const unsigned char *data, size_t size, ProcessReport &process, std::string &error,
+                        bool replaced_by_exec) {
   process = ProcessReport{};
   Replay replay(process);
   if (!journal::read_journal_bytes(data, size, replay, process.read_stats, error)) return false;
-  replay.finish(false, false);
+  replay.finish(replaced_by_exec, false);
   return true;
 }
 
