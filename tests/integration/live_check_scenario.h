@@ -21,6 +21,11 @@ struct ServiceRun {
   // first call's.
   bool periodic = false;
   std::map<std::string, std::string> environment;
+  // Dropped buffers that may read reachable at its exit, its workers gone: none for the C
+  // service. In Python a live object of the interpreter's may hold a dropped buffer's address
+  // among bytes it never wrote (its pymalloc block held another object before: seen as a
+  // 64-byte str's): read conservatively, that buffer is reachable. As many as at a check.
+  size_t stale_at_exit = 0;
   // Called after the second check with what it found lost, in bytes, while the service runs.
   std::function<void(uint64_t lost_bytes)> while_running;
 };
