@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -727,6 +728,46 @@ TEST_F(LeaseAuthorityEndToEnd, RootsDaemonMakesItsSocketDirectory) {
   EXPECT_NE(read_text(dir_ + "/daemon.err").find("listening at /run/leaseguard/leaseguard.sock"), std::string::npos);
 }
 
+// One local user's idle connections, more than the daemon has room for in all, cannot keep
+// another user out: each user has a bound, past which its own oldest idle connections go.
+TEST_F(LeaseAuthorityEndToEnd, OneUsersIdleConnectionsCannotKeepAnotherOut) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (to be two users)";
+  Daemon daemon(dir_);
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(daemon.socket().c_str(), 0666), 0);
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  constexpr int kConnections = 4200;  // more than the daemon's room for all users' (4,096)
+  const pid_t flooder = fork();
+  if (flooder == 0) {
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = limit.rlim_max;
+    const bool room = setrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_max > kConnections + 64;
+    if (!room || setgid(65534) != 0 || setuid(65534) != 0) {
+      (void)!write(ready[1], "s", 1);
+      _exit(0);
+    }
+    std::vector<int> held;
+    for (int i = 0; i < kConnections; ++i)
+      if (const int fd = socket_to(daemon.socket()); fd >= 0) held.push_back(fd);
+    (void)!write(ready[1], held.size() == kConnections ? "r" : "f", 1);
+    char byte;
+    (void)!read(done[0], &byte, 1);
+    _exit(0);
+  }
+  char said = 0;
+  ASSERT_EQ(read(ready[0], &said, 1), 1);
+  const RunResult listed = said == 'r' ? lease(daemon.socket(), {"list"}) : RunResult{};
+  (void)!write(done[1], "x", 1);
+  waitpid(flooder, nullptr, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  if (said == 's') GTEST_SKIP() << "no room for " << kConnections << " descriptors, or no user nobody";
+  ASSERT_EQ(said, 'r') << "the other user could not connect " << kConnections << " times";
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+}
+
 TEST_F(LeaseAuthorityEndToEnd, WithoutADaemonNothingRuns) {
   const RunResult job = start_job(dir_ + "/nobody.sock", "1s", "1s");
   EXPECT_EQ(job.exit_code, 2);
@@ -771,6 +812,26 @@ std::string http_get(int port, const std::string &path) {
   close(fd);
   const size_t body = response.find("\r\n\r\n");
   return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// Connections to the metrics port that never send a request cannot keep a scrape out: more
+// of them than the daemon has room for, held open, and a scrape is still answered.
+TEST_F(LeaseAuthorityEndToEnd, IdleMetricsConnectionsCannotKeepAScrapeOut) {
+  const int port = free_port();
+  Daemon daemon(dir_, false, {"--metrics", "127.0.0.1:" + std::to_string(port)});
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address), 0);
+    idle.push_back(fd);
+  }
+  const std::string metrics = http_get(port, "/metrics");
+  EXPECT_NE(metrics.find("leaseguard_leases_active 0\n"), std::string::npos) << metrics;
+  for (int fd : idle) close(fd);
 }
 
 // A service under a lease of the authority is checked from outside through the control page

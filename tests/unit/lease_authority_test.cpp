@@ -269,5 +269,37 @@ TEST_F(LeaseAuthorityTest, ALeaseMayBeNamedByANumberThatIsAnotherLeasesId) {
   EXPECT_EQ(answer.field("message"), "a lease named 'job' is live already");
 }
 
+// Names are each user's: another local user cannot take the name a job will ask for (Slurm's
+// job id), and a name finds the asker's own lease. Root names another user's lease by name
+// only where one user has it live; else by id.
+TEST_F(LeaseAuthorityTest, NamesAreEachUsersOwn) {
+  LeaseAuthority authority(store_);
+  const Peer user{getpid(), 1000, 1000}, other{getpid(), 4242, 4242}, root{getpid(), 0, 0};
+  auto ask = [&](const Peer &peer, Verb verb, const std::string &name) {
+    Request request;
+    request.verb = verb;
+    (verb == Verb::Start ? request.name : request.lease) = name;
+    Answer answer;
+    std::string error;
+    EXPECT_TRUE(parse_answer(authority.handle(request, peer, 1000), answer, error)) << error;
+    return answer;
+  };
+  const Answer squatted = ask(other, Verb::Start, "4242");
+  ASSERT_TRUE(squatted.ok) << format_answer(squatted);
+  const Answer own = ask(user, Verb::Start, "4242");
+  ASSERT_TRUE(own.ok) << format_answer(own);        // the other user's does not stand in the way
+  EXPECT_FALSE(ask(user, Verb::Start, "4242").ok);  // the user's own does
+  const Answer ended = ask(user, Verb::End, "4242");
+  ASSERT_TRUE(ended.ok) << format_answer(ended);
+  EXPECT_EQ(ended.field("id"), own.field("id"));
+  // Root names another user's lease where only one user has the name live; two, it must say
+  // which by id.
+  const Answer only = ask(other, Verb::Start, "7");
+  ASSERT_TRUE(only.ok) << format_answer(only);
+  const Answer by_root = ask(root, Verb::End, "7");
+  ASSERT_TRUE(by_root.ok) << format_answer(by_root);
+  EXPECT_EQ(by_root.field("id"), only.field("id"));
+}
+
 }  // namespace
 }  // namespace leaseguard::authority

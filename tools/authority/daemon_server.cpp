@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "authority_socket.h"
@@ -28,6 +32,9 @@ namespace {
 // Bounds that keep a flood of clients from wedging the daemon: each costs a descriptor and a
 // slot; beyond them new connections are closed at once.
 constexpr size_t kMaxClients = 4096;
+// One user's connections at once: a user who opens more loses its own oldest idle ones, so
+// no local user can take the daemon's descriptors or slots from the others.
+constexpr size_t kMaxClientsPerUser = 1024;
 constexpr size_t kMaxMetricsConnections = 64;
 constexpr size_t kMaxHttpRequestBytes = 8192;
 // A metrics connection that has not sent its request by then is closed.
@@ -120,6 +127,13 @@ class Server {
     if (!store_.open(state, error) || !authority_.recover(boottime_ms(), warnings, error)) return fail(error);
     for (const std::string &warning : warnings)
       std::fprintf(stderr, "leaseguard daemon: warning: %s\n", warning.c_str());
+    // As many descriptors as the daemon may have: each client costs one (the units raise the
+    // hard limit too, LimitNOFILE).
+    if (rlimit limit{}; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+      limit.rlim_cur = limit.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     const std::string path = socket_path(options_.socket);
     listener_ = listen_on(path, options_.group, error);
     if (listener_ < 0) return fail(error);
@@ -195,7 +209,13 @@ class Server {
 
   void accept_clients() {
     while (true) {
-      const int fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      int fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE) && close_oldest_idle(busiest_user()))
+        fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        refuse_one_without_descriptors();
+        return;
+      }
       if (fd < 0) return;
       Client client;
       client.fd = fd;
@@ -203,12 +223,67 @@ class Server {
       // Room for the longest answer (a list of many leases) in one message.
       const int room = static_cast<int>(kMaxAnswerBytes + 4096);
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
-      if (clients_.size() >= kMaxClients || !peer_of(fd, client.peer)) {
+      if (!peer_of(fd, client.peer) || !make_room_for(client.peer.uid)) {
         close(fd);
         continue;
       }
       clients_.push_back(client);
     }
+  }
+
+  // Room for one more client of `uid`: the user's own oldest idle connection goes where the
+  // user is at its bound; the busiest user's where all are. False if nothing could go (every
+  // such connection waits for a teardown).
+  bool make_room_for(uid_t uid) {
+    if (connections_of(uid) >= kMaxClientsPerUser && !close_oldest_idle(uid)) return false;
+    return open_clients() < kMaxClients || close_oldest_idle(busiest_user());
+  }
+
+  size_t connections_of(uid_t uid) const {
+    return static_cast<size_t>(std::count_if(clients_.begin(), clients_.end(), [&](const Client &client) {
+      return client.fd >= 0 && client.peer.uid == uid;
+    }));
+  }
+  size_t open_clients() const {
+    return static_cast<size_t>(
+        std::count_if(clients_.begin(), clients_.end(), [](const Client &client) { return client.fd >= 0; }));
+  }
+  uid_t busiest_user() const {
+    std::map<uid_t, size_t> counts;
+    for (const Client &client : clients_)
+      if (client.fd >= 0) ++counts[client.peer.uid];
+    uid_t busiest = 0;
+    size_t most = 0;
+    for (const auto &[uid, count] : counts)
+      if (count > most) std::tie(busiest, most) = std::tie(uid, count);
+    return busiest;
+  }
+
+  // Closes `uid`'s oldest connection that waits for nothing and has nothing unread (a
+  // registration sent and not yet read is kept); in place (fd -1), since serve_clients pairs
+  // clients with what was polled.
+  bool close_oldest_idle(uid_t uid) {
+    for (Client &client : clients_) {
+      int unread = 0;
+      if (client.fd < 0 || client.peer.uid != uid || client.waiting_for != 0 ||
+          (ioctl(client.fd, FIONREAD, &unread) == 0 && unread > 0))
+        continue;
+      close(client.fd);
+      client.fd = -1;
+      return true;
+    }
+    return false;
+  }
+
+  // Out of descriptors with nothing to close: the connection waiting first is taken with the
+  // descriptor kept spare for this and closed at once, so that it does not wait in the
+  // backlog and wake every poll.
+  void refuse_one_without_descriptors() {
+    if (spare_fd_ < 0) return;
+    close(spare_fd_);
+    const int fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) close(fd);
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
 
   // The first `polled` clients were polled (from `watched[first]` on); later ones were
@@ -217,6 +292,7 @@ class Server {
     std::vector<Client> kept;
     for (size_t i = 0; i < polled; ++i) {
       Client &client = clients_[i];
+      if (client.fd < 0) continue;  // closed to make room (make_room_for)
       const short events = watched[first + i].revents;
       bool keep = true;
       if (events & POLLIN) {
@@ -230,7 +306,8 @@ class Server {
       if (keep) kept.push_back(client);
       else close(client.fd);
     }
-    for (size_t i = polled; i < clients_.size(); ++i) kept.push_back(clients_[i]);
+    for (size_t i = polled; i < clients_.size(); ++i)
+      if (clients_[i].fd >= 0) kept.push_back(clients_[i]);
     clients_ = std::move(kept);
   }
 
@@ -291,13 +368,20 @@ class Server {
     }
   }
 
+  // A scraper sends its request as it connects, and is answered at once; a connection that
+  // says nothing only holds a slot. So with every slot taken, the oldest connection goes for
+  // the new one: idle clients, however many, cannot keep a scrape out.
   void accept_metrics() {
     while (true) {
       const int fd = accept4(metrics_listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) return;
-      if (metrics_connections_.size() >= kMaxMetricsConnections) {
-        close(fd);
-        continue;
+      // Closed in place (fd -1), not erased: serve_metrics pairs them with what was polled.
+      const auto open = [](const MetricsConnection &connection) { return connection.fd >= 0; };
+      if (static_cast<size_t>(std::count_if(metrics_connections_.begin(), metrics_connections_.end(), open)) >=
+          kMaxMetricsConnections) {
+        MetricsConnection &oldest = *std::find_if(metrics_connections_.begin(), metrics_connections_.end(), open);
+        close(oldest.fd);
+        oldest.fd = -1;
       }
       metrics_connections_.push_back({fd, "", boottime_ms() + kHttpDeadlineMs});
     }
@@ -308,6 +392,7 @@ class Server {
     const size_t polled = watched.size() - first;
     for (size_t i = 0; i < metrics_connections_.size(); ++i) {
       MetricsConnection &connection = metrics_connections_[i];
+      if (connection.fd < 0) continue;  // given up for a newer one (accept_metrics)
       bool done = now >= connection.deadline_ms;
       if (!done && i < polled && (watched[first + i].revents & (POLLIN | POLLHUP | POLLERR))) {
         char buffer[2048];
@@ -331,6 +416,7 @@ class Server {
   LeaseStore store_;
   LeaseAuthority authority_;
   int listener_ = -1, metrics_listener_ = -1, signal_fd_ = -1;
+  int spare_fd_ = -1;  // closed to take a connection when no descriptor is left
   bool stopping_ = false;
   std::vector<Client> clients_;
   std::vector<MetricsConnection> metrics_connections_;

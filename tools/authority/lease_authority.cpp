@@ -71,9 +71,18 @@ bool LeaseAuthority::recover(uint64_t now_ms, std::vector<std::string> &warnings
   return true;
 }
 
-LeaseState *LeaseAuthority::find(std::string_view name_or_id) {
-  for (auto &[id, lease] : leases_)
-    if (!lease.ended() && lease.name == name_or_id) return &lease;
+LeaseState *LeaseAuthority::find(std::string_view name_or_id, uid_t asker) {
+  // Names are each user's: another user's lease of the same name is not this one. Root,
+  // which may manage any, names another user's lease where only one is live by that name.
+  LeaseState *others = nullptr;
+  size_t others_named = 0;
+  for (auto &[id, lease] : leases_) {
+    if (lease.ended() || lease.name != name_or_id) continue;
+    if (lease.owner == asker) return &lease;
+    others = &lease;
+    ++others_named;
+  }
+  if (asker == 0 && others_named == 1) return others;
   return find_id(name_or_id);
 }
 
@@ -103,8 +112,8 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
     case Verb::Wait: break;
   }
   // A person names a lease by name or id; `lease start` (exited, wait) by the id it was granted.
-  LeaseState *lease =
-      request.verb == Verb::End || request.verb == Verb::Extend ? find(request.lease) : find_id(request.lease);
+  LeaseState *lease = request.verb == Verb::End || request.verb == Verb::Extend ? find(request.lease, peer.uid)
+                                                                                : find_id(request.lease);
   if (lease == nullptr || !may_manage(*lease, peer))
     return error_answer("no lease '" + request.lease + "' of yours");  // another's is not told apart
   std::string error;
@@ -126,9 +135,10 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
 
 std::string LeaseAuthority::grant(const Request &request, const Peer &peer, uint64_t now_ms) {
   // Names are checked against names only: a job may be named by a number (Slurm's job id)
-  // that is also another lease's id.
+  // that is also another lease's id. And against the asker's own: names are each user's, so
+  // that no user can take a name another's job will ask for.
   const bool name_taken = std::any_of(leases_.begin(), leases_.end(), [&](const auto &entry) {
-    return !entry.second.ended() && entry.second.name == request.name;
+    return !entry.second.ended() && entry.second.name == request.name && entry.second.owner == peer.uid;
   });
   if (!request.name.empty() && name_taken) return error_answer("a lease named '" + request.name + "' is live already");
   const std::optional<ProcessName> holder = live_process(peer.pid);

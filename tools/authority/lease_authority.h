@@ -69,8 +69,9 @@ class LeaseAuthority {
   const std::map<uint64_t, LeaseState> &leases() const { return leases_; }
 
  private:
-  // A live lease by name, else any lease by id.
-  LeaseState *find(std::string_view name_or_id);
+  // A live lease of `asker`'s by name (root: also another user's, where only one has it),
+  // else any lease by id.
+  LeaseState *find(std::string_view name_or_id, uid_t asker);
   // A lease by id only.
   LeaseState *find_id(std::string_view id);
   bool record(LeaseState &lease, const std::string &line, std::string &error);
