@@ -155,6 +155,13 @@ class Job {
       if (got < 0 && errno != EINTR) return false;
     }
   }
+  // The job's next line of output (without its newline); "" if it ended first.
+  std::string line() {
+    std::string said;
+    char byte;
+    while (read(out_, &byte, 1) == 1 && byte != '\n') said += byte;
+    return said;
+  }
   // Reads the job's output until it says it is ready; false if it ended first.
   bool wait_ready() {
     std::string said;
@@ -473,6 +480,34 @@ TEST_F(LeaseAuthorityEndToEnd, TheClientsDeathNeitherEndsNorLeaksTheLease) {
   std::string after;
   listed_processes(lease(daemon.socket(), {"list"}), "job", &after);
   EXPECT_TRUE(after == "done" || after == "verify" || after == "sigkill") << after;
+}
+
+// The first child of `pid` (/proc/PID/task/PID/children), or 0.
+pid_t first_child_of(pid_t pid) {
+  std::istringstream children(read_text("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  pid_t child = 0;
+  children >> child;
+  return child;
+}
+
+// A helper that leaves the job's process trees after `lease start` was killed (its parent, a
+// shell, exits: it is reparented away from every process of the lease) and never registers
+// (the shell has no preload) is still torn down with the lease: every process of the owner's started with the
+// lease's mark in its environment is the lease's, looked for at each stage of a teardown.
+TEST_F(LeaseAuthorityEndToEnd, AHelperThatLeavesTheJobAfterItsHolderIsKilledIsTornDownToo) {
+  Daemon daemon(dir_);
+  Job job(job_command(daemon.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  const pid_t root = first_child_of(job.client());  // the command, lease_job's root
+  ASSERT_GT(root, 0);
+  ASSERT_EQ(kill(job.client(), SIGKILL), 0);
+  EXPECT_EQ(job.finish().exit_code, 128 + SIGKILL);
+  ASSERT_EQ(kill(root, SIGUSR1), 0);
+  const std::string said = job.line();
+  ASSERT_EQ(said.rfind("helper ", 0), 0u) << said;
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  // The helper holds the job's output open (as each process of the job does) until it ends.
+  EXPECT_TRUE(job.wait_all_ended(120'000)) << "the helper (" << said << ") outlived its lease's teardown";
 }
 
 // The daemon's metrics for node_exporter's textfile collector: written whole (a reader never

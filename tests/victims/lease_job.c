@@ -2,9 +2,13 @@
  * are ended. The root holds 1 MiB and ends at SIGTERM; a child ignores SIGTERM and holds
  * 2 MiB; a daemon double-forked from another child (its parent exits at once, setsid) holds
  * 3 MiB. The root prints "ready" once all three hold their memory, then waits to be ended.
+ * At each SIGUSR1 the root starts a helper that leaves the job's trees and never registers
+ * (`sleep`, started by a shell without the preload that exits at once), which prints
+ * "helper PID".
  * Usage: lease_job */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +25,22 @@ static void wait_forever(int ready_fd) {
   (void)!write(ready_fd, "x", 1);
   close(ready_fd);
   for (;;) pause();
+}
+
+static void start_helper(void) {
+  /* A shell without the preload, forked from here (and so registered at its fork), starts
+   * the helper in a session of its own and exits: the helper, forked by the shell, never
+   * registered, and its parents are gone. */
+  const pid_t shell = fork();
+  if (shell == 0) {
+    unsetenv("LD_PRELOAD");
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execl("/bin/sh", "sh", "-c", "setsid /bin/sleep 1000 & echo helper $!", (char *)NULL);
+    _exit(127);
+  }
+  waitpid(shell, NULL, 0);
 }
 
 int main(void) {
@@ -50,5 +70,10 @@ int main(void) {
     if (read(ready[0], &byte, 1) != 1) return 41;
   printf("ready\n");
   fflush(stdout);
-  for (;;) pause();
+  sigset_t asked;
+  sigemptyset(&asked);
+  sigaddset(&asked, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &asked, NULL);
+  for (int signal_number; sigwait(&asked, &signal_number) == 0;) start_helper();
+  return 42;
 }

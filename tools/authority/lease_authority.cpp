@@ -370,6 +370,17 @@ std::vector<ProcessName> LeaseAuthority::running_members(LeaseState &lease) {
   std::vector<ProcessName> roots, members;
   if (lease.holder_pid > 0) roots.push_back({lease.holder_pid, lease.holder_start_time});
   for (const LeaseProcess &process : lease.processes) roots.push_back({process.pid, process.start_time});
+  // Once a stage of its teardown, every process of the owner's is looked at for the mark
+  // `lease start` puts in its command's environment: a process that left the lease's trees
+  // (double-forked after its holder was killed, so reparented to init) and never registered
+  // (no preload: a static program, LD_PRELOAD cleared) is found all the same. Started after
+  // the holder: a pid's earlier life cannot be taken for the lease's.
+  if (lease.ended_by != EndReason::None && lease.environment_walked != lease.stage) {
+    lease.environment_walked = lease.stage;
+    for (const ProcessName &marked :
+         processes_started_with("LEASEGUARD_AUTHORITY_LEASE=" + std::to_string(lease.id), lease.owner))
+      if (marked.start_time >= lease.holder_start_time) roots.push_back(marked);
+  }
   const ProcessName holder{lease.holder_pid, lease.holder_start_time};
   // Sets, not searches of the lists: a job of ten thousand processes is walked at every step
   // of its teardown.

@@ -85,6 +85,9 @@ struct LeaseState {
   std::vector<ProcessName> asked_to_reclaim;
   bool reclaim_asked = false;         // this daemon asked, in this stage
   uint64_t membership_walked_ms = 0;  // when metrics last looked for unregistered processes
+  // The teardown stage in which every process was last looked at for the lease's mark in
+  // its environment (running_members); none before the lease ends.
+  std::optional<Stage> environment_walked;
 
   bool ended() const { return stage == Stage::Done; }
   // Applies one line; false (the state unchanged) if it is not a well-formed event.

@@ -112,4 +112,23 @@ std::optional<uid_t> process_owner(pid_t pid) {
   return uid;
 }
 
+std::vector<ProcessName> processes_started_with(const std::string &entry, uid_t owner) {
+  std::vector<ProcessName> found;
+  DIR *proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  // Entries are NUL-separated: the entry whole, at the start or after a NUL.
+  const std::string wanted = std::string(1, '\0') + entry + '\0';
+  while (const dirent *item = readdir(proc)) {
+    pid_t pid = 0;
+    if (!parse_number(item->d_name, pid) || pid <= 0) continue;
+    if (process_owner(pid) != owner) continue;
+    std::string environment;
+    if (!read_small_file("/proc/" + std::to_string(pid) + "/environ", environment)) continue;
+    if (('\0' + environment).find(wanted) == std::string::npos) continue;
+    if (const std::optional<ProcessName> process = live_process(pid)) found.push_back(*process);
+  }
+  closedir(proc);
+  return found;
+}
+
 }  // namespace leaseguard::authority
