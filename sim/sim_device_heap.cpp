@@ -76,10 +76,13 @@ class AddressSpace {
       if (left_ != 0) freed_.emplace(left_, next_);
       left_ = 0;
       // Reserved address space counts against `ulimit -v`: under a limit, a region is only
-      // as large as what it is for, and leaves the program its room.
+      // as large as what it is for, and leaves the program its room. Where a large one cannot
+      // be had (a tool that manages the address space itself, as valgrind does), a smaller.
       const size_t wanted = bytes + page_bytes();
-      const size_t region = address_space_limited() ? wanted : std::max(kRegionBytes, wanted);
-      void *reserved = mmap(nullptr, region, PROT_NONE, kReserved, -1, 0);
+      size_t region = address_space_limited() ? wanted : std::max(kRegionBytes, wanted);
+      void *reserved = MAP_FAILED;
+      while ((reserved = mmap(nullptr, region, PROT_NONE, kReserved, -1, 0)) == MAP_FAILED && region > wanted)
+        region = std::max(wanted, region / 4);
       if (reserved == MAP_FAILED) return nullptr;
       next_ = static_cast<char *>(reserved) + page_bytes();  // the region's first page: never handed out
       left_ = region - page_bytes();
@@ -115,6 +118,41 @@ struct alignas(64) Shard {
 };
 std::array<Shard, kShards> g_shards;
 
+// Each thread keeps up to kCachedPerClass freed blocks of each size for itself, taken and
+// given back without a lock (as glibc's tcache keeps heap blocks): a thread that allocates
+// and frees in turn, as most do, never touches a shard. What it keeps goes back to a shard
+// when it ends.
+constexpr uint32_t kCachedPerClass = 32;
+struct ThreadCache {
+  FreeBlock *free[kClasses];
+  uint32_t count[kClasses];
+  bool flushed_at_exit;  // the thread-specific value that flushes it is set
+};
+// Initial-exec: one load from a shared library, as the driver's current context is read.
+__thread ThreadCache t_cache __attribute__((tls_model("initial-exec")));
+
+void flush_thread_cache(void *) {
+  Shard &shard = g_shards[0];
+  std::lock_guard lock(shard.mutex);
+  for (size_t size_class = 0; size_class < kClasses; ++size_class) {
+    while (FreeBlock *block = t_cache.free[size_class]) {
+      t_cache.free[size_class] = block->next;
+      block->next = shard.free[size_class];
+      shard.free[size_class] = block;
+    }
+    t_cache.count[size_class] = 0;
+  }
+}
+
+pthread_key_t thread_cache_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t made{};
+    pthread_key_create(&made, flush_thread_cache);
+    return made;
+  }();
+  return key;
+}
+
 size_t class_of(size_t bytes) {
   size_t size_class = 0;
   while ((size_t{1} << (kSmallestShift + size_class)) < bytes) ++size_class;
@@ -142,8 +180,14 @@ void *carve_locked(Shard &shard, size_t size_class) {
 void *take(size_t bytes, size_t shard_index) {
   if (bytes == 0 || bytes > kLargestBlock || shard_index >= kShards) return nullptr;
   const size_t size_class = class_of(bytes);
+  FreeBlock *reused = t_cache.free[size_class];
+  if (reused != nullptr) {
+    t_cache.free[size_class] = reused->next;
+    --t_cache.count[size_class];
+    std::memset(reused, 0, bytes);  // as below
+    return reused;
+  }
   Shard &shard = g_shards[shard_index];
-  FreeBlock *reused = nullptr;
   {
     std::lock_guard lock(shard.mutex);
     reused = shard.free[size_class];
@@ -160,8 +204,18 @@ void *take(size_t bytes, size_t shard_index) {
 void give_back(void *block, size_t bytes, size_t shard_index) {
   if (block == nullptr || bytes == 0 || bytes > kLargestBlock || shard_index >= kShards) return;
   const size_t size_class = class_of(bytes);
-  Shard &shard = g_shards[shard_index];
   auto *freed = static_cast<FreeBlock *>(block);
+  if (t_cache.count[size_class] < kCachedPerClass) {
+    if (!t_cache.flushed_at_exit) {
+      t_cache.flushed_at_exit = true;
+      pthread_setspecific(thread_cache_key(), &t_cache);
+    }
+    freed->next = t_cache.free[size_class];
+    t_cache.free[size_class] = freed;
+    ++t_cache.count[size_class];
+    return;
+  }
+  Shard &shard = g_shards[shard_index];
   std::lock_guard lock(shard.mutex);
   freed->next = shard.free[size_class];
   shard.free[size_class] = freed;

@@ -13,9 +13,10 @@
 // made inaccessible again, their pages given back, and kept for later allocations.
 //
 // Allocations of up to kLargestBlock bytes are blocks of power-of-two sizes from 256 bytes (as
-// aligned as cuMemAlloc's), carved from chunks of that space and kept free per shard (the
-// calling thread's, as the driver's own lock is sharded): threads that allocate at once rarely
-// meet on a lock.
+// aligned as cuMemAlloc's), carved from chunks of that space; freed ones are kept by the
+// thread that freed them (a few of each size, without a lock), then per shard (the calling
+// thread's, as the driver's own lock is sharded): threads that allocate at once rarely meet
+// on a lock.
 #pragma once
 
 #include <cstddef>
