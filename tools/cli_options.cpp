@@ -17,6 +17,9 @@ struct Grammar {
   bool settings;         // the flags of the table of settings (option_table.h) too
   bool command_follows;  // the first operand begins a command: it and all after it are operands
   bool operands = true;  // it takes operands at all
+  // Its operands are process ids (check): a number after a flag whose value comes after
+  // '=' is the operand it looks like, not a value mistyped.
+  bool process_operands = false;
 };
 
 // Fetches the value of a flag given as "--name=value" or "--name value"; `index` is advanced
@@ -52,7 +55,8 @@ bool parse_setting(const OptionRow &row, const std::string &value, RunOptions &r
 
 // A flag of cli_flags.h's table, given as its form says.
 bool apply_flag(const FlagRow &row, const std::vector<std::string> &arguments, size_t &index,
-                const std::optional<std::string> &inline_value, FlagTargets &targets, std::string &error) {
+                const std::optional<std::string> &inline_value, const Grammar &grammar, FlagTargets &targets,
+                std::string &error) {
   const std::string name(row.flag);
   std::string value;
   switch (row.form) {
@@ -62,7 +66,7 @@ bool apply_flag(const FlagRow &row, const std::vector<std::string> &arguments, s
     case ValueForm::AfterEquals: {
       // `--fail-on-leak 5` would run (or read) "5": a number there was meant as the value.
       const std::string next = index + 1 < arguments.size() ? arguments[index + 1] : "";
-      if (!inline_value && !next.empty() && next.size() <= 3 &&
+      if (!inline_value && !grammar.process_operands && !next.empty() && next.size() <= 3 &&
           next.find_first_not_of("0123456789") == std::string::npos) {
         error = name + " takes its value after '=': " + name + "=" + next;
         return false;
@@ -83,7 +87,7 @@ bool parse_flag(const std::vector<std::string> &arguments, size_t &index, const 
   std::optional<std::string> inline_value;
   if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
   if (const FlagRow *row = flag_for(name, grammar.commands))
-    return apply_flag(*row, arguments, index, inline_value, targets, error);
+    return apply_flag(*row, arguments, index, inline_value, grammar, targets, error);
   const OptionRow *setting = grammar.settings ? option_with_flag(name) : nullptr;
   if (setting == nullptr) {
     error = "unknown option " + name + " for '" + grammar.name + "'";
@@ -144,7 +148,8 @@ bool parse_report(const std::vector<std::string> &arguments, size_t index, Repor
 bool parse_check(const std::vector<std::string> &arguments, size_t index, CheckOptions &check, std::string &error) {
   FlagTargets targets{.common = &check.common, .check = &check};
   std::vector<std::string> operands;
-  if (!parse_flags(arguments, index, {"check", kCheck | kFilter, false, false}, targets, operands, error)) return false;
+  const Grammar grammar{"check", kCheck | kFilter, false, false, true, true};
+  if (!parse_flags(arguments, index, grammar, targets, operands, error)) return false;
   if (operands.size() != 1) {
     error = "'check' needs one process: leaseguard check [OPTIONS] PID";
     return false;

@@ -111,6 +111,12 @@ TEST(Cli, OptionsThatCannotWorkAreRefusedBeforeTheCommandRuns) {
   }
   auto code = leaseguard({"run", "--sim", "--fail-on-leak", "5", "--", "/bin/true"});
   EXPECT_NE(code.err.find("--fail-on-leak takes its value after '=': --fail-on-leak=5"), std::string::npos) << code.err;
+  // check's operand is a process id: a small one after --fail-on-leak is that (a container's
+  // processes have such pids), not a mistyped code.
+  auto checked = leaseguard({"check", "--fail-on-leak", "611"});
+  EXPECT_EQ(checked.exit_code, 2) << checked.err;
+  EXPECT_EQ(checked.err.find("takes its value after"), std::string::npos) << checked.err;
+  EXPECT_NE(checked.err.find("611"), std::string::npos) << checked.err;
 }
 
 // report --out makes its directory (before the work, so a bad one fails first); --min-bytes

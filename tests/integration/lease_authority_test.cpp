@@ -510,6 +510,30 @@ TEST_F(LeaseAuthorityEndToEnd, AHelperThatLeavesTheJobAfterItsHolderIsKilledIsTo
   EXPECT_TRUE(job.wait_all_ended(120'000)) << "the helper (" << said << ") outlived its lease's teardown";
 }
 
+// Two daemons on a node (a user's and the node's, or two users') each have a lease 1: the
+// mark a teardown looks for in environments is one daemon's lease, so ending one job leaves
+// the other's processes alone.
+TEST_F(LeaseAuthorityEndToEnd, ATeardownLeavesAnotherDaemonsLeaseOfTheSameIdAlone) {
+  std::filesystem::create_directories(dir_ + "/a");
+  std::filesystem::create_directories(dir_ + "/b");
+  Daemon first(dir_ + "/a"), second(dir_ + "/b");
+  Job ended(job_command(first.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(ended.wait_ready());
+  Job kept(job_command(second.socket(), "1h", "1s"), usage_dir());
+  ASSERT_TRUE(kept.wait_ready());
+  const pid_t kept_root = first_child_of(kept.client());
+  ASSERT_GT(kept_root, 0);
+  ASSERT_EQ(lease(first.socket(), {"end", "job"}).exit_code, 0);
+  EXPECT_EQ(ended.finish().exit_code, 128 + SIGTERM);
+  // The first lease's teardown is over (its report came): the second job runs on, whole.
+  std::string stage;
+  EXPECT_GE(listed_processes(lease(second.socket(), {"list"}), "job", &stage), 3);
+  EXPECT_EQ(stage, "live");
+  const std::string state = read_text("/proc/" + std::to_string(kept_root) + "/stat");
+  ASSERT_FALSE(state.empty());
+  EXPECT_NE(state[state.rfind(')') + 2], 'Z') << state;
+}
+
 // The daemon's metrics for node_exporter's textfile collector: written whole (a reader never
 // sees half a file), with a live lease's bytes while it runs and without them after.
 TEST_F(LeaseAuthorityEndToEnd, TheTextfileShowsALeasesLiveBytesWhileItRunsAndNotAfter) {

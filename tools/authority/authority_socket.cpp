@@ -39,6 +39,12 @@ std::string socket_path(const std::string &flag) {
   return std::string(kNodeSocketDirectory) + "/leaseguard.sock";
 }
 
+std::string socket_path_from_anywhere(const std::string &path) {
+  if (path.empty() || path[0] == '/') return path;
+  char here[4096];
+  return getcwd(here, sizeof here) != nullptr ? std::string(here) + "/" + path : path;
+}
+
 int connect_to(const std::string &path, std::string &error) {
   sockaddr_un address;
   if (!address_of(path, address, error)) return -1;

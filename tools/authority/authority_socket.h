@@ -17,6 +17,11 @@ inline constexpr const char *kNodeSocketDirectory = "/run/leaseguard";
 // $XDG_RUNTIME_DIR/leaseguard.sock, else /run/leaseguard/leaseguard.sock.
 std::string socket_path(const std::string &flag);
 
+// `path` as it names the same socket from any directory (relative ones joined to the working
+// directory): what `lease start` gives its command, whose processes may change directory,
+// and the daemon finds them by (LeaseAuthority::set_socket_path).
+std::string socket_path_from_anywhere(const std::string &path);
+
 // Listens on `path` (SOCK_SEQPACKET, close-on-exec, non-blocking). The socket is 0600 for a
 // user's daemon; a daemon run as root makes it 0660 with group `group` when that group
 // exists, so that its members may ask for leases. A socket file left by a daemon that died is

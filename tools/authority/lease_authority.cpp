@@ -373,12 +373,14 @@ std::vector<ProcessName> LeaseAuthority::running_members(LeaseState &lease) {
   // Once a stage of its teardown, every process of the owner's is looked at for the mark
   // `lease start` puts in its command's environment: a process that left the lease's trees
   // (double-forked after its holder was killed, so reparented to init) and never registered
-  // (no preload: a static program, LD_PRELOAD cleared) is found all the same. Started after
-  // the holder: a pid's earlier life cannot be taken for the lease's.
-  if (lease.ended_by != EndReason::None && lease.environment_walked != lease.stage) {
+  // (no preload: a static program, LD_PRELOAD cleared) is found all the same. The mark is the
+  // lease's id with this daemon's socket (another daemon's lease may have the same id).
+  // Started after the holder: a pid's earlier life cannot be taken for the lease's.
+  if (lease.ended_by != EndReason::None && lease.environment_walked != lease.stage && !socket_path_.empty()) {
     lease.environment_walked = lease.stage;
-    for (const ProcessName &marked :
-         processes_started_with("LEASEGUARD_AUTHORITY_LEASE=" + std::to_string(lease.id), lease.owner))
+    const std::vector<std::string> mark = {"LEASEGUARD_AUTHORITY_LEASE=" + std::to_string(lease.id),
+                                           "LEASEGUARD_SOCKET=" + socket_path_};
+    for (const ProcessName &marked : processes_started_with(mark, lease.owner))
       if (marked.start_time >= lease.holder_start_time) roots.push_back(marked);
   }
   const ProcessName holder{lease.holder_pid, lease.holder_start_time};

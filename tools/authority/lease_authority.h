@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "authority_protocol.h"
@@ -45,6 +46,10 @@ struct Peer {
 class LeaseAuthority {
  public:
   explicit LeaseAuthority(LeaseStore &store) : store_(store) {}
+
+  // The socket the daemon answers at, as `lease start` names it to its command
+  // (LEASEGUARD_SOCKET): with the lease's id, the mark a teardown finds its processes by.
+  void set_socket_path(std::string path) { socket_path_ = std::move(path); }
 
   // Takes up the leases the store kept (a restart): teardowns resume; leases of an earlier
   // boot end at once (their processes are gone). One warning per thing it skipped.
@@ -110,6 +115,7 @@ class LeaseAuthority {
   std::string snapshot(const Peer &peer, uint64_t now_ms);
 
   LeaseStore &store_;
+  std::string socket_path_;
   std::map<uint64_t, LeaseState> leases_;
   uint64_t next_id_ = 1;
   std::map<std::pair<pid_t, uint64_t>, ProcessJournal> journals_;  // by pid and start time

@@ -199,7 +199,7 @@ int start(const LeaseOptions &options) {
   lease.id = *id;
   RunExtras extras;
   // Each process of the command registers with the authority once, at start (the preload).
-  extras.environment["LEASEGUARD_SOCKET"] = lease.socket;
+  extras.environment["LEASEGUARD_SOCKET"] = authority::socket_path_from_anywhere(lease.socket);
   extras.environment["LEASEGUARD_AUTHORITY_LEASE"] = lease.id;
   extras.command_ended = [&](int status) { tell_command_ended(lease, status); };
   extras.tree_ended = [&](const report::ExitStatuses &, int status, report::Report &report) {

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -112,19 +113,23 @@ std::optional<uid_t> process_owner(pid_t pid) {
   return uid;
 }
 
-std::vector<ProcessName> processes_started_with(const std::string &entry, uid_t owner) {
+std::vector<ProcessName> processes_started_with(const std::vector<std::string> &entries, uid_t owner) {
   std::vector<ProcessName> found;
   DIR *proc = opendir("/proc");
   if (proc == nullptr) return found;
-  // Entries are NUL-separated: the entry whole, at the start or after a NUL.
-  const std::string wanted = std::string(1, '\0') + entry + '\0';
   while (const dirent *item = readdir(proc)) {
     pid_t pid = 0;
     if (!parse_number(item->d_name, pid) || pid <= 0) continue;
     if (process_owner(pid) != owner) continue;
     std::string environment;
     if (!read_small_file("/proc/" + std::to_string(pid) + "/environ", environment)) continue;
-    if (('\0' + environment).find(wanted) == std::string::npos) continue;
+    // Entries are NUL-separated: each whole, at the start or after a NUL.
+    environment.insert(environment.begin(), '\0');
+    if (environment.back() != '\0') environment += '\0';
+    const bool marked = std::all_of(entries.begin(), entries.end(), [&](const std::string &entry) {
+      return environment.find('\0' + entry + '\0') != std::string::npos;
+    });
+    if (!marked) continue;
     if (const std::optional<ProcessName> process = live_process(pid)) found.push_back(*process);
   }
   closedir(proc);
