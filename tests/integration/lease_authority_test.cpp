@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -921,9 +922,19 @@ TEST_F(LeaseAuthorityEndToEnd, AServiceUnderALeaseIsCheckedWhileItRuns) {
 // reclaimed both. The exposition passes `promtool check metrics`.
 TEST_F(LeaseAuthorityEndToEnd, MetricsNameGpusByUuidAndCountLostApartFromHeld) {
   // Two GPUs on the node; the daemon (its NVML) and every process see them.
-  const char *devices_before = std::getenv("LEASEGUARD_SIM_DEVICES");
-  const std::string kept = devices_before != nullptr ? devices_before : "";
-  setenv("LEASEGUARD_SIM_DEVICES", "2", 1);
+  // Set for this test only, however it ends (an ASSERT returns early): the binary's other
+  // tests start their daemons and jobs with the environment they found.
+  struct TwoGpus {
+    std::optional<std::string> before;
+    TwoGpus() {
+      if (const char *value = std::getenv("LEASEGUARD_SIM_DEVICES")) before = value;
+      setenv("LEASEGUARD_SIM_DEVICES", "2", 1);
+    }
+    ~TwoGpus() {
+      if (before) setenv("LEASEGUARD_SIM_DEVICES", before->c_str(), 1);
+      else unsetenv("LEASEGUARD_SIM_DEVICES");
+    }
+  } two_gpus;
   const int port = free_port();
   Daemon daemon(dir_, true, {"--metrics", "127.0.0.1:" + std::to_string(port)});
   const std::string gpu0 = "GPU-6c672d73-696d-2d67-7075-000000000000";
@@ -994,8 +1005,6 @@ TEST_F(LeaseAuthorityEndToEnd, MetricsNameGpusByUuidAndCountLostApartFromHeld) {
   std::string error;
   ASSERT_TRUE(report::JsonValue::parse(read_text(dir_ + "/report.json"), json, error)) << error;
   EXPECT_EQ(json["summary"]["leaked_bytes"].as_number(), 5403) << read_text(dir_ + "/report.json");
-  if (kept.empty()) unsetenv("LEASEGUARD_SIM_DEVICES");
-  else setenv("LEASEGUARD_SIM_DEVICES", kept.c_str(), 1);
 }
 
 // A real Prometheus (Debian's), scraping `target` every second, its data in `dir`.
