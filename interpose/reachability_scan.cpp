@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -25,6 +24,7 @@
 
 #include "background_thread.h"
 #include "caller_stack.h"
+#include "classification_turn.h"
 #include "device_globals.h"
 #include "driver_queries.h"
 #include "event_clock.h"
@@ -737,6 +737,7 @@ void journal_classes(Tracker &tracker, const Prepared &prepared, uint32_t flags)
     log_warning("no memory to journal the reachability of live allocations: they are reported unchecked");
     return;
   }
+  keep_if_exit(classes, flags);
   tracker.write_reachability(classes, flags);
 }
 
@@ -750,6 +751,7 @@ void journal_unchecked(Tracker &tracker, const std::vector<Tracker::LiveMemory> 
   } catch (...) {
     return;
   }
+  keep_if_exit(classes, flags);
   tracker.write_reachability(classes, flags);
 }
 
@@ -768,7 +770,7 @@ __attribute__((noinline)) void classify_process_at_exit() {
   // says why.
   if (inside_leaseguard()) return;
   tracker->begin_exit();
-  classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
+  classify_live_memory(*tracker, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16, Classifying::kAtExit);
 }
 
 void classify_at_exit(void *) { classify_process_at_exit(); }
@@ -788,18 +790,16 @@ void classify_at_process_exit() noexcept {
 }
 
 void classify_lease(Tracker &tracker, uint32_t lease_id, bool caller_done) noexcept {
-  // After the classification at exit, exit handlers take the program apart (destructors of
-  // globals drop the pointers that held its memory): classified then, what it held would read
-  // lost. The exit's classes stand. A lease's time-to-live that runs out meanwhile ends with
-  // the exit (Tracker::begin_exit); this covers one that was already expiring.
-  if (g_classified_in.load() == getpid()) return;
+  // A lease whose time-to-live runs out once the exit has begun ends with the exit
+  // (Tracker::begin_exit); one that was already expiring meets the exit's classification in
+  // classify_live_memory (classification_turn.h).
   pid_t own[BackgroundThread::kMaxRunning];
   const size_t own_count = BackgroundThread::running_thread_ids(own, std::size(own));
   const auto self = static_cast<pid_t>(syscall(SYS_gettid));
   bool on_own_thread = false;
   for (size_t i = 0; i < own_count; ++i) on_own_thread = on_own_thread || own[i] == self;
   classify_live_memory(tracker, on_own_thread ? 0 : reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16,
-                       lease_id, caller_done);
+                       Classifying::kWhileRunning, lease_id, caller_done);
 }
 
 namespace {
@@ -916,18 +916,24 @@ void stop_and_classify(Tracker &tracker, Prepared &prepared, const StoppedPhase 
 
 }  // namespace
 
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id, bool caller_done) noexcept {
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, Classifying when, uint32_t lease_id,
+                          bool caller_done) noexcept {
   if (tracker.options().reachability == ReachabilityMode::Off) return;
-  // One classification at a time: a lease expiring on the watchdog while the process exits.
-  // Until its turn, this thread says where leaseguard's frames on its stack end, so that
-  // another classification meanwhile reads its stack from there (waiting_classifiers.h).
-  static std::mutex one_at_a_time;
+  // One classification at a time (classification_turn.h): a lease expiring on the watchdog
+  // while the process exits. Until its turn, this thread says where leaseguard's frames on its
+  // stack end, so that another classification meanwhile reads its stack from there
+  // (waiting_classifiers.h).
   WaitingClassifier on_the_way(caller_frame);
   CallerStack caller = caller_frame != 0 ? find_caller_stack(caller_frame) : CallerStack{};
   caller.stack_unread = caller_done;
   on_the_way.refine(caller);
-  std::lock_guard lock(one_at_a_time);
-  on_the_way.withdraw();       // classifying now: its own stack is read as the caller's
+  ClassificationTurn turn;
+  on_the_way.withdraw();  // classifying now (or not at all): its own stack is read as the caller's
+  if (turn.after_exit()) {
+    journal_exit_classes_of_lease(tracker, lease_id);
+    return;
+  }
+  if (when == Classifying::kAtExit) turn.mark_exit();
   ucontext_t own_registers{};  // getcontext leaves some registers unset: never stale stack bytes
   getcontext(&own_registers);
   Costs costs;

@@ -11,12 +11,17 @@ class Tracker;
 
 namespace leaseguard::interpose {
 
+// When a classification runs: at the process's exit (the last one: exit handlers take the
+// program apart after it; classification_turn.h), or while the program runs (a lease's end,
+// a check).
+enum class Classifying : uint8_t { kWhileRunning, kAtExit };
+
 // Classifies every live allocation no lease has reported yet (of `lease_id` only, if not 0)
 // and journals the classes. The calling thread's stack is read from `caller_frame` up:
 // leaseguard's own frames below it hold copies of the addresses being classified; 0 on a
 // thread of leaseguard's own, whose stack and registers are not the program's.
 // `caller_done`: of the calling thread, only its thread-local storage is read, not its stack.
-void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, uint32_t lease_id = 0,
+void classify_live_memory(Tracker &tracker, uintptr_t caller_frame, Classifying when, uint32_t lease_id = 0,
                           bool caller_done = false) noexcept;
 
 // The tracker's lease classifier (Tracker::call_to_classify_leases): a lease ending while

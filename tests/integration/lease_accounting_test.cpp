@@ -92,3 +92,25 @@ TEST(LeaseAccounting, AnExpiryAsTheProgramExitsStillFindsTheLostMemoryLost) {
     }
   }
 }
+
+// A lease that ends after the classification at exit (here from a static destructor, while
+// exit handlers take the program apart) is not classified again: it ends with the exit's
+// classes, and its log line counts them as the report does.
+TEST(LeaseAccounting, ALeaseThatEndsAfterTheExitsClassificationCountsItsClasses) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("lease_accounting"), "static-end"}, {"--reachability", "leases"},
+                                  {{"LEASEGUARD_LOG", "info"}});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.err.find("lease 2 \"scope\" ended with 20 leaked allocation(s) and 6 still reachable"),
+            std::string::npos)
+      << run.result.err;
+  std::map<std::string, int> classes;
+  for (const auto &process : run.json["processes"].items())
+    for (const auto &lease : process["leases"].items()) {
+      if (lease["leaks"].size() == 0) continue;
+      EXPECT_EQ(lease["name"].as_string(), "scope");
+      EXPECT_EQ(lease["ended_by"].as_string(), "end");
+      for (const auto &leak : lease["leaks"].items()) ++classes[leak["reachability"].as_string()];
+    }
+  EXPECT_EQ(classes, kExpected) << run.result.err;
+}

@@ -8,12 +8,17 @@
  * It waits for the expiry itself, not for a time: it asks the preload's core for the process
  * lease's state (core/session/core_link.h), which answers once the expiry is settled. Exits
  * 77 where the lease had ended before the last allocation (a machine too loaded to make them
- * within the time-to-live). */
+ * within the time-to-live).
+ *
+ * With `static-end`, the buffers are allocated in a scope lease instead, which the destructor
+ * of a global ends: after the classification at exit, while exit handlers run. */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core_link.h"
+#include "leaseguard/annotate.h"
 #include "victim.h"
 
 namespace {
@@ -28,6 +33,15 @@ void sleep_ms(long ms) {
   while (nanosleep(&pause, &pause) != 0) {
   }
 }
+
+// Ends the scope lease from a static destructor (constructed before main, so destroyed after
+// leaseguard's exit classification, which runs before every static destructor).
+struct EndsAtExit {
+  leaseguard_lease_t lease = 0;
+  ~EndsAtExit() {
+    if (lease != 0) LEASEGUARD_LEASE_END(lease);
+  }
+} g_ends_at_exit;
 
 }  // namespace
 
@@ -50,6 +64,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "lease_accounting: no leaseguard core to ask about the lease\n");
     return 4;
   }
+  if (argc > 1 && strcmp(argv[1], "static-end") == 0) {
+    g_ends_at_exit.lease = LEASEGUARD_LEASE_BEGIN("scope", 0, LEASEGUARD_REPORT);
+    if (g_ends_at_exit.lease == 0 || LEASEGUARD_LEASE_ENTER(g_ends_at_exit.lease) != 0) return 5;
+    drop_buffers();
+    keep_buffers();
+    LEASEGUARD_LEASE_LEAVE();
+    return 0;
+  }
   drop_buffers();
   keep_buffers();
   if (link->lease_state(kProcessLease) != kLeaseOpen) {
@@ -57,6 +79,12 @@ int main(int argc, char **argv) {
     return 77;
   }
   if (argc > 1) {  // exits after ARGV[1] ms, whatever the lease's state: racing its expiry
+    // printf's first call binds it (lazily, through the loader's resolver, whose frame of
+    // a kilobyte and more is laid over the stack drop_buffers used and written only in part):
+    // made here, not in the race, where a scan that stopped the thread inside the resolver
+    // would read the copies of dropped pointers under it, as any conservative scan would.
+    printf("sleeping\n");
+    fflush(stdout);
     sleep_ms(atol(argv[1]));
     printf("slept\n");
     return 0;
