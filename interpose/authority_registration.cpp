@@ -14,6 +14,7 @@
 #include "authority_protocol.h"
 #include "files.h"
 #include "log.h"
+#include "pid_namespace.h"
 #include "proc_stat.h"
 
 namespace leaseguard::interpose {
@@ -21,7 +22,8 @@ namespace {
 
 // What a forked child needs to register itself: set once, at start, never changed after.
 struct Registration {
-  std::string socket, lease, journal_prefix;  // the journal is JOURNAL_PREFIX.PID
+  std::string socket, lease, journal_prefix;  // the journal is JOURNAL_PREFIX.PID (pid_namespace.h)
+  uint64_t run_pid_namespace = 0;
 };
 Registration *g_registration = nullptr;
 
@@ -52,9 +54,10 @@ authority::Request registration_of_this_process(const Registration &registration
   authority::Request request;
   request.verb = authority::Verb::Register;
   request.lease = registration.lease;
-  request.journal = registration.journal_prefix + "." + std::to_string(getpid());
+  request.journal = registration.journal_prefix + "." +
+                    journal_process_name(getpid(), pid_namespace_of(), registration.run_pid_namespace);
   ProcStat self;
-  request.start_time = read_proc_stat(getpid(), self) ? self.start_time : 0;
+  request.start_time = read_proc_stat(0, self) ? self.start_time : 0;
   return request;
 }
 
@@ -82,9 +85,9 @@ void register_with_lease_authority(const Options &options) noexcept {
   try {
     const char *socket_variable = std::getenv("LEASEGUARD_SOCKET");
     const std::string socket = socket_variable != nullptr ? socket_variable : "";
-    auto registration = std::make_unique<Registration>(
-        Registration{socket, lease,
-                     absolute_path(options.out_dir) + "/" + (options.run_id.empty() ? "leaseguard" : options.run_id)});
+    auto registration = std::make_unique<Registration>(Registration{
+        socket, lease, absolute_path(options.out_dir) + "/" + (options.run_id.empty() ? "leaseguard" : options.run_id),
+        options.run_pid_namespace});
     // Sent, not waited for: the daemon takes the registration from the queued message and the
     // socket's peer credentials, also after this end is closed, so a daemon that accepted but
     // does not answer (stopped, stuck on its disk) holds up no process start. What it refuses

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "control_page.h"
+#include "pid_namespace.h"
 
 namespace leaseguard::cli {
 namespace {
@@ -28,20 +29,6 @@ uint64_t now_ms() {
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1'000'000;
-}
-
-// The process's pid in its own (innermost) pid namespace: the last NSpid field.
-pid_t own_namespace_pid(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("NSpid:", 0) != 0) continue;
-    std::istringstream fields(line.substr(6));
-    pid_t last = pid;
-    for (pid_t value; fields >> value;) last = value;
-    return last;
-  }
-  return pid;
 }
 
 // The mapped file's path in a line of /proc/PID/maps (its sixth field to the end), if any.
@@ -120,7 +107,7 @@ bool find_control_page(pid_t pid, ControlPageOfProcess &page, std::string &error
     if (ends_with(path, ".control")) pages.insert(path);
     if (path.find("libleaseguard") != std::string::npos) under_leaseguard = true;
   }
-  const pid_t own_pid = own_namespace_pid(pid);
+  const pid_t own_pid = innermost_pid(pid);
   for (const std::string &inside : pages) {
     const std::string through_root = proc + "/root" + inside;
     const int fd = open_page_of(through_root, own_pid);

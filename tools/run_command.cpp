@@ -25,6 +25,7 @@
 #include "files.h"
 #include "install_paths.h"
 #include "options.h"
+#include "pid_namespace.h"
 #include "report_model.h"
 #include "suppressions.h"
 #include "report_output.h"
@@ -125,6 +126,8 @@ std::vector<std::string> child_environment(const RunOptions &options, const Inst
   }
   overrides["LEASEGUARD_OUT"] = run_dir;
   overrides["LEASEGUARD_RUN_ID"] = run_id;
+  if (const uint64_t pid_namespace = pid_namespace_of(); pid_namespace != 0)
+    overrides["LEASEGUARD_RUN_PID_NAMESPACE"] = std::to_string(pid_namespace);
   // The settings run's flags gave (core/base/option_table.h), as given. The process lease's
   // policy is run's to say: report, unless --on-expiry says otherwise.
   overrides["LEASEGUARD_ON_EXPIRY"] = std::string(policy_name(Policy::Report));

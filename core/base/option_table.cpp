@@ -81,6 +81,12 @@ bool apply_run_id(std::string_view text, Options &options) {
   return ok;
 }
 
+bool apply_run_pid_namespace(std::string_view text, Options &options) {
+  const std::optional<long long> inode = parse_integer(text, 1, std::numeric_limits<long long>::max());
+  if (inode) options.run_pid_namespace = static_cast<uint64_t>(*inode);
+  return inode.has_value();
+}
+
 // Empty: none (as if unset).
 bool apply_authority_lease(std::string_view text, Options &options) {
   if (text.empty()) return true;
@@ -134,6 +140,9 @@ constexpr OptionRow kRows[] = {
      false, apply_device_scan},
     {"LEASEGUARD_RUN_ID", "", "ID", "up to 64 letters, digits and dashes", "none",
      "set by `leaseguard run`: tags the journals of one run", true, apply_run_id},
+    {"LEASEGUARD_RUN_PID_NAMESPACE", "", "INODE", "a PID namespace's inode number", "none",
+     "set by `leaseguard run`: its PID namespace; a process in another one names its journals with its own too", true,
+     apply_run_pid_namespace},
     {"LEASEGUARD_AUTHORITY_LEASE", "", "ID", "a lease's id", "none (want a lease's id)",
      "set by `leaseguard lease start`: the node lease authority's lease the process belongs to", true,
      apply_authority_lease},

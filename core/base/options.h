@@ -50,6 +50,9 @@ struct Options {
   uint64_t device_scan_total_bytes = kDefaultDeviceScanTotalBytes;  // LEASEGUARD_DEVICE_SCAN: TOTAL[,PER]
   uint64_t device_scan_allocation_bytes = kDefaultDeviceScanAllocationBytes;
   std::string run_id;  // set by `leaseguard run` to tell its journals apart
+  // LEASEGUARD_RUN_PID_NAMESPACE, set by `leaseguard run`: its PID namespace; a process in
+  // another names its journals with its own too (pid_namespace.h). 0: unknown.
+  uint64_t run_pid_namespace = 0;
   // LEASEGUARD_AUTHORITY_LEASE, set by `leaseguard lease start`: the id of the node lease
   // authority's lease the process belongs to (docs/lease-authority.md); empty: none.
   std::string authority_lease;

@@ -12,7 +12,8 @@ namespace leaseguard {
 
 bool read_proc_stat(pid_t pid, ProcStat &stat) noexcept {
   char path[32];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  if (pid == 0) std::snprintf(path, sizeof path, "/proc/self/stat");
+  else std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buffer[1024];

@@ -15,7 +15,9 @@ struct ProcStat {
 };
 
 // False if there is no such process or its stat cannot be read. No allocation: safe to call
-// from the preload's start-up.
+// from the preload's start-up. `pid` 0: this process, through /proc/self, which names it
+// whatever PID namespace /proc was mounted for (its getpid() is its pid in its own, which
+// in another namespace's /proc is another process).
 bool read_proc_stat(pid_t pid, ProcStat &stat) noexcept;
 
 }  // namespace leaseguard

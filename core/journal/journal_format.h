@@ -88,6 +88,11 @@ struct HeaderPayload {
   // much before it happened. 0 if unknown, and in journals whose times were exact to a few
   // microseconds (before it was recorded: read as 0, the field was reserved and zero).
   uint32_t event_time_resolution_ns;
+  // The process's PID namespace (core/base/pid_namespace.h): two processes with one pid and
+  // one parent pid are one process (an exec'd image after the image it replaced) only where
+  // this is the same too. 0 if unknown, and in journals before it was recorded (the slot's
+  // zero bytes).
+  uint64_t pid_namespace;
 };
 
 // A compact journal (LEASEGUARD_JOURNAL=compact): a thread whose last allocation was freed
@@ -351,7 +356,7 @@ inline constexpr size_t kProcessEndFirstBytes = 16;
 
 static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes && sizeof(RecycledPayload) == 32);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
-static_assert(sizeof(HeaderPayload) == 48 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
+static_assert(sizeof(HeaderPayload) == 56 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
                   sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 40 &&
                   sizeof(AllocPayload) == 60,
               "payload layouts are part of the journal format");

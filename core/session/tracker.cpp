@@ -27,6 +27,7 @@
 #include "files.h"
 #include "last_stack.h"
 #include "lg_assert.h"
+#include "pid_namespace.h"
 #include "thread_id.h"
 #include "log.h"
 
@@ -219,7 +220,9 @@ bool Tracker::open_journal_in(int directory, const std::string &directory_path, 
   header.start_monotonic_ns = start_monotonic_ns_;
   header.flags = compact ? journal::kHeaderCompact : 0;
   header.event_time_resolution_ns = event_clock_resolution_ns();
-  const std::string stem = (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." + std::to_string(getpid());
+  header.pid_namespace = pid_namespace_of();
+  const std::string stem = (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." +
+                           journal_process_name(getpid(), header.pid_namespace, options_.run_pid_namespace);
   // Never overwrite: an exec'd image of the same pid, or a recycled pid, gets the next name.
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const std::string name = stem + (attempt == 0 ? "" : "." + std::to_string(attempt)) + ".journal";

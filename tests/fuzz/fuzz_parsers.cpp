@@ -30,10 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
 
   // Every variable parse_options reads (core/base/options.cpp), each given one of the words.
-  static const char *const kNames[] = {"LEASEGUARD_OUT",          "LEASEGUARD_TTL",        "LEASEGUARD_ON_EXPIRY",
-                                       "LEASEGUARD_STACK_DEPTH",  "LEASEGUARD_DISABLE",    "LEASEGUARD_LOG",
-                                       "LEASEGUARD_RUN_ID",       "LEASEGUARD_DEADLINE",   "LEASEGUARD_JOURNAL",
-                                       "LEASEGUARD_REACHABILITY", "LEASEGUARD_DEVICE_SCAN"};
+  static const char *const kNames[] = {
+      "LEASEGUARD_OUT",     "LEASEGUARD_TTL",          "LEASEGUARD_ON_EXPIRY",   "LEASEGUARD_STACK_DEPTH",
+      "LEASEGUARD_DISABLE", "LEASEGUARD_LOG",          "LEASEGUARD_RUN_ID",      "LEASEGUARD_DEADLINE",
+      "LEASEGUARD_JOURNAL", "LEASEGUARD_REACHABILITY", "LEASEGUARD_DEVICE_SCAN", "LEASEGUARD_RUN_PID_NAMESPACE"};
   std::map<std::string, std::string> environment;
   for (size_t i = 0; i < words.size() && i < std::size(kNames); ++i) environment[kNames[i]] = words[i];
   // And the ones past the first words too: a lone word reaches the deadline and the journal.

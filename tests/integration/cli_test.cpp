@@ -760,7 +760,7 @@ std::string normalize_any(std::string text, const std::string &out_dir) {
   text = normalize(text);
   text = std::regex_replace(text, std::regex(out_dir), "OUT");
   text = std::regex_replace(text, std::regex(LEASEGUARD_SOURCE_ROOT), "SOURCE");
-  text = std::regex_replace(text, std::regex("\"(pid|ppid|thread)\": ?[0-9]+"), "\"$1\": 0");
+  text = std::regex_replace(text, std::regex("\"(pid|ppid|thread|pid_namespace)\": ?[0-9]+"), "\"$1\": 0");
   text = std::regex_replace(text, std::regex("\"(begin_ms|end_ms|time_ms|age_ms|event_time_resolution_ms)\": ?[0-9.]+"),
                             "\"$1\": 0");
   text = std::regex_replace(text, std::regex("pid [0-9]+"), "pid PID");

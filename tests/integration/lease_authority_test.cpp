@@ -374,6 +374,33 @@ TEST_F(LeaseAuthorityEndToEnd, TopShowsEachProcessOfALiveLeaseWithWhatItHolds) {
   job.finish();
 }
 
+// Two jobs of one lease, each in a PID namespace of its own: the same pids there (1, 2 and 4),
+// told apart by the daemon as by the kernel. Each process's journal is its own, so each is
+// shown holding what it holds (the second job twice as much), and none another's.
+TEST_F(LeaseAuthorityEndToEnd, ProcessesInTwoPidNamespacesAreKeptApart) {
+  if (run_process({"/usr/bin/unshare", "--pid", "--fork", "/bin/true"}).exit_code != 0)
+    GTEST_SKIP() << "no PID namespace can be made here (unshare --pid needs CAP_SYS_ADMIN)";
+  Daemon daemon(dir_);
+  const std::string in_a_namespace = "/usr/bin/unshare --pid --fork " + victim("lease_job");
+  std::vector<std::string> command = job_command(daemon.socket(), "1h", "1s");
+  command.back() = "/bin/sh";
+  command.insert(command.end(), {"-c", in_a_namespace + " 1 & " + in_a_namespace + " 2; wait"});
+  Job job(command, usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  ASSERT_TRUE(job.wait_ready());
+  const RunResult top = run_process({LEASEGUARD_BIN, "top", "--once", "--socket", daemon.socket()});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("18.0 MiB of device memory live"), std::string::npos) << top.out;
+  for (const char *held : {" 1.0 MiB ", " 3.0 MiB ", " 4.0 MiB ", " 6.0 MiB "})
+    EXPECT_NE(top.out.find(held), std::string::npos) << held << " in\n" << top.out;
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  const RunResult result = job.finish();
+  // Each pid 1 ignores SIGTERM (a namespace's init has no default action for it) and is
+  // killed at the grace period's end, with its namespace; the device says nothing is held.
+  EXPECT_NE(result.err.find("verify: no process of the lease holds device memory (NVML)"), std::string::npos)
+      << result.err;
+}
+
 // `leaseguard top` as a person sees it: in a terminal (tmux's), redrawn as the lease changes,
 // and gone with q, leaving the terminal as it found it.
 TEST_F(LeaseAuthorityEndToEnd, TopInATerminalFollowsTheLeaseAndQuitsWithQ) {

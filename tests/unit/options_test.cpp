@@ -4,6 +4,7 @@
 #include <map>
 
 #include "options.h"
+#include "pid_namespace.h"
 
 namespace leaseguard {
 namespace {
@@ -112,6 +113,31 @@ TEST(Environment, EachBadValueWarnsOnceAndKeepsTheDefault) {
     EXPECT_EQ(options.out_dir, "leaseguard-out");
     EXPECT_TRUE(options.authority_lease.empty());
   }
+}
+
+// A process in a PID namespace other than its run's says which in its journals' name; the
+// lease authority reads the name back to find a found process's journals.
+TEST(PidNamespace, AJournalNameCarriesTheNamespaceOnlyWhereItIsNotTheRuns) {
+  std::vector<std::string> warnings;
+  Options options = parse({{"LEASEGUARD_RUN_PID_NAMESPACE", "4026531836"}}, warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(options.run_pid_namespace, 4026531836u);
+  EXPECT_EQ(journal_process_name(42, 4026531836, options.run_pid_namespace), "42");
+  EXPECT_EQ(journal_process_name(1, 4026532174, options.run_pid_namespace), "1-ns4026532174");
+  EXPECT_EQ(journal_process_name(1, 4026532174, 0), "1");  // run's namespace unknown: as before
+  EXPECT_EQ(journal_process_name(1, 0, 4026531836), "1");
+  uint64_t namespace_id = 7;
+  EXPECT_TRUE(parse_journal_process_name("42", namespace_id));
+  EXPECT_EQ(namespace_id, 0u);
+  EXPECT_TRUE(parse_journal_process_name("1-ns4026532174", namespace_id));
+  EXPECT_EQ(namespace_id, 4026532174u);
+  for (const char *bad : {"", "-ns1", "1-ns", "1-ns0", "x1", "1-nsx", "1.2", "1-ns1-ns2"})
+    EXPECT_FALSE(parse_journal_process_name(bad, namespace_id)) << bad;
+  EXPECT_NE(pid_namespace_of(), 0u);  // this process's, where /proc is mounted
+
+  parse({{"LEASEGUARD_RUN_PID_NAMESPACE", "ns"}}, warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("LEASEGUARD_RUN_PID_NAMESPACE='ns' is not valid"), std::string::npos) << warnings[0];
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
  * At each SIGUSR1 the root starts a helper that leaves the job's trees and never registers
  * (`sleep`, started by a shell without the preload that exits at once), which prints
  * "helper PID".
- * Usage: lease_job */
+ * With SCALE, each holds SCALE times as much.
+ * Usage: lease_job [SCALE] */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdlib.h>
@@ -43,13 +44,14 @@ static void start_helper(void) {
   waitpid(shell, NULL, 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const size_t mib = (argc > 1 ? (size_t)atoi(argv[1]) : 1) << 20;
   int ready[2];
   if (pipe(ready) != 0) return 40;
   if (fork() == 0) { /* the child that ignores SIGTERM */
     signal(SIGTERM, SIG_IGN);
     close(ready[0]);
-    hold(2u << 20);
+    hold(2 * mib);
     wait_forever(ready[1]);
   }
   const pid_t parent_of_daemon = fork();
@@ -57,14 +59,14 @@ int main(void) {
     if (fork() == 0) { /* the daemon: its parent exits, it goes on */
       setsid();
       close(ready[0]);
-      hold(3u << 20);
+      hold(3 * mib);
       wait_forever(ready[1]);
     }
     _exit(0);
   }
   waitpid(parent_of_daemon, NULL, 0);
   close(ready[1]);
-  hold(1u << 20);
+  hold(1 * mib);
   char byte;
   for (int joined = 0; joined < 2; ++joined)
     if (read(ready[0], &byte, 1) != 1) return 41;

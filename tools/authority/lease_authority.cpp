@@ -3,6 +3,7 @@
 #include "api_ids.h"
 #include "device_memory_check.h"
 #include "lease_verdicts.h"
+#include "pid_namespace.h"
 #include "reclaim_request.h"
 
 #include <signal.h>
@@ -226,14 +227,29 @@ void LeaseAuthority::begin_ending(LeaseState &lease, EndReason reason, uint64_t 
 namespace {
 
 // Where a process found (not registered) writes its journals: a process forked without an
-// exec does not register, but writes them beside its registered relatives', under its own
-// pid (PREFIX is RUN_DIR/RUN_ID.PID). Empty if no process of the lease registered.
+// exec that could not register writes them beside its registered relatives', under its own
+// pid as its namespace numbers it (PREFIX is RUN_DIR/RUN_ID.PID, or RUN_DIR/RUN_ID.PID-nsN in
+// a PID namespace other than its run's: core/base/pid_namespace.h). Such a process is in its
+// parent's namespace; a relative in another one says nothing of its name. Empty if no
+// process of the lease that could say registered.
 std::string derived_journal_prefix(const LeaseState &lease, pid_t pid) {
+  const uint64_t namespace_id = pid_namespace_of(pid);
   for (const LeaseProcess &relative : lease.processes) {
     if (relative.journal.empty() || relative.journal[0] != '/') continue;
     const size_t dot = relative.journal.rfind('.');
-    if (dot == std::string::npos || relative.journal.substr(dot + 1) != std::to_string(relative.pid)) continue;
-    return relative.journal.substr(0, dot + 1) + std::to_string(pid);
+    uint64_t relatives_namespace = 0;
+    if (dot == std::string::npos ||
+        !parse_journal_process_name(std::string_view(relative.journal).substr(dot + 1), relatives_namespace))
+      continue;
+    const std::string stem = relative.journal.substr(0, dot + 1);
+    if (relatives_namespace != 0) {  // in a namespace of its own: the process must be in it too
+      if (namespace_id != relatives_namespace) continue;
+      return stem + std::to_string(innermost_pid(pid)) + "-ns" + std::to_string(namespace_id);
+    }
+    // In the run's namespace, which numbers processes as the daemon does where the relative's
+    // name is its pid here, and otherwise as the innermost namespace of a process in it does.
+    const bool numbered_here = relative.journal.substr(dot + 1) == std::to_string(relative.pid);
+    return stem + std::to_string(numbered_here ? pid : innermost_pid(pid));
   }
   return "";
 }

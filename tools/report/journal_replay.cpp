@@ -102,6 +102,7 @@ class Replay : public journal::JournalVisitor {
     last_ns_ = start_ns_;
     process_.pid = header.pid;
     process_.ppid = header.ppid;
+    process_.pid_namespace = header.pid_namespace;
     process_.start_realtime_ns = header.start_realtime_ns;
     process_.compact_journal = (header.flags & journal::kHeaderCompact) != 0;
     process_.event_time_resolution_ms = header.event_time_resolution_ns / 1e6;

@@ -217,6 +217,9 @@ void write_process(JsonWriter &json, const ProcessReport &process, JsonStacks st
   json.begin_object();
   json.key("pid").value(static_cast<int64_t>(process.pid));
   json.key("ppid").value(static_cast<int64_t>(process.ppid));
+  json.key("pid_namespace");
+  if (process.pid_namespace != 0) json.value(process.pid_namespace);
+  else json.null();
   json.key("command").begin_array();
   for (const std::string &argument : process.command) json.value(argument);
   json.end_array();

@@ -85,6 +85,17 @@ class TextReport {
   }
 
  private:
+  // "process PID", and its PID namespace where another process of the report has its pid
+  // (two processes in two namespaces, each pid 1 there).
+  std::string process_name(const ProcessReport &process) const {
+    std::string name = "process " + std::to_string(process.pid);
+    for (const ProcessReport &other : report_.processes)
+      if (&other != &process && other.pid == process.pid && other.pid_namespace != process.pid_namespace &&
+          process.pid_namespace != 0)
+        return name + " in PID namespace " + std::to_string(process.pid_namespace);
+    return name;
+  }
+
   void render_process(const ProcessReport &process) {
     bool any_late_free = false;
     for (const LeaseEnding &lease : process.leases) any_late_free = any_late_free || !lease.late_frees.empty();
@@ -95,8 +106,8 @@ class TextReport {
     if (!leaks && !listed_reachable && process.double_frees.empty() && process.wrong_family_frees.empty()) {
       // A process still running is said to be, leaks or not: its journal is not a crash's.
       if (process.running)
-        out += "\n" + tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
-               how_it_ended(process) + "\n" + running_note(process, tag) + checks_note(process, tag);
+        out += "\n" + tag + process_name(process) + " (" + command_line(process) + ") " + how_it_ended(process) + "\n" +
+               running_note(process, tag) + checks_note(process, tag);
       return;
     }
     // The header names what was found: leaks only where there are leaks.
@@ -106,8 +117,7 @@ class TextReport {
             : invalid_frees ? "detected invalid frees (and no leaks)"
                             : "no leaks; memory still reachable") +
            "\n";
-    out += tag + "process " + std::to_string(process.pid) + " (" + command_line(process) + ") " +
-           how_it_ended(process) + "\n";
+    out += tag + process_name(process) + " (" + command_line(process) + ") " + how_it_ended(process) + "\n";
     // An exit code without a signal: `_exit`, or an exit leaseguard stood aside from (called
     // from a signal handler that interrupted it). "Died" would contradict the code above.
     if (process.running) out += running_note(process, tag);

@@ -69,6 +69,14 @@ JournalHeader read_header(const std::string &path) {
   return result;
 }
 
+// Whether two journals' processes are one (the later an exec'd image of the earlier): the
+// same pid and parent pid, in the same PID namespace where both journals say (two processes
+// in two namespaces are each pid 1 there, with parent pid 0).
+bool same_process(const journal::HeaderPayload &a, const journal::HeaderPayload &b) {
+  const bool same_namespace = a.pid_namespace == 0 || b.pid_namespace == 0 || a.pid_namespace == b.pid_namespace;
+  return a.pid == b.pid && a.ppid == b.ppid && same_namespace;
+}
+
 // Why a journal stopped growing, from the errno its JournalFull record holds.
 std::string why_the_journal_stopped(int error) {
   if (error == EBADF) return "it was taken away: the program closed or replaced its descriptor";
@@ -98,9 +106,7 @@ bool load_report(const std::vector<std::string> &journals, const ExitStatuses &e
   for (size_t i = 0; i < headers.size(); ++i) {
     bool replaced = false;
     for (size_t j = i + 1; j < headers.size() && headers[i].ok; ++j)
-      if (headers[j].ok && headers[j].header.pid == headers[i].header.pid &&
-          headers[j].header.ppid == headers[i].header.ppid)
-        replaced = true;
+      if (headers[j].ok && same_process(headers[j].header, headers[i].header)) replaced = true;
     if (headers[i].empty) {
       report.problems.push_back(headers[i].path + ": empty journal (its process ended while creating it)");
       continue;

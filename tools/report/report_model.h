@@ -221,6 +221,7 @@ struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
   int32_t ppid = 0;
+  uint64_t pid_namespace = 0;  // the inode of its PID namespace; 0: unknown (core/base/pid_namespace.h)
   std::string executable;
   std::vector<std::string> command;
   std::optional<int> exit_code;
