@@ -1,6 +1,7 @@
 // Ordinary things a program does that leaseguard must survive without harm to the program
 // and without losing a record (tests/victims/host_safety.c; docs/reliability.md, "Nothing
 // the program does may make leaseguard hurt it").
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -29,6 +31,41 @@ std::multiset<uint64_t> leaked_sizes(const JsonValue &json) {
 }
 
 bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+// Whether the shared object at `path` asks the loader to bind every symbol as it loads.
+bool binds_at_load(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  std::string image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (image.size() < sizeof(Elf64_Ehdr)) return false;
+  Elf64_Ehdr header;
+  std::memcpy(&header, image.data(), sizeof header);
+  for (size_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    const size_t at = header.e_phoff + i * header.e_phentsize;
+    if (at + sizeof segment > image.size()) return false;
+    std::memcpy(&segment, image.data() + at, sizeof segment);
+    if (segment.p_type != PT_DYNAMIC) continue;
+    for (size_t entry = segment.p_offset;
+         entry + sizeof(Elf64_Dyn) <= segment.p_offset + segment.p_filesz && entry + sizeof(Elf64_Dyn) <= image.size();
+         entry += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn dynamic;
+      std::memcpy(&dynamic, image.data() + entry, sizeof dynamic);
+      if (dynamic.d_tag == DT_BIND_NOW || (dynamic.d_tag == DT_FLAGS && (dynamic.d_un.d_val & DF_BIND_NOW)) ||
+          (dynamic.d_tag == DT_FLAGS_1 && (dynamic.d_un.d_val & DF_1_NOW)))
+        return true;
+    }
+  }
+  return false;
+}
+
+// leaseguard's code runs where the program did not choose: in its SIGTERM handler (on the
+// program's alternate signal stack, sized for the program's own handler), in exit handlers, on
+// threads of small stacks. Bound lazily, each first call of a C library function from there
+// would run the loader's resolver, whose frame saves the vector registers (kilobytes with
+// AVX-512) and takes the loader's locks. The preload binds everything as it loads instead.
+TEST(HostSafety, ThePreloadBindsItsFunctionsAsItLoadsNeverInAHandler) {
+  EXPECT_TRUE(binds_at_load(LEASEGUARD_PRELOAD_PATH)) << LEASEGUARD_PRELOAD_PATH;
+}
 
 // A daemon-style program closes every descriptor and opens its own file, which gets the
 // journal's number. leaseguard must not grow, map or write that file, and must not lose a

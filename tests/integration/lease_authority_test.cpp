@@ -401,6 +401,34 @@ TEST_F(LeaseAuthorityEndToEnd, ProcessesInTwoPidNamespacesAreKeptApart) {
       << result.err;
 }
 
+// A job as a Kubernetes pod runs beside a node's daemon: in PID and mount namespaces of its
+// own, its journals on a volume the node has at another path (a hostPath), the daemon's
+// socket shared. The daemon finds each process's journal by its own path for it: it shows
+// what each holds, and the teardown's reclaim reaches them through their control pages.
+TEST_F(LeaseAuthorityEndToEnd, AJobInNamespacesOfItsOwnWithItsJournalsOnAVolumeIsAccounted) {
+  if (run_process({"/usr/bin/unshare", "--pid", "--mount", "--fork", "/bin/true"}).exit_code != 0)
+    GTEST_SKIP() << "no PID or mount namespace can be made here (unshare needs CAP_SYS_ADMIN)";
+  Daemon daemon(dir_);
+  const std::string volume = dir_ + "/volume", inside = dir_ + "/pod-journals";
+  ASSERT_EQ(mkdir(volume.c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(inside.c_str(), 0700), 0);
+  std::vector<std::string> start = job_command(daemon.socket(), "1h", "1s");
+  for (size_t i = 0; i + 1 < start.size(); ++i)
+    if (start[i] == "--out") start[i + 1] = inside;
+  std::string pod = "mount --bind " + volume + " " + inside + " && exec";
+  for (const std::string &argument : start) pod += " " + argument;
+  Job job({"/usr/bin/unshare", "--pid", "--mount", "--fork", "--mount-proc", "/bin/sh", "-c", pod}, usage_dir());
+  ASSERT_TRUE(job.wait_ready());
+  const RunResult top = run_process({LEASEGUARD_BIN, "top", "--once", "--socket", daemon.socket()});
+  EXPECT_NE(top.out.find("1 lease(s), 3 process(es), 6.0 MiB of device memory live"), std::string::npos) << top.out;
+  ASSERT_EQ(lease(daemon.socket(), {"end", "job"}).exit_code, 0);
+  const RunResult result = job.finish();
+  for (uint64_t held : {1048576, 2097152, 3145728})
+    EXPECT_TRUE(lists_holding(result.err, held)) << held << " in\n" << result.err;
+  // The journals are on the volume, as the node sees it.
+  EXPECT_FALSE(std::filesystem::is_empty(volume));
+}
+
 // `leaseguard top` as a person sees it: in a terminal (tmux's), redrawn as the lease changes,
 // and gone with q, leaving the terminal as it found it.
 TEST_F(LeaseAuthorityEndToEnd, TopInATerminalFollowsTheLeaseAndQuitsWithQ) {

@@ -3,6 +3,7 @@
 #include "api_ids.h"
 #include "device_memory_check.h"
 #include "lease_verdicts.h"
+#include "mount_paths.h"
 #include "pid_namespace.h"
 #include "reclaim_request.h"
 
@@ -166,8 +167,10 @@ std::string LeaseAuthority::join(const Request &request, const Peer &peer) {
   if (!process || process->start_time != request.start_time)
     return error_answer("the registering process is not the one that sent the request");
   std::string error;
-  if (!record(*lease, process_line(process->pid, process->start_time, request.journal), error))
-    return error_answer(error);
+  // Its journals by the daemon's names for them: a container's volume is mounted elsewhere
+  // inside it (mount_paths.h). Translated now, while its mounts can be read.
+  const std::string journal = path_in_own_mounts(process->pid, request.journal);
+  if (!record(*lease, process_line(process->pid, process->start_time, journal), error)) return error_answer(error);
   return format_answer(ok({{"id", std::to_string(lease->id)}}));
 }
 
