@@ -196,6 +196,19 @@ bool check_format_paths(const CommonOptions &options, std::string &error) {
   return true;
 }
 
+namespace {
+
+// Where SARIF and JUnit paths are made relative to: --source-root as an absolute path, the
+// working directory where it is not given.
+std::string absolute_source_root(const std::string &given) {
+  char cwd[4096];
+  if (!given.empty() && given[0] == '/') return given;
+  if (getcwd(cwd, sizeof cwd) == nullptr) return given;
+  return given.empty() ? std::string(cwd) : std::string(cwd) + "/" + given;
+}
+
+}  // namespace
+
 bool produce_report(const Inputs &inputs, const CommonOptions &options, const std::string &default_dir,
                     FILE *text_stream, report::Report &report, std::string &error, std::vector<std::string> *unwritten,
                     const std::string &run_report) {
@@ -236,14 +249,7 @@ bool produce_report(const Inputs &inputs, const CommonOptions &options, const st
   report.show_reachable = options.show_reachable;
   report.max_groups = options.max_groups;
 
-  std::string source_root = options.source_root;
-  if (source_root.empty()) {
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd) != nullptr) source_root = cwd;
-  } else if (source_root[0] != '/') {
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd) != nullptr) source_root = std::string(cwd) + "/" + source_root;
-  }
+  const std::string source_root = absolute_source_root(options.source_root);
   for (const FormatRequest &request : options.formats) {
     static const std::map<std::string, std::string> kExtensions = {{"text", "txt"},    {"json", "json"},
                                                                    {"sarif", "sarif"}, {"junit", "junit.xml"},
