@@ -96,6 +96,21 @@ TEST(LiveCheck, ACheckThatCouldNotReadEverythingSaysWhy) {
 
 // With --reachability=off there is nothing to classify with: the call says so (-1) and no
 // check is recorded.
+// A process forked while another of its parent's threads was checking has the parent's turn
+// to classify copied, held by a thread it does not have: its exit's classification must not
+// wait for that thread. Before, children hung in exit() (a service forking workers while it
+// was checked every period never got them back).
+TEST(LiveCheck, AChildForkedWhileItsParentChecksStillExits) {
+  TempDir dir;
+  auto run = run_under_leaseguard(dir.path(), {victim("live_check"), "fork"}, {});
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.out << run.result.err;
+  EXPECT_NE(run.result.out.find("150 of 150 children exited"), std::string::npos) << run.result.out;
+  // Each child's process ended in the report, and the parent's classification was its own.
+  EXPECT_EQ(run.json["summary"]["processes"].as_number(), 151) << read_text(dir / "report.json");
+  EXPECT_EQ(run.json["summary"]["leaked_allocations"].as_number(), 0);
+  EXPECT_EQ(run.json["summary"]["reachable_bytes"].as_number(), 64 << 20);
+}
+
 TEST(LiveCheck, WithoutReachabilityNoCheckIsMadeAndTheCallSaysSo) {
   TempDir dir;
   auto run = run_under_leaseguard(dir.path(), {victim("live_check")}, {"--reachability", "off"});

@@ -4,12 +4,16 @@
  * then exit with all of them still allocated. Meanwhile a worker thread waits in read() on a
  * pipe the main thread writes only after the checks: its read must return the byte, never
  * EINTR, though the checks held the thread (tests/integration/live_check_test.cpp).
- * Prints each check's result and the worker's read. Other modes: "lease" and "no_fds" (below). */
+ * Prints each check's result and the worker's read. Other modes: "lease", "no_fds" and "fork"
+ * (below). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <leaseguard/leaseguard.h>
@@ -66,10 +70,58 @@ static int no_fds_mode(void) {
   return 0;
 }
 
+/* "fork": children forked while another thread checks, each ending with exit() (whose
+ * classification takes its turn as a check does; a forked child cannot use its parent's CUDA
+ * context, so it allocates nothing). A child forked while the checking thread held the turn
+ * must still exit: prints how many did; one still running after a minute is named and
+ * killed, and no more are forked (exit status 9). The 64 MiB kept buffer lengthens each
+ * check's reading before its stop, when a fork can happen. */
+static volatile int g_stop_checking;
+
+static void *keep_checking(void *unused) {
+  (void)unused;
+  while (!g_stop_checking) leaseguard_check();
+  return NULL;
+}
+
+static int wait_for_child(pid_t child) {
+  for (int tenths = 0; tenths < 600; ++tenths) {
+    int status = 0;
+    if (waitpid(child, &status, WNOHANG) == child) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    struct timespec tenth = {0, 100 * 1000 * 1000};
+    nanosleep(&tenth, NULL);
+  }
+  printf("child %d still running\n", (int)child);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  return 0;
+}
+
+static int fork_mode(void) {
+  CHECK(cuMemAlloc_v2(&g_kept[0], 64u << 20));
+  pthread_t checker;
+  if (pthread_create(&checker, NULL, keep_checking, NULL) != 0) return 5;
+  enum { kChildren = 150 };
+  int exited = 0;
+  for (int i = 0; i < kChildren; ++i) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0) return 6;
+    if (child == 0) exit(0);
+    if (!wait_for_child(child)) break;
+    ++exited;
+  }
+  g_stop_checking = 1;
+  pthread_join(checker, NULL);
+  printf("%d of %d children exited\n", exited, (int)kChildren);
+  return exited == kChildren ? 0 : 9;
+}
+
 int main(int argc, char **argv) {
   victim_primary_context();
   if (argc > 1 && strcmp(argv[1], "lease") == 0) return lease_mode();
   if (argc > 1 && strcmp(argv[1], "no_fds") == 0) return no_fds_mode();
+  if (argc > 1 && strcmp(argv[1], "fork") == 0) return fork_mode();
   if (pipe(g_pipe) != 0) return 4;
   pthread_t thread;
   if (pthread_create(&thread, NULL, worker, NULL) != 0) return 5;
