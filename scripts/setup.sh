@@ -2,7 +2,7 @@
 # are installed (installs them when run as root; otherwise prints the one command to run).
 # Sourced, not executed.
 
-LEASEGUARD_PACKAGES=(cmake ninja-build g++ binutils googletest libgtest-dev libdw-dev libelf-dev libbenchmark-dev libamdhip64-dev clang clang-format clang-tidy libclang-rt-14-dev chromium python3 python3-jsonschema python3-yaml libxml2-utils pkgconf liblz4-dev libzstd-dev prometheus tmux systemd)
+LEASEGUARD_PACKAGES=(cmake ninja-build g++ binutils googletest libgtest-dev libdw-dev libelf-dev libbenchmark-dev libamdhip64-dev clang clang-format clang-tidy libclang-rt-14-dev chromium python3 python3-jsonschema python3-yaml libxml2-utils pkgconf liblz4-dev libzstd-dev prometheus tmux systemd slurmctld slurmd slurm-client munge)
 
 leaseguard_missing_packages() {
   local missing=()

@@ -194,16 +194,18 @@ const FlagRow kRows[] = {
      [](const std::string &value, FlagTargets &targets, std::string &error) {
        return duration(value, "--ttl", authority::kMaxTtlMs, targets.lease->ttl_ms, error);
      }},
+    {"--on-expiry", "POLICY", V::Required, kSlurm,
+     "what the end of a job's lease does: `terminate` (default), `reclaim` or `report`", set_lease_teardown},
     {"--on-expiry", "POLICY", V::Required, kLeaseStart,
      "what the lease's end does: `report` (default), `reclaim` or `terminate` "
      "([lease-authority.md](lease-authority.md))",
      set_lease_teardown},
-    {"--grace", "DURATION", V::Required, kLeaseStart,
+    {"--grace", "DURATION", V::Required, kLeaseStart | kSlurm,
      "how long `reclaim` waits for answers and `terminate` waits between SIGTERM and SIGKILL (default 10s)",
      [](const std::string &value, FlagTargets &targets, std::string &error) {
        return duration(value, "--grace", authority::kMaxGraceMs, targets.lease->grace_ms, error);
      }},
-    {"--socket", "PATH", V::Required, kLease | kTop,
+    {"--socket", "PATH", V::Required, kLease | kTop | kSlurm,
      "the daemon's socket (default: `LEASEGUARD_SOCKET`, else `$XDG_RUNTIME_DIR/leaseguard.sock`, else "
      "`/run/leaseguard/leaseguard.sock`)",
      [](const std::string &value, FlagTargets &targets, std::string &) {
@@ -214,6 +216,10 @@ const FlagRow kRows[] = {
 
     {"--socket", "PATH", V::Required, kDaemon, "the socket to listen on (default as for `lease`)",
      keep_text<&T::daemon, &authority::DaemonOptions::socket>},
+    {"--all-users", "", V::None, kDaemon,
+     "root's socket is open to every local user (`0666`), not only to group `leaseguard`: a batch node, where each "
+     "job's processes register with the lease its prolog began (each user still acts only on their own leases)",
+     switch_on<&T::daemon, &authority::DaemonOptions::all_users>},
     {"--state", "DIR", V::Required, kDaemon,
      "where leases are kept across restarts (default `$XDG_STATE_HOME/leaseguard`, else "
      "`~/.local/state/leaseguard`; `/var/lib/leaseguard` for root)",
@@ -223,6 +229,13 @@ const FlagRow kRows[] = {
     {"--textfile", "PATH", V::Required, kDaemon,
      "write the same metrics to PATH, replaced whole, for node_exporter's textfile collector",
      keep_text<&T::daemon, &authority::DaemonOptions::textfile>},
+
+    {"--out", "DIR", V::Required, kSlurm,
+     "where each job's directory is made, `DIR/JOBID`: its journals, and the report the epilog writes (default "
+     "`/var/lib/leaseguard/slurm`; root's, writable by no one else)",
+     keep_text<&T::slurm, &SlurmOptions::jobs_dir>},
+    {"--sim", "", V::None, kSlurm, "the job's processes use the bundled simulated GPU (task-prolog; for trying it out)",
+     switch_on<&T::slurm, &SlurmOptions::sim>},
 
     {"--once", "", V::None, kTop, "print one snapshot and exit, for scripts", switch_on<&T::top, &TopOptions::once>},
     {"--out", "DIR", V::Required, kTop, "where to find runs' journals when no daemon answers (default as for `run`)",

@@ -25,6 +25,7 @@ enum CommandBit : unsigned {
   kDaemon = 1u << 6,
   kTop = 1u << 7,
   kCheck = 1u << 8,
+  kSlurm = 1u << 9,  // slurm prolog, task-prolog, epilog
 };
 
 enum class ValueForm {
@@ -42,6 +43,7 @@ struct FlagTargets {
   LeaseOptions *lease = nullptr;
   authority::DaemonOptions *daemon = nullptr;
   TopOptions *top = nullptr;
+  SlurmOptions *slurm = nullptr;
 };
 
 struct FlagRow {

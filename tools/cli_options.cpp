@@ -232,6 +232,27 @@ bool parse_lease(const std::vector<std::string> &arguments, size_t index, LeaseO
   return true;
 }
 
+// `slurm prolog|task-prolog|epilog [OPTIONS]`: no operands; Slurm's environment says the job.
+bool parse_slurm(const std::vector<std::string> &arguments, size_t index, SlurmOptions &slurm, std::string &error) {
+  const std::string stage = index < arguments.size() ? arguments[index++] : "";
+  if (stage != "prolog" && stage != "task-prolog" && stage != "epilog") {
+    error = stage.empty() ? "'slurm' needs the script it runs as: prolog, task-prolog or epilog"
+                          : "unknown slurm script '" + stage + "': prolog, task-prolog or epilog";
+    return false;
+  }
+  slurm.stage = stage == "prolog"   ? SlurmStage::Prolog
+                : stage == "epilog" ? SlurmStage::Epilog
+                                    : SlurmStage::TaskProlog;
+  FlagTargets targets{.lease = &slurm.lease, .slurm = &slurm};
+  std::vector<std::string> operands;
+  if (!parse_flags(arguments, index, {"slurm " + stage, kSlurm, false, false}, targets, operands, error)) return false;
+  if (!operands.empty()) {
+    error = "'slurm " + stage + "' takes no operands: Slurm's environment names the job";
+    return false;
+  }
+  return true;
+}
+
 bool is_help(const std::string &argument) { return argument == "--help" || argument == "-h"; }
 
 // `leaseguard run --help` asks for the usage, as with every other tool; the same word after
@@ -277,6 +298,10 @@ bool parse_command_line(const std::vector<std::string> &arguments, Command &comm
     command.subcommand = Subcommand::Lease;
     return parse_lease(arguments, 1, command.lease, error);
   }
+  if (first == "slurm") {
+    command.subcommand = Subcommand::Slurm;
+    return parse_slurm(arguments, 1, command.slurm, error);
+  }
   if (first == "top") {
     command.subcommand = Subcommand::Top;
     return parse_top(arguments, 1, command.top, error);
@@ -317,6 +342,7 @@ Usage:
   leaseguard lease start [OPTIONS] [run's options] -- COMMAND [ARG...]
   leaseguard lease list [--json] | end NAME|ID | extend NAME|ID DURATION   (each: --socket PATH)
   leaseguard top [OPTIONS]                leases, processes and live device memory
+  leaseguard slurm prolog|task-prolog|epilog [OPTIONS]   a Slurm job under one lease
   leaseguard --help | --version          (also: leaseguard run|report|diff|check --help)
 
 Options of run:
@@ -327,7 +353,8 @@ Options of run:
          help_text(help_entries(kCheck)) + "\nOptions of lease start (and run's):\n" +
          help_text(help_entries(kLeaseStart)) + "\nOptions of lease list, end and extend:\n" +
          help_text(help_entries(kLeaseList | kLeaseOther)) + "\nOptions of daemon:\n" +
-         help_text(help_entries(kDaemon)) + "\nOptions of top:\n" + help_text(help_entries(kTop)) + R"(
+         help_text(help_entries(kDaemon)) + "\nOptions of top:\n" + help_text(help_entries(kTop)) +
+         "\nOptions of slurm prolog, task-prolog and epilog:\n" + help_text(help_entries(kSlurm)) + R"(
 A directory of runs (run's --out) is read by report and diff for its newest run. diff exits
 23 when CURRENT has a leak group BASELINE lacks, 0 when it has none.
 
@@ -336,6 +363,8 @@ found, 126 if it is not executable; CODE with --fail-on-leak when a leak remains
 leaseguard's own usage or I/O errors.
 report exits 0, 23 (or CODE) with --fail-on-leak when a leak remains, 2 on unreadable
 or damaged input (a damaged journal still yields a partial report).
+slurm epilog exits 1 when a process of the job survived SIGKILL or the device still holds
+its memory (Slurm then drains the node), 2 for leaseguard's own errors.
 )";
 }
 

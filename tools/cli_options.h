@@ -84,7 +84,19 @@ struct LeaseOptions {
   bool json = false;       // list --json
 };
 
-enum class Subcommand { Help, Version, Run, Report, Diff, Check, Daemon, Lease, Top };
+// `leaseguard slurm prolog|task-prolog|epilog`: a Slurm job under one lease
+// (docs/lease-authority.md, "Slurm").
+enum class SlurmStage { Prolog, TaskProlog, Epilog };
+
+struct SlurmOptions {
+  SlurmStage stage = SlurmStage::Prolog;
+  // The lease each job gets: --socket, --on-expiry (terminate unless told), --grace.
+  LeaseOptions lease{.teardown = authority::Teardown::Terminate};
+  std::string jobs_dir = "/var/lib/leaseguard/slurm";  // --out: DIR/JOBID per job
+  bool sim = false;                                    // task-prolog: the simulated GPU
+};
+
+enum class Subcommand { Help, Version, Run, Report, Diff, Check, Daemon, Lease, Top, Slurm };
 
 struct Command {
   Subcommand subcommand = Subcommand::Help;
@@ -94,6 +106,7 @@ struct Command {
   authority::DaemonOptions daemon;
   LeaseOptions lease;
   TopOptions top;
+  SlurmOptions slurm;
 };
 
 // Parses argv[1..]. On error returns false with `error` set.

@@ -12,6 +12,7 @@
 #include "report_output.h"
 #include "run_command.h"
 #include "run_directories.h"
+#include "slurm_command.h"
 #include "top_command.h"
 
 #ifndef LEASEGUARD_VERSION
@@ -82,6 +83,7 @@ int dispatch(int argc, char **argv) {
     case Subcommand::Daemon: return leaseguard::authority::run_daemon(command.daemon);
     case Subcommand::Lease: return lease_command(command.lease);
     case Subcommand::Top: return top_command(command.top);
+    case Subcommand::Slurm: return slurm_command(command.slurm);
   }
   return kUsageError;
 }

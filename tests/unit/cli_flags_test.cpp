@@ -35,6 +35,7 @@ const std::vector<std::pair<std::string, std::vector<HelpEntry>>> &page_tables()
       {"| option of lease list, end and extend | meaning |", help_entries(kLeaseList | kLeaseOther)},
       {"| option of daemon | meaning |", help_entries(kDaemon)},
       {"| option of top | meaning |", help_entries(kTop)},
+      {"| option of slurm prolog, task-prolog and epilog | meaning |", help_entries(kSlurm)},
   };
   return tables;
 }
@@ -65,7 +66,8 @@ TEST(CliFlags, TheUsagePageListsEveryTableAsTheTablesSayIt) {
 
 TEST(CliFlags, HelpListsEveryFlagOfEveryCommandWithItsValue) {
   const std::string help = usage_text();
-  for (const unsigned command : {kRun, kReport, kFilter, kCheck, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop})
+  for (const unsigned command :
+       {kRun, kReport, kFilter, kCheck, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop, kSlurm})
     for (const HelpEntry &entry : help_entries(command))
       EXPECT_NE(help.find("\n  " + entry.name + " "), std::string::npos) << entry.name;
   for (const HelpEntry &entry : settings_entries())
@@ -79,6 +81,7 @@ std::vector<std::string> command_line(unsigned bit, const std::vector<std::strin
       {kCheck, {{"check"}, {"4242"}}},       {kLeaseStart, {{"lease", "start"}, {"--", "p"}}},
       {kLeaseList, {{"lease", "list"}, {}}}, {kLeaseOther, {{"lease", "end", "job"}, {}}},
       {kDaemon, {{"daemon"}, {}}},           {kTop, {{"top"}, {}}},
+      {kSlurm, {{"slurm", "epilog"}, {}}},
   };
   auto [line, tail] = shapes.at(bit);
   line.insert(line.end(), flag.begin(), flag.end());
@@ -101,7 +104,7 @@ TEST(CliFlags, EveryFlagIsTakenByTheCommandsItsRowsNameAndNoOther) {
   // run's flags, settings and filters are lease start's too
   const unsigned filtered = kRun | kReport | kCheck | kLeaseStart;
   for (const FlagRow &row : flag_rows()) {
-    for (const unsigned bit : {kRun, kReport, kCheck, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop}) {
+    for (const unsigned bit : {kRun, kReport, kCheck, kLeaseStart, kLeaseList, kLeaseOther, kDaemon, kTop, kSlurm}) {
       const bool takes = flag_for(row.flag, bit) != nullptr ||
                          (bit == kLeaseStart && flag_for(row.flag, kRun) != nullptr) ||
                          ((bit & filtered) != 0 && flag_for(row.flag, kFilter) != nullptr) ||

@@ -301,5 +301,51 @@ TEST_F(LeaseAuthorityTest, NamesAreEachUsersOwn) {
   EXPECT_EQ(by_root.field("id"), only.field("id"));
 }
 
+// A scheduler's prolog (root) begins a job's lease for the job's user, held by no process:
+// the user's processes join it and the user may end it; another user may not begin a lease
+// for someone else. The lease survives its asker (the prolog exits at once).
+TEST_F(LeaseAuthorityTest, RootBeginsALeaseForAUserThatNoProcessHolds) {
+  LeaseAuthority authority(store_);
+  const Peer user{getpid(), 1000, 1000}, other{getpid(), 4242, 4242}, root{getpid(), 0, 0};
+  auto ask = [&](const Peer &peer, Request request) {
+    Answer answer;
+    std::string error;
+    EXPECT_TRUE(parse_answer(authority.handle(request, peer, 1000), answer, error)) << error;
+    return answer;
+  };
+  Request begin;
+  begin.verb = Verb::Start;
+  begin.name = "812";
+  begin.owner = 1000;
+  EXPECT_FALSE(ask(other, begin).ok);  // only root begins one for another user
+  const Answer granted = ask(root, begin);
+  ASSERT_TRUE(granted.ok) << format_answer(granted);
+  const LeaseState &lease = authority.leases().at(1);
+  EXPECT_EQ(lease.owner, 1000u);
+  EXPECT_EQ(lease.holder_pid, 0);
+  EXPECT_GT(lease.holder_start_time, 0u);  // processes with its mark count from now
+  // The user's own lease of that name now: the user cannot begin a second.
+  begin.owner.reset();
+  EXPECT_FALSE(ask(user, begin).ok);
+  Request join;
+  join.verb = Verb::Register;
+  join.lease = "1";
+  join.journal = "/tmp/leaseguard-unit.journal";
+  join.start_time = live_process(getpid())->start_time;
+  EXPECT_TRUE(ask(user, join).ok);
+  EXPECT_FALSE(ask(other, join).ok);
+  Request end;
+  end.verb = Verb::End;
+  end.lease = "812";
+  EXPECT_TRUE(ask(user, end).ok);
+  // The request's own round trip: `owner` travels, and a value that is no user is refused.
+  Request parsed;
+  std::string error;
+  begin.owner = 65534;
+  ASSERT_TRUE(parse_request(format_request(begin), parsed, error)) << error;
+  EXPECT_EQ(parsed.owner, std::optional<uid_t>(65534));
+  EXPECT_FALSE(parse_request("leaseguard-authority/1 start\nowner=4294967295\n", parsed, error));
+}
+
 }  // namespace
 }  // namespace leaseguard::authority

@@ -61,7 +61,7 @@ int connect_to(const std::string &path, std::string &error) {
   return fd;
 }
 
-int listen_on(const std::string &path, const std::string &group, std::string &error) {
+int listen_on(const std::string &path, const std::string &group, bool all_users, std::string &error) {
   sockaddr_un address;
   if (!address_of(path, address, error)) return -1;
   std::string ignored;
@@ -99,7 +99,8 @@ int listen_on(const std::string &path, const std::string &group, std::string &er
     close(fd);
     return -1;
   }
-  if (geteuid() == 0 && !group.empty())
+  if (geteuid() == 0 && all_users) chmod(path.c_str(), 0666);
+  else if (geteuid() == 0 && !group.empty())
     if (const struct group *members = getgrnam(group.c_str()))
       if (chown(path.c_str(), 0, members->gr_gid) == 0) chmod(path.c_str(), 0660);
   return fd;

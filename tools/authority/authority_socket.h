@@ -26,8 +26,10 @@ std::string socket_path_from_anywhere(const std::string &path);
 // user's daemon; a daemon run as root makes it 0660 with group `group` when that group
 // exists, so that its members may ask for leases. A socket file left by a daemon that died is
 // replaced; one that a live daemon answers on is an error. Root's daemon makes
-// kNodeSocketDirectory when `path` is in it. Returns the descriptor or -1.
-int listen_on(const std::string &path, const std::string &group, std::string &error);
+// kNodeSocketDirectory when `path` is in it. `all_users`: root's socket is 0666 instead, for
+// a batch node whose every user's jobs register (each may still act only on its own leases).
+// Returns the descriptor or -1.
+int listen_on(const std::string &path, const std::string &group, bool all_users, std::string &error);
 
 // Who is at the other end of a connected socket.
 bool peer_of(int fd, Peer &peer);

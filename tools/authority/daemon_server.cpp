@@ -136,7 +136,7 @@ class Server {
     spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     const std::string path = socket_path(options_.socket);
     authority_.set_socket_path(socket_path_from_anywhere(path));
-    listener_ = listen_on(path, options_.group, error);
+    listener_ = listen_on(path, options_.group, options_.all_users, error);
     if (listener_ < 0) return fail(error);
     if (!options_.metrics_address.empty() && (metrics_listener_ = listen_tcp(options_.metrics_address, error)) < 0)
       return fail(error);

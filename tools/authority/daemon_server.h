@@ -13,6 +13,7 @@ struct DaemonOptions {
   std::string metrics_address;       // --metrics HOST:PORT; empty: none
   std::string textfile;              // --textfile PATH; empty: none
   std::string group = "leaseguard";  // a system daemon's socket is 0660 with this group, if it exists
+  bool all_users = false;            // --all-users: root's socket is 0666 (a batch node)
 };
 
 // $XDG_STATE_HOME/leaseguard (or ~/.local/state/leaseguard) for a user, /var/lib/leaseguard for root.

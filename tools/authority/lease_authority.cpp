@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -29,6 +30,11 @@ constexpr uint64_t kMetricsWalkEveryMs = 60'000;
 // that has not answered by then is ended by the stages after, and what it gave back later is
 // still recorded.
 constexpr uint64_t kReclaimBeforeSigtermMs = 500;
+// How long the sigkill stage waits for its processes to be gone, at least (the grace period,
+// if longer): a killed process ends at once unless it is stuck in the kernel (uninterruptible
+// sleep in a driver, a frozen cgroup), or its exit is freeing much memory. Those still running
+// after it survived: the verify stage says so, and the device what they hold.
+constexpr uint64_t kSigkillWaitMs = 5'000;
 
 Answer ok(std::vector<std::pair<std::string, std::string>> fields = {}) { return Answer{true, std::move(fields)}; }
 
@@ -136,18 +142,25 @@ std::string LeaseAuthority::handle(const Request &request, const Peer &peer, uin
 }
 
 std::string LeaseAuthority::grant(const Request &request, const Peer &peer, uint64_t now_ms) {
+  // A lease for another user (a scheduler's prolog, root, begins the job's): only root may.
+  if (request.owner && *request.owner != peer.uid && peer.uid != 0)
+    return error_answer("only root may begin a lease for another user");
+  const uid_t owner = request.owner.value_or(peer.uid);
   // Names are checked against names only: a job may be named by a number (Slurm's job id)
-  // that is also another lease's id. And against the asker's own: names are each user's, so
+  // that is also another lease's id. And against the owner's own: names are each user's, so
   // that no user can take a name another's job will ask for.
   const bool name_taken = std::any_of(leases_.begin(), leases_.end(), [&](const auto &entry) {
-    return !entry.second.ended() && entry.second.name == request.name && entry.second.owner == peer.uid;
+    return !entry.second.ended() && entry.second.name == request.name && entry.second.owner == owner;
   });
   if (!request.name.empty() && name_taken) return error_answer("a lease named '" + request.name + "' is live already");
-  const std::optional<ProcessName> holder = live_process(peer.pid);
+  // Held by the asking process (`lease start`), or by nobody (`owner` given): then the
+  // processes of the lease's mark count from now.
+  std::optional<ProcessName> holder = ProcessName{0, boottime_ms() * sysconf(_SC_CLK_TCK) / 1000};
+  if (!request.owner) holder = live_process(peer.pid);
   if (!holder) return error_answer("the asking process has ended");
   const uint64_t id = next_id_++;
   const std::string name = request.name.empty() ? std::to_string(id) : request.name;
-  const std::vector<std::string> lines = {granted_line(id, name, peer.uid, request.grace_ms, request.teardown),
+  const std::vector<std::string> lines = {granted_line(id, name, owner, request.grace_ms, request.teardown),
                                           holder_line(holder->pid, holder->start_time),
                                           deadline_line(request.ttl_ms == 0 ? 0 : now_ms + request.ttl_ms)};
   std::string error;
@@ -422,6 +435,25 @@ std::vector<ProcessName> LeaseAuthority::running_members(LeaseState &lease) {
   return members;
 }
 
+// SIGKILL, repeated, to the processes left, until none is or its wait is over: those still
+// running then survived (stuck in the kernel), and the verify stage says so.
+uint64_t LeaseAuthority::advance_sigkill(LeaseState &lease, uint64_t now_ms, uint64_t stage_began) {
+  const std::vector<ProcessName> running = running_members(lease);
+  if (running.empty()) {
+    enter_stage(lease, Stage::Verify, now_ms);
+    return advance(lease, now_ms);
+  }
+  if (now_ms < stage_began + std::max(kSigkillWaitMs, lease.grace_ms)) {
+    for (const ProcessName &process : running) signal_process(process, SIGKILL);
+    return now_ms + kTeardownPollMs;
+  }
+  std::string error;
+  for (const ProcessName &process : running)
+    if (!record(lease, survived_line(process), error)) lease.apply(survived_line(process));
+  enter_stage(lease, Stage::Verify, now_ms);
+  return advance(lease, now_ms);
+}
+
 uint64_t LeaseAuthority::advance(LeaseState &lease, uint64_t now_ms) {
   if (lease.ended()) return 0;
   if (lease.ended_by == EndReason::None) {
@@ -468,18 +500,11 @@ uint64_t LeaseAuthority::advance(LeaseState &lease, uint64_t now_ms) {
       enter_stage(lease, Stage::Sigkill, now_ms);
       return advance(lease, now_ms);
     }
-    case Stage::Sigkill: {
-      const std::vector<ProcessName> running = running_members(lease);
-      if (running.empty()) {
-        enter_stage(lease, Stage::Verify, now_ms);
-        return advance(lease, now_ms);
-      }
-      for (const ProcessName &process : running) signal_process(process, SIGKILL);
-      return now_ms + kTeardownPollMs;
-    }
+    case Stage::Sigkill: return advance_sigkill(lease, now_ms, stage_began);
     case Stage::Verify: {
-      // The processes are gone (the stages before end only when none runs); the device is
-      // asked whether any of them still holds memory, where it can be asked (NVML).
+      // The processes are gone (the stages before end only when none runs, or when SIGKILL's
+      // wait is over: `survived`); the device is asked whether any of them still holds memory,
+      // where it can be asked (NVML).
       std::vector<pid_t> pids;
       for (const LeaseProcess &process : lease.processes) pids.push_back(process.pid);
       const DeviceMemoryCheck check = check_device_memory(pids);
@@ -521,6 +546,7 @@ std::vector<std::pair<std::string, std::string>> LeaseAuthority::summary(uint64_
   fields.emplace_back("ended_by", std::string(end_reason_name(lease.ended_by)));
   fields.emplace_back("teardown", std::string(teardown_name(lease.teardown)));
   if (!lease.verification.empty()) fields.emplace_back("verify", lease.verification);
+  for (const ProcessName &process : lease.survived) fields.emplace_back("survived", std::to_string(process.pid));
   for (const StageTime &stage : lease.stages)
     fields.emplace_back("stage", std::string(stage_name(stage.stage)) + " " +
                                      std::to_string(stage.began_ms - std::min(stage.began_ms, lease.ending_ms)));

@@ -86,6 +86,7 @@ class LeaseAuthority {
   // found ones are recorded.
   std::vector<ProcessName> running_members(LeaseState &lease);
   uint64_t advance(LeaseState &lease, uint64_t now_ms);
+  uint64_t advance_sigkill(LeaseState &lease, uint64_t now_ms, uint64_t stage_began);
 
   struct ProcessJournal {
     int image = -1;  // which journal: 0 PREFIX.journal, N PREFIX.N.journal

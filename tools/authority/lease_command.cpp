@@ -28,7 +28,8 @@ int fail(const std::string &message) {
   return kUsageError;
 }
 
-// Asks one question on `fd`; false with `error` (the daemon's own message for a refusal).
+}  // namespace
+
 bool exchange(int fd, const Request &request, Answer &answer, int timeout_ms, std::string &error) {
   std::string text;
   if (!authority::ask(fd, authority::format_request(request), text, timeout_ms, error)) return false;
@@ -40,8 +41,6 @@ bool exchange(int fd, const Request &request, Answer &answer, int timeout_ms, st
   return true;
 }
 
-// What the authority reported of the lease's end (its Wait answer), for the run's report,
-// which gives it in every format.
 report::AuthorityLease lease_account(const Answer &summary) {
   report::AuthorityLease lease;
   auto number = [](std::string_view text) {
@@ -76,6 +75,8 @@ report::AuthorityLease lease_account(const Answer &summary) {
         else if (std::sscanf(item.c_str(), "%d:%d:%c", &entry.pid, &entry.device, &unknown) != 3) continue;
         lease.verify_held.push_back(entry);
       }
+    } else if (key == "survived") {  // "PID"
+      lease.survived.push_back(static_cast<int>(number(value)));
     } else if (key == "process") {  // "PID HELD GAVE_BACK JOURNAL", HELD "-" or "DEVICE:BYTES,..."
       std::istringstream fields(value);
       report::LeaseProcessAccount process;
@@ -93,6 +94,8 @@ report::AuthorityLease lease_account(const Answer &summary) {
   }
   return lease;
 }
+
+namespace {
 
 // A granted lease while its command runs: where the daemon is, the lease's id, and the
 // connection the command's end was reported on (closed when the command is over).

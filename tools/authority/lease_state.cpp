@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -72,7 +73,7 @@ bool apply_granted(LeaseState &state, std::string_view rest) {
 bool apply_holder(LeaseState &state, std::string_view rest) {
   pid_t pid = 0;
   uint64_t start = 0;
-  if (!number(word(rest), pid) || pid <= 0 || !number(rest, start)) return false;
+  if (!number(word(rest), pid) || pid < 0 || !number(rest, start)) return false;
   state.holder_pid = pid;
   state.holder_start_time = start;
   return true;
@@ -144,6 +145,14 @@ bool apply_verified(LeaseState &state, std::string_view rest) {
   return true;
 }
 
+bool apply_survived(LeaseState &state, std::string_view rest) {
+  ProcessName process;
+  if (!number(word(rest), process.pid) || process.pid <= 0 || !number(rest, process.start_time)) return false;
+  if (std::find(state.survived.begin(), state.survived.end(), process) == state.survived.end())
+    state.survived.push_back(process);
+  return true;
+}
+
 bool apply_ended(LeaseState &state, std::string_view rest) {
   uint64_t when = 0;
   if (!number(rest, when) || state.ended_by == EndReason::None) return false;
@@ -156,9 +165,9 @@ using EventApplier = bool (*)(LeaseState &, std::string_view);
 
 // Every event but the grant follows a grant.
 constexpr std::pair<std::string_view, EventApplier> kEventsAfterGrant[] = {
-    {"holder", apply_holder}, {"deadline", apply_deadline}, {"process", apply_process},
-    {"ending", apply_ending}, {"stage", apply_stage},       {"freed", apply_freed},
-    {"held", apply_held},     {"verified", apply_verified}, {"ended", apply_ended},
+    {"holder", apply_holder}, {"deadline", apply_deadline}, {"process", apply_process}, {"ending", apply_ending},
+    {"stage", apply_stage},   {"freed", apply_freed},       {"held", apply_held},       {"verified", apply_verified},
+    {"ended", apply_ended},   {"survived", apply_survived},
 };
 
 }  // namespace
@@ -197,6 +206,9 @@ std::string freed_line(pid_t pid, uint64_t bytes) {
 }
 std::string held_line(pid_t pid, int device, uint64_t bytes) {
   return "held=" + std::to_string(pid) + " " + std::to_string(device) + " " + std::to_string(bytes);
+}
+std::string survived_line(const ProcessName &process) {
+  return "survived=" + std::to_string(process.pid) + " " + std::to_string(process.start_time);
 }
 std::string verified_line(std::string_view result) { return "verified=" + std::string(result); }
 std::string ended_line(uint64_t now_ms) { return "ended=" + std::to_string(now_ms); }

@@ -7,7 +7,10 @@
 //
 //   granted=ID NAME OWNER_UID GRACE_MS TEARDOWN   the first line of every lease file
 //   holder=PID START_TIME                         the client that asked for it (`lease start`):
-//                                                 its descendants are the lease's, itself not
+//                                                 its descendants are the lease's, itself not;
+//                                                 PID 0: none (a lease begun for its owner by
+//                                                 another, root's prolog): START_TIME is when
+//                                                 it began, in the same clock ticks
 //   deadline=BOOTTIME_MS                          the lease ends then (0: no TTL); repeated
 //                                                 by `extend`, the last one holds
 //   process=PID START_TIME JOURNAL                a process joined (JOURNAL may have spaces;
@@ -17,6 +20,8 @@
 //   freed=PID BYTES                               what a process freed when asked (reclaim)
 //   held=PID DEVICE BYTES                         what a process's journal said it held on a
 //                                                 device when the lease's teardown was done
+//   survived=PID START_TIME                       a process still running when the sigkill
+//                                                 stage's wait ended (stuck in the kernel)
 //   verified=RESULT                               what the device said in the verify stage:
 //                                                 "clean", "held PID:DEVICE:BYTES ...", or
 //                                                 "skipped WHY"
@@ -76,7 +81,8 @@ struct LeaseState {
   std::vector<StageTime> stages;
   Stage stage = Stage::Live;
   uint64_t ended_ms = 0;
-  std::string verification;  // the verified= line's value; empty: not verified
+  std::string verification;           // the verified= line's value; empty: not verified
+  std::vector<ProcessName> survived;  // still running after SIGKILL's wait
   std::vector<LeaseProcess> processes;
   // Not kept in the file: the processes sent SIGTERM by this daemon since it started.
   std::vector<ProcessName> sent_sigterm;
@@ -103,6 +109,7 @@ std::string ending_line(EndReason reason, uint64_t now_ms);
 std::string stage_line(Stage stage, uint64_t now_ms);
 std::string freed_line(pid_t pid, uint64_t bytes);
 std::string held_line(pid_t pid, int device, uint64_t bytes);
+std::string survived_line(const ProcessName &process);
 std::string verified_line(std::string_view result);
 std::string ended_line(uint64_t now_ms);
 

@@ -269,7 +269,7 @@ std::string seconds(double ms) {
 // device said a process of the lease still held memory after it; its stages and processes
 // in the case's output.
 std::string junit_authority_suite(const AuthorityLease &lease) {
-  const bool failed = lease.verify == "held";
+  const bool failed = lease.verify == "held" || !lease.survived.empty();
   uint64_t last_stage_ms = 0;
   for (const TeardownStage &stage : lease.stages) last_stage_ms = std::max(last_stage_ms, stage.at_ms);
   std::string out = "  <testsuite name=\"lease authority\" tests=\"1\" failures=\"" + std::string(failed ? "1" : "0") +
@@ -294,8 +294,14 @@ std::string junit_authority_suite(const AuthorityLease &lease) {
     for (const AuthorityLease::Held &entry : lease.verify_held)
       held += " " + std::to_string(entry.pid) + ":" + std::to_string(entry.device) + ":" +
               (entry.bytes ? std::to_string(*entry.bytes) : "?");
-    out += "      <failure type=\"DeviceMemoryHeldAfterTeardown\" message=\"" +
-           xml_escape("device memory still held after the lease's teardown (pid:device:bytes):" + held) + "\"/>\n";
+    std::string survived;
+    for (int pid : lease.survived) survived += " " + std::to_string(pid);
+    const std::string message = lease.verify == "held"
+                                    ? "device memory still held after the lease's teardown (pid:device:bytes):" + held
+                                    : "processes still running after SIGKILL:" + survived;
+    out += "      <failure type=\"" +
+           std::string(lease.verify == "held" ? "DeviceMemoryHeldAfterTeardown" : "ProcessesSurvivedTeardown") +
+           "\" message=\"" + xml_escape(message) + "\"/>\n";
   }
   out += "      <system-out>" + xml_escape(said) + "</system-out>\n    </testcase>\n  </testsuite>\n";
   return out;

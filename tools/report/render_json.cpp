@@ -336,6 +336,9 @@ void write_authority_lease(JsonWriter &json, const AuthorityLease &lease) {
   }
   json.end_array();
   json.end_object();
+  json.key("survived").begin_array();
+  for (int pid : lease.survived) json.value(pid);
+  json.end_array();
   json.end_object();
 }
 

@@ -320,6 +320,11 @@ class TextReport {
                   : " gave back " + std::to_string(process.gave_back_bytes) + " byte(s) of device memory when asked;") +
              " held " + at_end + " at the end\n";
     }
+    if (!lease.survived.empty()) {
+      out += "leaseguard:   verify: still running after SIGKILL (stuck in the kernel):";
+      for (int pid : lease.survived) out += " " + std::to_string(pid);
+      out += "\n";
+    }
     if (lease.verify == "clean") {
       out += "leaseguard:   verify: no process of the lease holds device memory (NVML)\n";
     } else if (lease.verify == "skipped") {

@@ -88,6 +88,8 @@ class JsonReportReader {
         held.bytes = number<uint64_t>(item["bytes"], "lease_authority.verify.held.bytes");
       lease.verify_held.push_back(held);
     }
+    for (const JsonValue &item : json["survived"].items())
+      lease.survived.push_back(number<int>(item, "lease_authority.survived"));
     return lease;
   }
 

@@ -336,6 +336,9 @@ struct AuthorityLease {
     std::optional<uint64_t> bytes;  // none: the device did not say how much
   };
   std::vector<Held> verify_held;
+  // Processes of the lease still running when the teardown's SIGKILL wait was over: stuck in
+  // the kernel (a driver call, a frozen cgroup). The node needs a person.
+  std::vector<int> survived;
 
   uint64_t gave_back_bytes() const;
   uint64_t held_bytes() const;

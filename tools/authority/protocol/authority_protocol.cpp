@@ -19,17 +19,18 @@ enum Field : unsigned {
   kGrace = 16,
   kJournal = 32,
   kStartTime = 64,
-  kStatus = 128
+  kStatus = 128,
+  kOwner = 256
 };
 constexpr std::array<unsigned, 8> kFieldsOf = {
-    kName | kTtl | kTeardownField | kGrace,  // start
-    kLease | kJournal | kStartTime,          // register
-    0,                                       // list
-    kLease,                                  // end
-    kLease | kTtl,                           // extend
-    kLease | kStatus,                        // exited
-    kLease,                                  // wait
-    0,                                       // snapshot
+    kName | kTtl | kTeardownField | kGrace | kOwner,  // start
+    kLease | kJournal | kStartTime,                   // register
+    0,                                                // list
+    kLease,                                           // end
+    kLease | kTtl,                                    // extend
+    kLease | kStatus,                                 // exited
+    kLease,                                           // wait
+    0,                                                // snapshot
 };
 // The fields a verb cannot go without.
 constexpr std::array<unsigned, 8> kRequiredOf = {
@@ -39,14 +40,15 @@ struct FieldName {
   std::string_view key;
   Field field;
 };
-constexpr std::array<FieldName, 8> kFieldNames = {{{"name", kName},
+constexpr std::array<FieldName, 9> kFieldNames = {{{"name", kName},
                                                    {"lease", kLease},
                                                    {"ttl_ms", kTtl},
                                                    {"teardown", kTeardownField},
                                                    {"grace_ms", kGrace},
                                                    {"journal", kJournal},
                                                    {"start_time", kStartTime},
-                                                   {"status", kStatus}}};
+                                                   {"status", kStatus},
+                                                   {"owner", kOwner}}};
 
 bool printable(std::string_view text) {
   for (unsigned char c : text)
@@ -142,6 +144,13 @@ bool parse_field(Field field, std::string_view value, Request &request, std::str
     case kStatus:
       if (auto status = number(value, 255 + 128)) {
         request.status = static_cast<int>(*status);
+        return true;
+      }
+      break;
+    case kOwner:
+      // (uid_t)-1 is no user: chown's "leave it".
+      if (auto uid = number(value, UINT32_MAX - 1)) {
+        request.owner = static_cast<uid_t>(*uid);
         return true;
       }
       break;
@@ -245,6 +254,7 @@ std::string format_request(const Request &request) {
   if (fields & kJournal) append_field(message, "journal", request.journal);
   if (fields & kStartTime) append_field(message, "start_time", std::to_string(request.start_time));
   if (fields & kStatus) append_field(message, "status", std::to_string(request.status));
+  if ((fields & kOwner) && request.owner) append_field(message, "owner", std::to_string(*request.owner));
   return message;
 }
 

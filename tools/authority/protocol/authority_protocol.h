@@ -18,6 +18,8 @@
 // prints.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -52,7 +54,7 @@ std::string_view teardown_name(Teardown teardown) noexcept;
 std::optional<Teardown> teardown_from_name(std::string_view name) noexcept;
 
 enum class Verb : uint8_t {
-  Start,     // a new lease: name, ttl_ms, teardown, grace_ms; answers id
+  Start,     // a new lease: name, ttl_ms, teardown, grace_ms, owner; answers id
   Register,  // the sending process joins a lease: lease, journal, start_time
   List,      // the leases the sender may see; answers a lease= line each
   End,       // lease
@@ -75,6 +77,11 @@ struct Request {
   uint64_t start_time = 0;  // Register: the process's start time (/proc/PID/stat field 22), which with
                             // its pid names it even after the pid is reused
   int status = 0;           // Exited: the command's exit status as `run` reports it
+  // Start: a lease with no holder, for this user (root may name any, others only themselves).
+  // Its processes are those that register and their descendants, and those started with its
+  // mark; it ends at its TTL or `end` (a scheduler's prolog begins it, its epilog ends it).
+  // Absent: the sender holds the lease (`lease start`).
+  std::optional<uid_t> owner;
 };
 
 // Checks `message` against the protocol; false with a one-line `error` (for the sender) if it
