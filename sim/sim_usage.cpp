@@ -22,6 +22,22 @@ std::atomic<UsagePage *> g_page{nullptr};
 std::mutex g_making;
 bool g_unavailable = false;  // the directory or file could not be made: not published (under g_making)
 
+// This process as NVML names it: by its pid where /proc is mounted (the node's, for a process
+// put in a PID namespace of its own without a /proc of its own), the first of /proc/self/
+// status's NSpid. Two processes that are each pid 1 in their namespaces are two files, not
+// one file each truncates under the other's mapping (a SIGBUS).
+pid_t node_pid() {
+  const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  char text[4096];
+  const ssize_t got = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (got <= 0) return getpid();
+  text[got] = '\0';
+  const char *line = std::strstr(text, "\nNSpid:");
+  const long pid = line != nullptr ? std::strtol(line + 7, nullptr, 10) : 0;
+  return pid > 0 ? static_cast<pid_t>(pid) : getpid();
+}
+
 // After fork the child is another process: it publishes in a file of its own.
 void forget_parents_page() {
   g_page.store(nullptr, std::memory_order_relaxed);
@@ -31,8 +47,8 @@ void forget_parents_page() {
 // At exit: this process's file, if this process made it (not a parent's, after a fork).
 void remove_own_page() {
   const UsagePage *page = g_page.load(std::memory_order_acquire);
-  if (page == nullptr || page->pid != getpid()) return;
-  const std::string path = usage_directory() + "/" + std::to_string(getpid()) + ".usage";
+  if (page == nullptr || page->pid != node_pid()) return;
+  const std::string path = usage_directory() + "/" + std::to_string(page->pid) + ".usage";
   unlink(path.c_str());
 }
 
@@ -45,7 +61,7 @@ UsagePage *make_own_page() {
   mkdir(directory.c_str(), 0755);
   struct stat status {};
   if (lstat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode) || status.st_uid != geteuid()) return nullptr;
-  const pid_t pid = getpid();
+  const pid_t pid = node_pid();
   const std::string path = directory + "/" + std::to_string(pid) + ".usage";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return nullptr;
