@@ -17,9 +17,7 @@
 #include "resource_rules.h"
 
 namespace leaseguard::journal {
-namespace {
 
-// As NVML writes a GPU's UUID.
 std::string gpu_uuid_text(const uint8_t (&uuid)[16]) {
   char text[64];
   std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", uuid[0],
@@ -27,6 +25,8 @@ std::string gpu_uuid_text(const uint8_t (&uuid)[16]) {
                 uuid[12], uuid[13], uuid[14], uuid[15]);
   return text;
 }
+
+namespace {
 
 // Zero slots in a row after which the rest of the file is taken for unwritten: more than
 // the records all of a process's threads can have in flight at once.

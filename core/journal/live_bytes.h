@@ -26,6 +26,9 @@
 
 namespace leaseguard::journal {
 
+// A GPU's UUID as NVML and dcgm-exporter write it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+std::string gpu_uuid_text(const uint8_t (&uuid)[16]);
+
 class LiveBytesReader {
  public:
   LiveBytesReader() = default;

@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <string>
@@ -138,6 +139,7 @@ class SlurmNode {
     write_file(script, "#!/bin/sh\n" + body, 0755);
     std::map<std::string, std::string> submitting = environment();
     submitting["LEASEGUARD_SIM_USAGE_DIR"] = dir_ + "/usage";  // the job's simulated GPUs publish there
+    submitting["LEASEGUARD_SIM_DEVICES"] = "2";                // the node's
     const passwd *entry = getpwuid(user_);
     const RunResult submitted =
         run_process({"/usr/sbin/runuser", "-u", entry != nullptr ? entry->pw_name : "nobody", "--", "/usr/bin/sbatch",
@@ -198,6 +200,7 @@ class SlurmNode {
       close(lines[0]);
       setenv("LEASEGUARD_SIM_USAGE_DIR", (dir_ + "/usage").c_str(), 1);
       setenv("LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR, 1);
+      setenv("LEASEGUARD_SIM_DEVICES", "2", 1);
       execl(LEASEGUARD_BIN, LEASEGUARD_BIN, "daemon", "--all-users", "--socket", socket().c_str(), "--state",
             (dir_ + "/state/leaseguard").c_str(), static_cast<char *>(nullptr));
       _exit(127);
@@ -295,13 +298,21 @@ TEST(Slurm, EachJobIsTornDownAndReportedAndANodeWithMemoryLeftIsDrained) {
   EXPECT_EQ(node.node_state().find("drain"), std::string::npos) << node.node_state();
 
   // 2. Leaking, in two steps (the batch script's own and an srun step): both under the
-  // job's lease, each losing 5403 bytes and holding 1 MiB on purpose.
-  const std::string leak = node.submit("leak", "srun " + program + " leak\n" + program + " leak\n");
+  // job's lease, each losing 5403 bytes and holding 1 MiB on purpose. The job sees only the
+  // node's second GPU, as its device 0: the report names it by its UUID.
+  const std::string leak =
+      node.submit("leak", "export CUDA_VISIBLE_DEVICES=1\nsrun " + program + " leak\n" + program + " leak\n");
   ASSERT_TRUE(node.wait_for_job(leak));
   report = job_report(node, leak);
   EXPECT_EQ(report["summary"]["leaked_bytes"].as_number(), 2 * 5403) << node.said("leak", leak);
   EXPECT_EQ(report["summary"]["reachable_bytes"].as_number(), 2 << 20);
   EXPECT_EQ(report["lease_authority"]["name"].as_string(), leak);
+  ASSERT_EQ(report["processes"].size(), 2u);
+  for (const JsonValue &process : report["processes"].items()) {
+    ASSERT_EQ(process["devices"].size(), 1u) << node.said("leak", leak);
+    EXPECT_EQ(process["devices"][0]["device"].as_number(), 0);
+    EXPECT_EQ(process["devices"][0]["uuid"].as_string(), "GPU-6c672d73-696d-2d67-7075-000000000001");
+  }
   EXPECT_NE(read_text(node.jobs() + "/" + leak + "/leaseguard-report.txt").find("SUMMARY: leaseguard: 10806 byte(s)"),
             std::string::npos)
       << read_text(node.jobs() + "/" + leak + "/leaseguard-report.txt");
@@ -347,6 +358,56 @@ TEST(Slurm, EachJobIsTornDownAndReportedAndANodeWithMemoryLeftIsDrained) {
             std::string::npos);
   thaw(cgroup, unkillable);
   EXPECT_FALSE(process_runs(unkillable));
+}
+
+// Where Slurm tells the prolog when the job ends (SLURM_JOB_END_TIME, seconds since the epoch,
+// in the environment of newer releases), the job's lease ends then too, should no epilog come
+// (slurmd gone): its time-to-live runs to it. No Slurm needed: the prolog is run as slurmd
+// would run it, against a daemon of the test's.
+TEST(Slurm, ThePrologsLeaseEndsWhenSlurmSaysTheJobEnds) {
+  if (geteuid() != 0) GTEST_SKIP() << "the prolog runs as root";
+  TempDir dir;
+  chmod(dir.path().c_str(), 0755);
+  const std::string socket = dir / "leaseguard.sock";
+  int lines[2];
+  ASSERT_EQ(pipe(lines), 0);
+  const pid_t daemon = fork();
+  if (daemon == 0) {
+    dup2(lines[1], 2);
+    close(lines[0]);
+    execl(LEASEGUARD_BIN, LEASEGUARD_BIN, "daemon", "--socket", socket.c_str(), "--state", (dir / "state").c_str(),
+          static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  close(lines[1]);
+  std::string said;  // ready once it says where it listens
+  for (char byte; said.find('\n') == std::string::npos && read(lines[0], &byte, 1) == 1;) said += byte;
+  close(lines[0]);
+  ASSERT_NE(said.find("listening at"), std::string::npos) << said;
+  const std::string ends = std::to_string(time(nullptr) + 3600);
+  const RunResult prolog =
+      run_process({LEASEGUARD_BIN, "slurm", "prolog", "--socket", socket, "--out", dir / "jobs"},
+                  {{"SLURM_JOB_ID", "77"}, {"SLURM_JOB_UID", "65534"}, {"SLURM_JOB_END_TIME", ends}});
+  EXPECT_EQ(prolog.exit_code, 0) << prolog.err;
+  const RunResult listed = run_process({LEASEGUARD_BIN, "lease", "list", "--json", "--socket", socket});
+  JsonValue leases;
+  std::string error;
+  ASSERT_TRUE(JsonValue::parse(listed.out, leases, error)) << error << listed.out;
+  ASSERT_EQ(leases.size(), 1u) << listed.out;
+  EXPECT_EQ(leases[0]["name"].as_string(), "77");
+  EXPECT_EQ(leases[0]["owner"].as_number(), 65534);
+  EXPECT_EQ(leases[0]["teardown"].as_string(), "terminate");
+  // An hour, less what the prolog and this test took (far less than half of it).
+  EXPECT_LE(leases[0]["ttl_remaining_ms"].as_number(), 3600 * 1000);
+  EXPECT_GT(leases[0]["ttl_remaining_ms"].as_number(), 1800 * 1000);
+  // The job's directory is the user's; the lease's id beside it, root's.
+  struct stat status {};
+  ASSERT_EQ(stat((dir / "jobs/77").c_str(), &status), 0);
+  EXPECT_EQ(status.st_uid, 65534u);
+  EXPECT_EQ(status.st_mode & 0777, 0700u);
+  EXPECT_EQ(read_text(dir / "jobs/77.lease"), "1\n");
+  kill(daemon, SIGTERM);
+  waitpid(daemon, nullptr, 0);
 }
 
 }  // namespace

@@ -43,6 +43,7 @@
 #include "progress.h"
 #include "journal_replay.h"
 #include "lg_assert.h"
+#include "live_bytes.h"
 #include "resource_rules.h"
 #include "writer_liveness.h"
 
@@ -114,6 +115,11 @@ class Replay : public journal::JournalVisitor {
     process_.ppid = info.ppid;
     process_.executable = info.executable;
     process_.command = info.argv;
+  }
+
+  void on_device(const journal::DevicePayload &device) override {
+    if (std::any_of(std::begin(device.uuid), std::end(device.uuid), [](uint8_t byte) { return byte != 0; }))
+      process_.device_uuids[device.device] = journal::gpu_uuid_text(device.uuid);
   }
 
   void on_module(const journal::ModuleInfo &module) override {

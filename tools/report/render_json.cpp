@@ -220,6 +220,10 @@ void write_process(JsonWriter &json, const ProcessReport &process, JsonStacks st
   json.key("pid_namespace");
   if (process.pid_namespace != 0) json.value(process.pid_namespace);
   else json.null();
+  json.key("devices").begin_array();
+  for (const auto &[device, uuid] : process.device_uuids)
+    json.begin_object().key("device").value(device).key("uuid").value(uuid).end_object();
+  json.end_array();
   json.key("command").begin_array();
   for (const std::string &argument : process.command) json.value(argument);
   json.end_array();

@@ -140,6 +140,8 @@ class JsonReportReader {
     process.pid = number<int32_t>(item["pid"], "pid");
     process.ppid = number<int32_t>(item["ppid"], "ppid");
     process.pid_namespace = number<uint64_t>(item["pid_namespace"], "pid_namespace");
+    for (const JsonValue &device : item["devices"].items())
+      process.device_uuids[number<int>(device["device"], "devices.device")] = text_of(device["uuid"]);
     for (const JsonValue &argument : item["command"].items())
       if (argument.type() == JsonValue::Type::String) process.command.push_back(argument.as_string());
     process.executable = text_of(item["executable"]);

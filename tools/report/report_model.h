@@ -221,6 +221,9 @@ struct ProcessReport {
   std::string journal;
   int32_t pid = 0;
   int32_t ppid = 0;
+  // Each device it used, numbered as it saw them (after CUDA_VISIBLE_DEVICES), with the GPU's
+  // UUID: what names the GPU on the node whatever a scheduler made visible.
+  std::map<int, std::string> device_uuids;
   uint64_t pid_namespace = 0;  // the inode of its PID namespace; 0: unknown (core/base/pid_namespace.h)
   std::string executable;
   std::vector<std::string> command;
