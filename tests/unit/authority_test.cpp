@@ -1,6 +1,10 @@
 // The node lease authority's pieces that need no process: its protocol, the lines a lease's
 // state is rebuilt from, the state directory, and the metrics text.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,12 +12,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "authority_protocol.h"
 #include "lease_state.h"
 #include "lease_store.h"
 #include "metrics_text.h"
+#include "process_table.h"
+#include "test_support.h"
 
 namespace leaseguard::authority {
 namespace {
@@ -313,4 +322,76 @@ TEST(MetricsText, TheTextfileIsReplacedWhole) {
 }
 
 }  // namespace
+// A Unix socket listening at `path` (its descriptor).
+int socket_at(const std::string &path) {
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  EXPECT_EQ(bind(fd, reinterpret_cast<const sockaddr *>(&address), sizeof address), 0) << path;
+  return fd;
+}
+
+// `argv` started with `environment` only, running until killed.
+pid_t started_with(std::vector<std::string> argv, std::vector<std::string> environment) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char *> args, env;
+    for (std::string &argument : argv) args.push_back(argument.data());
+    for (std::string &entry : environment) env.push_back(entry.data());
+    args.push_back(nullptr);
+    env.push_back(nullptr);
+    execve(args[0], args.data(), env.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// A lease's mark names the daemon's socket by the path the process has for it: the daemon's
+// own, another way to the same socket (a link, a container's mount of the node's directory),
+// never another socket.
+TEST(LeaseMark, NamesTheDaemonsSocketByAnyPathToIt) {
+  leaseguard::testing::TempDir dir;
+  for (const char *sub : {"/node", "/other", "/pod"}) mkdir((dir.path() + sub).c_str(), 0700);
+  const std::string socket = dir / "node/leaseguard.sock";
+  const int daemons = socket_at(socket), others = socket_at(dir / "other/leaseguard.sock");
+  ASSERT_EQ(symlink((dir / "node").c_str(), (dir / "linked").c_str()), 0);
+  auto marked = [](const std::string &path) {
+    return std::vector<std::string>{"LEASEGUARD_AUTHORITY_LEASE=9", "LEASEGUARD_SOCKET=" + path};
+  };
+  const std::vector<std::string> sleep = {"/bin/sleep", "1000"};
+  std::vector<pid_t> expected = {started_with(sleep, marked(socket)),
+                                 started_with(sleep, marked(dir / "linked/leaseguard.sock"))};
+  const std::vector<pid_t> not_marked = {
+      started_with(sleep, marked(dir / "other/leaseguard.sock")),                            // another daemon's
+      started_with(sleep, {"LEASEGUARD_AUTHORITY_LEASE=8", "LEASEGUARD_SOCKET=" + socket}),  // another lease
+      started_with(sleep, marked("relative/leaseguard.sock"))};
+  // In a mount namespace of its own, the node's directory mounted where the daemon has none.
+  if (geteuid() == 0 && system("/usr/bin/unshare --mount /bin/true 2>/dev/null") == 0)
+    expected.push_back(started_with({"/usr/bin/unshare", "--mount", "/bin/sh", "-c",
+                                     "mount --bind " + dir.path() + "/node " + dir.path() + "/pod && exec sleep 1000"},
+                                    marked(dir / "pod/leaseguard.sock")));
+  // Each has exec'd (its environment is its own) once /proc says it runs sleep.
+  auto runs_sleep = [](pid_t pid) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    return static_cast<bool>(comm >> name) && name == "sleep";
+  };
+  for (int tries = 0; tries < 6000; ++tries) {
+    bool all = true;
+    for (pid_t pid : expected) all = all && runs_sleep(pid);
+    for (pid_t pid : not_marked) all = all && runs_sleep(pid);
+    if (all) break;
+    usleep(10'000);
+  }
+  std::set<pid_t> found;
+  for (const ProcessName &process : processes_with_lease_mark(9, socket, getuid())) found.insert(process.pid);
+  for (pid_t pid : expected) EXPECT_EQ(found.count(pid), 1u) << pid;
+  for (pid_t pid : not_marked) EXPECT_EQ(found.count(pid), 0u) << pid;
+  for (pid_t pid : expected) kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+  for (pid_t pid : not_marked) kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+  close(daemons);
+  close(others);
+}
+
 }  // namespace leaseguard::authority

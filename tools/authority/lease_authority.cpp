@@ -406,13 +406,12 @@ std::vector<ProcessName> LeaseAuthority::running_members(LeaseState &lease) {
   // `lease start` puts in its command's environment: a process that left the lease's trees
   // (double-forked after its holder was killed, so reparented to init) and never registered
   // (no preload: a static program, LD_PRELOAD cleared) is found all the same. The mark is the
-  // lease's id with this daemon's socket (another daemon's lease may have the same id).
+  // lease's id with this daemon's socket (another daemon's lease may have the same id), by
+  // whatever path the process has for it (a container mounts it elsewhere).
   // Started after the holder: a pid's earlier life cannot be taken for the lease's.
   if (lease.ended_by != EndReason::None && lease.environment_walked != lease.stage && !socket_path_.empty()) {
     lease.environment_walked = lease.stage;
-    const std::vector<std::string> mark = {"LEASEGUARD_AUTHORITY_LEASE=" + std::to_string(lease.id),
-                                           "LEASEGUARD_SOCKET=" + socket_path_};
-    for (const ProcessName &marked : processes_started_with(mark, lease.owner))
+    for (const ProcessName &marked : processes_with_lease_mark(lease.id, socket_path_, lease.owner))
       if (marked.start_time >= lease.holder_start_time) roots.push_back(marked);
   }
   const ProcessName holder{lease.holder_pid, lease.holder_start_time};

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -113,7 +114,12 @@ std::optional<uid_t> process_owner(pid_t pid) {
   return uid;
 }
 
-std::vector<ProcessName> processes_started_with(const std::vector<std::string> &entries, uid_t owner) {
+namespace {
+
+// Each process of `owner`'s whose environment (NUL-separated entries, as /proc/PID/environ
+// has them) `matches` says so.
+template <typename Matches>
+std::vector<ProcessName> processes_whose_environment(uid_t owner, Matches matches) {
   std::vector<ProcessName> found;
   DIR *proc = opendir("/proc");
   if (proc == nullptr) return found;
@@ -126,14 +132,38 @@ std::vector<ProcessName> processes_started_with(const std::vector<std::string> &
     // Entries are NUL-separated: each whole, at the start or after a NUL.
     environment.insert(environment.begin(), '\0');
     if (environment.back() != '\0') environment += '\0';
-    const bool marked = std::all_of(entries.begin(), entries.end(), [&](const std::string &entry) {
-      return environment.find('\0' + entry + '\0') != std::string::npos;
-    });
-    if (!marked) continue;
+    if (!matches(pid, environment)) continue;
     if (const std::optional<ProcessName> process = live_process(pid)) found.push_back(*process);
   }
   closedir(proc);
   return found;
+}
+
+// The value of `name` in `environment` (as above), if it has one.
+std::optional<std::string_view> value_in(std::string_view environment, std::string_view name) {
+  const std::string key = '\0' + std::string(name) + '=';
+  const size_t at = environment.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t begin = at + key.size();
+  return environment.substr(begin, environment.find('\0', begin) - begin);
+}
+
+}  // namespace
+
+std::vector<ProcessName> processes_with_lease_mark(uint64_t lease_id, const std::string &socket_path, uid_t owner) {
+  struct stat daemons {};
+  const bool known = stat(socket_path.c_str(), &daemons) == 0;
+  const std::string id = std::to_string(lease_id);
+  return processes_whose_environment(owner, [&](pid_t pid, const std::string &environment) {
+    if (value_in(environment, "LEASEGUARD_AUTHORITY_LEASE") != std::string_view(id)) return false;
+    const std::optional<std::string_view> socket = value_in(environment, "LEASEGUARD_SOCKET");
+    if (!socket || socket->empty() || socket->front() != '/') return false;
+    if (*socket == socket_path) return true;
+    // Another path: the same socket only if it is where the process sees it.
+    struct stat its {};
+    return known && stat(("/proc/" + std::to_string(pid) + "/root" + std::string(*socket)).c_str(), &its) == 0 &&
+           its.st_dev == daemons.st_dev && its.st_ino == daemons.st_ino;
+  });
 }
 
 }  // namespace leaseguard::authority

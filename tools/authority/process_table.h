@@ -38,10 +38,13 @@ bool signal_process(const ProcessName &process, int signal);
 // The user a process runs as (its real uid), if it runs.
 std::optional<uid_t> process_owner(pid_t pid);
 
-// Every process of user `owner` that runs and was started with each of `entries`
-// ("NAME=VALUE") in its environment (/proc/PID/environ: the environment it was started with,
-// which children inherit): those a lease's command started, found however far they moved from
-// it (a daemon whose parents are gone, reparented to init). Walks all of /proc.
-std::vector<ProcessName> processes_started_with(const std::vector<std::string> &entries, uid_t owner);
+// Every process of user `owner` that runs and was started with a lease's mark in its
+// environment (/proc/PID/environ: the environment it was started with, which children
+// inherit): LEASEGUARD_AUTHORITY_LEASE=`lease_id` with LEASEGUARD_SOCKET naming the daemon's
+// socket `socket_path`, by that path or by any path that is the same socket where the process
+// sees it (resolved through /proc/PID/root, in its own mounts: a container that mounts the
+// node's socket directory elsewhere). Those a lease's command started, found however far they
+// moved from it (a daemon whose parents are gone, reparented to init). Walks all of /proc.
+std::vector<ProcessName> processes_with_lease_mark(uint64_t lease_id, const std::string &socket_path, uid_t owner);
 
 }  // namespace leaseguard::authority
