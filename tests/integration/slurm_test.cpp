@@ -83,10 +83,14 @@ class SlurmNode {
     // What the prolog and epilog say goes to a log of theirs; the task prolog's (it runs as the
     // job's user) to the job's output.
     const std::string call =
-        std::string(LEASEGUARD_BIN) + " slurm %s --socket " + socket() + " --out " + jobs() + " --grace 1s%s\n";
+        std::string("%s") + LEASEGUARD_BIN + " slurm %s --socket " + socket() + " --out " + jobs() + " --grace 1s%s\n";
     auto script = [&](const char *stage, const char *extra) {
       char line[2048];
-      std::snprintf(line, sizeof line, call.c_str(), stage, extra);
+      // The task prolog as docs/lease-authority.md gives it: leaseguard not under the preload
+      // a step inherits from its batch script, which is passed on.
+      const char *before =
+          std::string(stage) == "task-prolog" ? "env -u LD_PRELOAD LEASEGUARD_TASK_LD_PRELOAD=\"$LD_PRELOAD\" " : "";
+      std::snprintf(line, sizeof line, call.c_str(), before, stage, extra);
       write_file(dir_ + "/" + stage + ".sh", std::string("#!/bin/sh\nexec ") + line, 0755);
     };
     const std::string logged = " 2>>" + dir_ + "/log/leaseguard.log";

@@ -70,12 +70,14 @@ int main(int argc, char **argv) {
   char byte;
   for (int joined = 0; joined < 2; ++joined)
     if (read(ready[0], &byte, 1) != 1) return 41;
-  printf("ready\n");
-  fflush(stdout);
+  /* Blocked before "ready": a SIGUSR1 sent as soon as the test reads it must wait for sigwait,
+   * not end the root by its default action (the test would wait for "helper" for ever). */
   sigset_t asked;
   sigemptyset(&asked);
   sigaddset(&asked, SIGUSR1);
   sigprocmask(SIG_BLOCK, &asked, NULL);
+  printf("ready\n");
+  fflush(stdout);
   for (int signal_number; sigwait(&asked, &signal_number) == 0;) start_helper();
   return 42;
 }

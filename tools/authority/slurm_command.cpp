@@ -30,6 +30,9 @@ using authority::Request;
 using authority::Verb;
 
 constexpr int kAnswerTimeoutMs = 30'000;  // a question other than `wait` (lease_command.cpp)
+// Where the task prolog's script puts the task's LD_PRELOAD, which leaseguard itself must not
+// run under: its malloc and the preload's (and a sanitizer's, which must come first) would meet.
+constexpr char kTaskPreloadVariable[] = "LEASEGUARD_TASK_LD_PRELOAD";
 
 // The job as Slurm's environment says it.
 struct SlurmJob {
@@ -204,8 +207,11 @@ int task_prolog(const SlurmOptions &options) {
   auto exported = [](const char *name, const std::string &value) {
     std::printf("export %s=%s\n", name, value.c_str());
   };
+  // The task's own LD_PRELOAD (a step started from a job's batch script inherits the preload
+  // with the user's own): the script runs leaseguard without it, passing it on.
   auto prepended = [](const std::string &first, const char *variable) {
-    const char *rest = std::getenv(variable);
+    const char *task_value = std::strcmp(variable, "LD_PRELOAD") == 0 ? std::getenv(kTaskPreloadVariable) : nullptr;
+    const char *rest = task_value != nullptr ? task_value : std::getenv(variable);
     if (rest == nullptr || *rest == '\0') return first;
     return std::string(rest).find(first) != std::string::npos ? std::string(rest) : first + ":" + rest;
   };
