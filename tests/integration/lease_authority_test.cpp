@@ -29,6 +29,7 @@
 #include <sstream>
 #include <thread>
 
+#include "authority_daemon.h"
 #include "live_check_scenario.h"
 #include "process_runner.h"
 
@@ -45,66 +46,6 @@ int socket_to(const std::string &path) {
   if (fd >= 0) close(fd);
   return -1;
 }
-
-// A `leaseguard daemon` of the test's own, on a socket and state directory in `dir`.
-// With `with_nvml` it finds the simulator's libnvidia-ml.so.1, which reports what the job's
-// simulated processes hold (they publish it in dir/usage); without, it has no NVML to ask.
-class Daemon {
- public:
-  explicit Daemon(const std::string &dir, bool with_nvml = true, std::vector<std::string> extra = {})
-      : dir_(dir), with_nvml_(with_nvml), extra_(std::move(extra)) {
-    start();
-  }
-  ~Daemon() { stop(SIGTERM); }
-
-  void start() {
-    int lines[2];
-    ASSERT_EQ(pipe(lines), 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(lines[1], 2);
-      close(lines[0]);
-      setenv("LEASEGUARD_SIM_USAGE_DIR", (dir_ + "/usage").c_str(), 1);
-      if (with_nvml_) setenv("LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR, 1);
-      else unsetenv("LD_LIBRARY_PATH");
-      std::vector<std::string> argv = {LEASEGUARD_BIN, "daemon", "--socket", socket(), "--state", dir_ + "/state"};
-      argv.insert(argv.end(), extra_.begin(), extra_.end());
-      std::vector<char *> args;
-      for (std::string &argument : argv) args.push_back(argument.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(lines[1]);
-    // Ready once it says where it listens.
-    std::string said;
-    char byte;
-    while (said.find('\n') == std::string::npos && read(lines[0], &byte, 1) == 1) said += byte;
-    close(lines[0]);
-    ASSERT_NE(said.find("listening at"), std::string::npos) << said;
-    said_ = said;
-  }
-  // Its first line ("listening at ..., metrics at http://HOST:PORT/metrics, ...").
-  const std::string &said() const { return said_; }
-  // Ends it with `signal`; its exit status as a shell gives it.
-  int stop(int signal) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = 0;
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-  }
-  std::string socket() const { return dir_ + "/leaseguard.sock"; }
-  pid_t pid() const { return pid_; }
-
- private:
-  std::string dir_;
-  bool with_nvml_;
-  std::vector<std::string> extra_;
-  std::string said_;
-  pid_t pid_ = 0;
-};
 
 // `leaseguard lease start ... -- lease_job` running in the background: its stdout is read
 // as it comes (the job says when it holds its memory), its stderr kept for the end.
@@ -895,19 +836,6 @@ TEST_F(LeaseAuthorityEndToEnd, WithoutADaemonNothingRuns) {
 
 namespace leaseguard::testing {
 namespace {
-
-// A free TCP port on 127.0.0.1 (the kernel's pick; free again once this returns).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&address), &size);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 // The body of GET `path` from 127.0.0.1:`port`; empty if nothing answers.
 std::string http_get(int port, const std::string &path) {

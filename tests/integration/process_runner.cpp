@@ -2,6 +2,8 @@
 #include "process_runner.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +27,18 @@ std::string read_text(const std::string &path) {
 }
 
 std::string victim(const std::string &name) { return std::string(LEASEGUARD_VICTIMS) + "/" + name; }
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&address), &size);
+  close(fd);
+  return ntohs(address.sin_port);
+}
 
 RunResult run_process(const std::vector<std::string> &argv, const std::map<std::string, std::string> &environment,
                       const std::vector<std::string> &unset) {

@@ -64,6 +64,9 @@ class Conversation {
 std::string read_text(const std::string &path);
 std::string victim(const std::string &name);
 
+// A free TCP port on 127.0.0.1 (the kernel's pick; free again once this returns).
+int free_port();
+
 // Every leak of every process and lease in a JSON report.
 std::vector<const report::JsonValue *> all_leaks(const report::JsonValue &json);
 // Each leak's class ("direct", "reachable"...) by its size in bytes (the victims make sizes

@@ -5,10 +5,8 @@
 // the epilog said is read from the job's report and from Slurm's node state.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,9 +16,11 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "authority_daemon.h"
 #include "process_runner.h"
 #include "../unit/test_support.h"
 
@@ -40,19 +40,6 @@ void write_file(const std::string &path, const std::string &text, mode_t mode) {
   chmod(path.c_str(), mode);
 }
 
-// A loopback port nothing listens on now.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&address), &size);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 void pause_a_tenth() { usleep(100'000); }
 
 // A real single-node cluster in `dir`: munged, slurmctld and slurmd, the node's daemon, and
@@ -63,7 +50,7 @@ class SlurmNode {
   ~SlurmNode() { stop(); }
 
   void start() {
-    for (const char *sub : {"/munge", "/run", "/state", "/spool", "/log", "/jobs-parent"})
+    for (const char *sub : {"/munge", "/run", "/slurm-state", "/spool", "/log", "/jobs-parent"})
       mkdir((dir_ + sub).c_str(), 0755);
     chmod((dir_ + "/munge").c_str(), 0700);
     // The jobs' files (their scripts, what they say) and the simulated GPUs' usage are the
@@ -79,7 +66,9 @@ class SlurmNode {
                            "--log-file=" + dir_ + "/log/munged.log", "--seed-file=" + dir_ + "/munge/seed"})
                   .exit_code,
               0);
-    start_daemon();
+    daemon_.emplace(dir_, true, std::vector<std::string>{"--all-users"},
+                    std::map<std::string, std::string>{{"LEASEGUARD_SIM_DEVICES", "2"}});
+    if (::testing::Test::HasFatalFailure()) return;
     // What the prolog and epilog say goes to a log of theirs; the task prolog's (it runs as the
     // job's user) to the job's output.
     const std::string call =
@@ -102,7 +91,7 @@ class SlurmNode {
                "ClusterName=leaseguard\nSlurmctldHost=localhost\nSlurmctldPort=" + std::to_string(controller_port) +
                    "\nSlurmdPort=" + std::to_string(node_port) + "\nAuthType=auth/munge\nAuthInfo=socket=" + dir_ +
                    "/run/munge.socket\nCredType=cred/munge\nSlurmUser=root\nSlurmdUser=root\nStateSaveLocation=" +
-                   dir_ + "/state\nSlurmdSpoolDir=" + dir_ + "/spool\nSlurmctldPidFile=" + dir_ +
+                   dir_ + "/slurm-state\nSlurmdSpoolDir=" + dir_ + "/spool\nSlurmctldPidFile=" + dir_ +
                    "/run/slurmctld.pid\nSlurmdPidFile=" + dir_ + "/run/slurmd.pid\nSlurmctldLogFile=" + dir_ +
                    "/log/slurmctld.log\nSlurmdLogFile=" + dir_ +
                    "/log/slurmd.log\n"
@@ -130,11 +119,7 @@ class SlurmNode {
       for (int tenths = 0; tenths < kPatienceTenths && kill(pid, 0) == 0; ++tenths) pause_a_tenth();
       unlink((dir_ + pid_file).c_str());
     }
-    if (daemon_ > 0) {
-      kill(daemon_, SIGTERM);
-      waitpid(daemon_, nullptr, 0);
-      daemon_ = 0;
-    }
+    daemon_.reset();
   }
 
   // Submits `script` (a job of `user_`'s) with sbatch; its id.
@@ -184,7 +169,7 @@ class SlurmNode {
   std::map<std::string, std::string> environment() const { return {{"SLURM_CONF", conf()}}; }
   std::string conf() const { return dir_ + "/slurm.conf"; }
   std::string jobs() const { return dir_ + "/jobs-parent/jobs"; }
-  std::string socket() const { return dir_ + "/run/leaseguard.sock"; }
+  std::string socket() const { return dir_ + "/leaseguard.sock"; }
   std::string share() const { return dir_ + "/share"; }
   std::string log(const std::string &name) const { return "\n--- " + name + ":\n" + read_text(dir_ + "/log/" + name); }
   // What job `name` printed, what leaseguard's scripts said, and the job's text report.
@@ -194,32 +179,10 @@ class SlurmNode {
   }
 
  private:
-  // The node's daemon, open to every user's jobs, with the simulator's NVML.
-  void start_daemon() {
-    int lines[2];
-    ASSERT_EQ(pipe(lines), 0);
-    daemon_ = fork();
-    if (daemon_ == 0) {
-      dup2(lines[1], 2);
-      close(lines[0]);
-      setenv("LEASEGUARD_SIM_USAGE_DIR", (dir_ + "/usage").c_str(), 1);
-      setenv("LD_LIBRARY_PATH", LEASEGUARD_SIM_DIR, 1);
-      setenv("LEASEGUARD_SIM_DEVICES", "2", 1);
-      execl(LEASEGUARD_BIN, LEASEGUARD_BIN, "daemon", "--all-users", "--socket", socket().c_str(), "--state",
-            (dir_ + "/state/leaseguard").c_str(), static_cast<char *>(nullptr));
-      _exit(127);
-    }
-    close(lines[1]);
-    std::string said;
-    char byte;
-    while (said.find('\n') == std::string::npos && read(lines[0], &byte, 1) == 1) said += byte;
-    close(lines[0]);
-    ASSERT_NE(said.find("listening at"), std::string::npos) << said;
-  }
-
   std::string dir_;
   uid_t user_;
-  pid_t daemon_ = 0;
+  // The node's daemon, open to every user's jobs, with the simulator's NVML and two GPUs.
+  std::optional<Daemon> daemon_;
 };
 
 // The job's report, as the epilog wrote it.
@@ -372,22 +335,8 @@ TEST(Slurm, ThePrologsLeaseEndsWhenSlurmSaysTheJobEnds) {
   if (geteuid() != 0) GTEST_SKIP() << "the prolog runs as root";
   TempDir dir;
   chmod(dir.path().c_str(), 0755);
-  const std::string socket = dir / "leaseguard.sock";
-  int lines[2];
-  ASSERT_EQ(pipe(lines), 0);
-  const pid_t daemon = fork();
-  if (daemon == 0) {
-    dup2(lines[1], 2);
-    close(lines[0]);
-    execl(LEASEGUARD_BIN, LEASEGUARD_BIN, "daemon", "--socket", socket.c_str(), "--state", (dir / "state").c_str(),
-          static_cast<char *>(nullptr));
-    _exit(127);
-  }
-  close(lines[1]);
-  std::string said;  // ready once it says where it listens
-  for (char byte; said.find('\n') == std::string::npos && read(lines[0], &byte, 1) == 1;) said += byte;
-  close(lines[0]);
-  ASSERT_NE(said.find("listening at"), std::string::npos) << said;
+  Daemon daemon(dir.path(), false);
+  const std::string socket = daemon.socket();
   const std::string ends = std::to_string(time(nullptr) + 3600);
   const RunResult prolog =
       run_process({LEASEGUARD_BIN, "slurm", "prolog", "--socket", socket, "--out", dir / "jobs"},
@@ -410,8 +359,6 @@ TEST(Slurm, ThePrologsLeaseEndsWhenSlurmSaysTheJobEnds) {
   EXPECT_EQ(status.st_uid, 65534u);
   EXPECT_EQ(status.st_mode & 0777, 0700u);
   EXPECT_EQ(read_text(dir / "jobs/77.lease"), "1\n");
-  kill(daemon, SIGTERM);
-  waitpid(daemon, nullptr, 0);
 }
 
 }  // namespace
