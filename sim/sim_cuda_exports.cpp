@@ -86,6 +86,7 @@ CUresult async_free(CUdeviceptr dptr) {
 
 CUresult copy(void *dst, const void *src, size_t bytes) {
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (CUresult sticky = driver().sticky_error(); sticky != CUDA_SUCCESS) return sticky;  // a faulted kernel's context
   if (bytes != 0 && (dst == nullptr || src == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   std::memmove(dst, src, bytes);
   return CUDA_SUCCESS;
@@ -416,13 +417,13 @@ LG_SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
 LG_SIM_EXPORT CUresult cuCtxSynchronize(void) {
   LG_SIM_ENTRY(cuCtxSynchronize);
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+  return driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : driver().sticky_error();
 }
 
 LG_SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   LG_SIM_ENTRY(cuCtxSynchronize_v2);
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return ctx == nullptr && driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+  return ctx == nullptr && driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : driver().sticky_error(ctx);
 }
 
 LG_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
@@ -667,13 +668,13 @@ LG_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
 LG_SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
   LG_SIM_ENTRY(cuStreamSynchronize);
   (void)hStream;  // simulated work completes when it is issued
-  return driver().initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  return driver().initialized() ? driver().sticky_error() : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 LG_SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
   LG_SIM_ENTRY(cuStreamSynchronize_ptsz);
   (void)hStream;
-  return driver().initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  return driver().initialized() ? driver().sticky_error() : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 LG_SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {

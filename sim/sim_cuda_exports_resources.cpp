@@ -12,6 +12,7 @@
 #include "sim_entry.h"
 #include "sim_kernels.h"
 #include "sim_libraries.h"
+#include "sim_ptx_launch.h"
 
 using leaseguard::sim::SimDriver;
 
@@ -395,7 +396,7 @@ LG_SIM_EXPORT CUresult cuLinkDestroy(CUlinkState state) {
 namespace {
 
 CUresult launch(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gridDimZ, unsigned blockDimX,
-                unsigned blockDimY, unsigned blockDimZ, void **kernelParams, void **extra) {
+                unsigned blockDimY, unsigned blockDimZ, unsigned sharedMemBytes, void **kernelParams, void **extra) {
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   const auto *kernel = reinterpret_cast<const leaseguard::sim::SimKernel *>(f);
@@ -403,16 +404,10 @@ CUresult launch(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gri
     const leaseguard::sim::LibraryKernel *compiled = leaseguard::sim::as_library_kernel(f);
     if (compiled == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     if (compiled->stand_in == nullptr) {
-      if (!const_cast<leaseguard::sim::LibraryKernel *>(compiled)->refused.exchange(true)) {
-        int demangled_status = -1;
-        char *demangled = abi::__cxa_demangle(compiled->name.c_str(), nullptr, nullptr, &demangled_status);
-        std::fprintf(stderr,
-                     "leaseguard-sim: kernel %s is device code, which the simulator cannot run: its launches fail "
-                     "with CUDA_ERROR_NO_BINARY_FOR_GPU\n",
-                     demangled_status == 0 ? demangled : compiled->name.c_str());
-        std::free(demangled);
-      }
-      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+      // Device code: run by the PTX interpreter (sim_ptx_launch.h), or refused saying why.
+      const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ}, block[3] = {blockDimX, blockDimY, blockDimZ};
+      return leaseguard::sim::launch_device_code(const_cast<leaseguard::sim::LibraryKernel &>(*compiled), grid, block,
+                                                 sharedMemBytes, kernelParams, extra);
     }
     kernel = compiled->stand_in;
   }
@@ -431,17 +426,17 @@ CUresult launch(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gri
 
 LG_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                      unsigned int, CUstream, void **kernelParams, void **extra) {
+                                      unsigned int sharedMemBytes, CUstream, void **kernelParams, void **extra) {
   LG_SIM_ENTRY(cuLaunchKernel);
-  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
+  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, kernelParams, extra);
 }
 
 LG_SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                            unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                           unsigned int blockDimZ, unsigned int, CUstream, void **kernelParams,
-                                           void **extra) {
+                                           unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream,
+                                           void **kernelParams, void **extra) {
   LG_SIM_ENTRY(cuLaunchKernel_ptsz);
-  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
+  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, kernelParams, extra);
 }
 
 // Launch attributes (clusters, priorities, ...) change nothing for a kernel run on the host.
@@ -449,7 +444,7 @@ LG_SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction
   LG_SIM_ENTRY(cuLaunchKernelEx);
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
-                config->blockDimZ, kernelParams, extra);
+                config->blockDimZ, config->sharedMemBytes, kernelParams, extra);
 }
 
 // ---- Libraries: what the CUDA runtime loads its fat binaries with (lazily, at a first launch) ----

@@ -31,7 +31,8 @@ SimDriver &driver() { return SimDriver::instance(); }
 
 CUresult check_context() {
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return driver().current() != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return driver().sticky_error();
 }
 
 void say_once(std::atomic<bool> &said, const char *what) {

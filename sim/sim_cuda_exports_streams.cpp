@@ -22,7 +22,8 @@ SimDriver &driver() { return SimDriver::instance(); }
 
 CUresult check_context() {
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return driver().current() != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (driver().current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return driver().sticky_error();  // a faulted kernel's context copies nothing
 }
 
 // One side of a copy or memset: device memory must lie inside one live allocation; with a
@@ -357,7 +358,7 @@ LG_SIM_EXPORT CUresult cuEventQuery(CUevent hEvent) {
 
 LG_SIM_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   LG_SIM_ENTRY(cuEventSynchronize);
-  return hEvent != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return hEvent != nullptr ? driver().sticky_error() : CUDA_ERROR_INVALID_HANDLE;
 }
 
 LG_SIM_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {

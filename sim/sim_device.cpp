@@ -399,6 +399,7 @@ void SimDriver::add_allocation_locked(size_t shard, uint64_t address, const SimA
 }
 
 void SimDriver::free_context_memory_locked(SimContext *ctx) {
+  __atomic_store_n(&ctx->sticky_error, 0, __ATOMIC_RELAXED);  // a reset context is usable again
   // Arrays and host registrations go with their context too; VMM memory and external
   // memory objects do not.
   for (auto it = arrays_.begin(); it != arrays_.end();) {
@@ -589,6 +590,17 @@ CUresult SimDriver::set_current(CUcontext ctx) {
 }
 
 CUcontext SimDriver::current() const { return t_current_context; }
+
+CUresult SimDriver::sticky_error(CUcontext ctx) const {
+  auto *context = reinterpret_cast<SimContext *>(ctx != nullptr ? ctx : t_current_context);
+  return context == nullptr ? CUDA_SUCCESS
+                            : static_cast<CUresult>(__atomic_load_n(&context->sticky_error, __ATOMIC_RELAXED));
+}
+
+void SimDriver::set_sticky_error(CUresult status) {
+  auto *context = reinterpret_cast<SimContext *>(t_current_context);
+  if (context != nullptr) __atomic_store_n(&context->sticky_error, static_cast<int>(status), __ATOMIC_RELAXED);
+}
 
 CUresult SimDriver::push_current(CUcontext ctx) {
   std::lock_guard lock(driver_lock_);

@@ -86,6 +86,10 @@ struct SimContext {
   int shared_config = 0;
   ClearedVector<CUcontext> peers;  // contexts whose memory this one may access (cuCtxEnablePeerAccess)
   std::vector<StorageEntry> storage;
+  // A kernel that faulted leaves the context unusable, as on a device: every later launch,
+  // copy and synchronization in it fails with this status (0: none) until it is destroyed or
+  // reset. Read and written with __atomic builtins: a launch sets it on any thread.
+  int sticky_error = 0;
   // The context's allocations, in host memory the context points to, as a real driver keeps
   // them (malloc'd as a C driver does): a leak checker that scans the program's memory
   // reaches these tables through the CUcontext the program holds, and must leave them out.
@@ -220,6 +224,9 @@ class SimDriver {
   // Current-context stack of the calling thread.
   CUresult set_current(CUcontext ctx);
   CUcontext current() const;
+  // The sticky error of `ctx` (null: the current context), or CUDA_SUCCESS.
+  CUresult sticky_error(CUcontext ctx = nullptr) const;
+  void set_sticky_error(CUresult status);
   CUresult push_current(CUcontext ctx);
   CUresult pop_current(CUcontext *out);
   CUresult current_device(int *device) const;

@@ -317,7 +317,33 @@ bool payload_of(const Entry &entry, Payload &payload) {
   return true;
 }
 
+// The PTX of the highest version the device runs, for the interpreter.
+bool keep_ptx(const std::vector<Entry> &entries, DeviceCode &out) {
+  unsigned best = 0;
+  const Entry *chosen = nullptr;
+  for (const Entry &entry : entries) {
+    if (entry.header.kind == kFatbinEntryElf) out.machine_code.insert(entry.header.sm_version);
+    if (entry.header.kind == kFatbinEntryPtx && entry.header.sm_version <= kDeviceSmVersion &&
+        entry.header.sm_version >= best) {
+      best = entry.header.sm_version;
+      chosen = &entry;
+    }
+  }
+  if (chosen == nullptr) return true;
+  Payload payload;
+  if (!payload_of(*chosen, payload)) return false;
+  const auto *text = reinterpret_cast<const char *>(payload.data);
+  out.ptx.assign(text, strnlen(text, payload.size));
+  // Its variables too: the interpreter names some the machine code keeps local (`$str`, the
+  // strings of printf).
+  DeviceCode declared;
+  read_ptx(out.ptx, declared);
+  out.variables.insert(declared.variables.begin(), declared.variables.end());
+  return true;
+}
+
 DeviceCodeStatus read_entries(const std::vector<Entry> &entries, DeviceCode &out) {
+  if (!keep_ptx(entries, out)) return DeviceCodeStatus::Corrupt;
   // The highest SM version the device runs, for ELF first, else for PTX.
   for (unsigned short kind : {kFatbinEntryElf, kFatbinEntryPtx}) {
     unsigned best = 0;
@@ -357,6 +383,7 @@ DeviceCodeStatus read_device_code(const void *data, size_t size, DeviceCode &out
   if (text.find(".version") == std::string_view::npos || text.find(".target") == std::string_view::npos)
     return DeviceCodeStatus::NotCode;
   read_ptx(text, out);
+  out.ptx.assign(text);
   return DeviceCodeStatus::Read;
 }
 

@@ -44,6 +44,12 @@ struct DeviceVariable {
 struct DeviceCode {
   std::set<std::string> kernels;
   std::map<std::string, DeviceVariable> variables;
+  // The PTX the interpreter runs (sim/ptx/): of a fat binary, the entry of the highest
+  // version the device runs, whatever machine code it also holds; empty: none.
+  std::string ptx;
+  // The SM versions of its machine code (ELF) entries: what a launch of code with no PTX
+  // names when it is refused.
+  std::set<unsigned> machine_code;
 };
 
 enum class DeviceCodeStatus {

@@ -46,6 +46,11 @@ CUresult load_library(const void *image, SimLibrary **out) {
       if (library->stand_ins == nullptr) return CUDA_ERROR_INVALID_IMAGE;
       break;
   }
+  if (!library->code.ptx.empty()) {
+    ptx::DecodeResult decoded = ptx::decode(library->code.ptx);
+    library->program = std::move(decoded.program);
+    library->ptx_error = decoded.error;
+  }
   std::lock_guard lock(g_libraries_mutex);
   *out = library.release();
   libraries().insert(*out);
@@ -88,7 +93,12 @@ CUresult library_kernel(SimLibrary *library, const char *name, LibraryKernel **o
     if (library->code.kernels.count(name) == 0) return CUDA_ERROR_NOT_FOUND;
     stand_in = stand_in_for(name);
   }
-  auto *kernel = new LibraryKernel{name, stand_in, library};
+  const ptx::Kernel *device_code = nullptr;
+  if (library->program != nullptr) {
+    const auto found = library->program->kernels.find(name);
+    if (found != library->program->kernels.end()) device_code = &found->second;
+  }
+  auto *kernel = new LibraryKernel{name, stand_in, device_code, library};
   library->kernels.push_back(kernel);
   library_kernels().insert(kernel);
   *out = kernel;

@@ -3,23 +3,25 @@
 //
 // A library is loaded from device code nvcc makes (a fat binary, a cubin or PTX, read by
 // sim_device_code.h) or from a simulator module image (sim_kernels.h). Its kernels are the
-// ones the code declares: the simulator cannot run device code, so a launch runs the host
-// stand-in of the same name if there is one (a C++ kernel's name is matched unmangled), and
-// otherwise fails with CUDA_ERROR_NO_BINARY_FOR_GPU, saying once on stderr which kernel it
-// was. Its variables get device memory of their size holding their initial bytes, once per
-// context, the first time they are asked for; the memory is the context's (freed with it)
-// and goes at the library's unload, as on a driver.
+// ones the code declares. Its PTX, where it has any, is decoded once, at the load, for the
+// interpreter (sim/ptx/, launched by sim_ptx_launch.h); a kernel with a host stand-in of the
+// same name (a C++ kernel's name matched unmangled) runs the stand-in instead. Its variables
+// get device memory of their size holding their initial bytes, once per context, the first
+// time they are asked for; the memory is the context's (freed with it) and goes at the
+// library's unload, as on a driver.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lg_cuda.h"
+#include "ptx/ptx_program.h"
 #include "sim_device_code.h"
 #include "sim_kernels.h"
 
@@ -29,14 +31,17 @@ struct SimLibrary;
 struct LibraryKernel {
   std::string name;
   const SimKernel *stand_in = nullptr;
-  SimLibrary *library = nullptr;     // the library it came from (possibly unloaded since)
-  std::atomic<bool> refused{false};  // its failed launch was reported on stderr
+  const ptx::Kernel *device_code = nullptr;  // its PTX, decoded (the library's program)
+  SimLibrary *library = nullptr;             // the library it came from (possibly unloaded since)
+  std::atomic<bool> refused{false};          // its failed launch was reported on stderr
 };
 
 struct SimLibrary {
   std::vector<LibraryKernel *> kernels;
-  SimModule *stand_ins = nullptr;  // a simulator module image loaded as a library
-  DeviceCode code;                 // what its device code declares (device code only)
+  SimModule *stand_ins = nullptr;         // a simulator module image loaded as a library
+  DeviceCode code;                        // what its device code declares (device code only)
+  std::unique_ptr<ptx::Program> program;  // its PTX decoded, if it has PTX that decodes
+  std::string ptx_error;                  // why its PTX did not decode
   // Device memory of its variables: (context, name) -> address.
   std::map<std::pair<CUcontext, std::string>, uint64_t> variable_memory;
   // `__managed__` variables: one copy for the process, whatever context is current.
