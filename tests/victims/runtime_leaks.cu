@@ -16,7 +16,7 @@
 //            each device after each switch, and a thread that leaks on the other device
 //            than the main thread's; which device each leak is on is printed
 //   kernels  vector_add, which the simulator has a host stand-in for, runs through the
-//            runtime; scale, device code only, fails to launch and the program goes on;
+//            runtime; scale, device code only, runs on the simulator's PTX interpreter;
 //            __device__, __constant__ and __managed__ variables read and written through the
 //            runtime
 //   globals  device memory held only by a __device__ pointer (set with cudaMemcpyToSymbol)
@@ -286,7 +286,7 @@ __global__ void vector_add(const float *a, const float *b, float *c, unsigned n)
   if (i < n) c[i] = a[i] + b[i];
 }
 
-// Device code only: the simulator cannot run it.
+// Device code only: the simulator runs its PTX.
 __global__ void scale(float *x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] *= 2;
@@ -336,8 +336,9 @@ static int kernels() {
   CHECK(cudaMemcpy(host_c, c, sizeof host_c, cudaMemcpyDeviceToHost));
   printf("vector_add: %s\n", host_c[0] == 0.5f && host_c[999] == 999.5f ? "ok" : "WRONG");
   scale<<<4, 256>>>(c, n);
-  cudaError_t launch = cudaGetLastError();
-  printf("scale: %s\n", cudaGetErrorName(launch));
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(host_c, c, sizeof host_c, cudaMemcpyDeviceToHost));
+  printf("scale: %s\n", host_c[0] == 1.0f && host_c[999] == 1999.0f ? "ok" : "WRONG");
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   CHECK(cudaFree(c));
