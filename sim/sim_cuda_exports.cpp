@@ -414,6 +414,19 @@ LG_SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
   return driver().pop_current(pctx);
 }
 
+// The profiler's bounds (cudaProfilerStart/Stop): nothing profiles the simulator.
+LG_SIM_EXPORT CUresult cuProfilerStart(void) {
+  LG_SIM_ENTRY(cuProfilerStart);
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
+LG_SIM_EXPORT CUresult cuProfilerStop(void) {
+  LG_SIM_ENTRY(cuProfilerStop);
+  if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return driver().current() == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
 LG_SIM_EXPORT CUresult cuCtxSynchronize(void) {
   LG_SIM_ENTRY(cuCtxSynchronize);
   if (!driver().initialized()) return CUDA_ERROR_NOT_INITIALIZED;

@@ -28,6 +28,10 @@ struct Variant {
   void *function;        // the simulator's implementation, or NULL
 };
 
+// The profiler's entry points are cudaProfiler.h's, not cuda.h's (sim_cuda_exports.cpp).
+extern "C" CUresult cuProfilerStart(void);
+extern "C" CUresult cuProfilerStop(void);
+
 #define FN(name) reinterpret_cast<void *>(&::name)
 
 const Variant kVariants[] = {
@@ -72,6 +76,8 @@ const Variant kVariants[] = {
     {"cuCtxPopCurrent", "cuCtxPopCurrent", 2000, false, FN(cuCtxPopCurrent)},
     {"cuCtxPopCurrent", "cuCtxPopCurrent_v2", 4000, false, FN(cuCtxPopCurrent_v2)},
     {"cuCtxSynchronize", "cuCtxSynchronize", 2000, false, FN(cuCtxSynchronize)},
+    {"cuProfilerStart", "cuProfilerStart", 4000, false, FN(cuProfilerStart)},
+    {"cuProfilerStop", "cuProfilerStop", 4000, false, FN(cuProfilerStop)},
     {"cuCtxSynchronize", "cuCtxSynchronize_v2", 13000, false, FN(cuCtxSynchronize_v2)},
     {"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 7000, false, FN(cuDevicePrimaryCtxRetain)},
     {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease", 7000, false, FN(cuDevicePrimaryCtxRelease)},

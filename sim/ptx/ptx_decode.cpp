@@ -308,6 +308,7 @@ uint32_t Reader::source(const Operand &operand, Type type, std::string &error) {
   if (const Symbol *symbol = lookup(operand.text); symbol != nullptr) return symbol_register(*symbol);
   Fill fill;
   if (special_register(operand.text, fill)) return filled(fill);
+  if (operand.text == "WARP_SZ") return constant(kWarpSize);  // PTX's one predefined constant
   if (function_index_.count(operand.text) != 0) {
     error = "the address of function " + operand.text;
     return kNoRegister;

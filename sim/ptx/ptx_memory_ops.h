@@ -156,8 +156,8 @@ inline void cvta(Warp &w, const Instruction &in, uint32_t lanes) {
 }
 
 // shfl.sync.MODE.b32 d[|p], a, b, c, membermask (mode 0 up, 1 down, 2 bfly, 3 idx), as the
-// PTX ISA computes the source lane; a lane whose source is out of its segment, or not active,
-// reads its own value, and p says whether the source was in the segment.
+// PTX ISA computes the source lane; a lane whose source is out of its segment reads its own
+// value, and p says whether the source was in the segment.
 inline void shfl(Warp &w, const Instruction &in, uint32_t lanes) {
   uint32_t values[kWarpSize];
   for (unsigned l = 0; l < kWarpSize; ++l) values[l] = w.get<uint32_t>(in.a, l);
@@ -187,8 +187,10 @@ inline void shfl(Warp &w, const Instruction &in, uint32_t lanes) {
         valid = j <= max_lane;
         break;
     }
-    if (!valid || j < 0 || j >= static_cast<int32_t>(kWarpSize) || ((lanes >> j) & 1u) == 0) j = lane;
-    w.put<uint32_t>(in.d[0], l, values[j]);
+    if (!valid || j < 0 || j >= static_cast<int32_t>(kWarpSize)) j = lane;
+    // A source lane that does not take part (inactive, or outside the member mask): the PTX
+    // ISA leaves the value undefined; it reads as 0 here.
+    w.put<uint32_t>(in.d[0], l, ((lanes >> j) & 1u) != 0 ? values[j] : 0);
     if (in.d[1] != kNoRegister) w.put<uint8_t>(in.d[1], l, valid ? 1 : 0);
   });
 }
