@@ -2,6 +2,8 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +69,15 @@ CUresult arguments_of(const ptx::Kernel &kernel, void **params, void **extra, st
   return CUDA_SUCCESS;
 }
 
+// LEASEGUARD_SIM_KERNEL_STATS=1: a line on stderr for each launch, with its speed (bench/).
+bool kernel_statistics() {
+  static const bool wanted = [] {
+    const char *value = std::getenv("LEASEGUARD_SIM_KERNEL_STATS");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return wanted;
+}
+
 bool range_of(uint64_t address, uint64_t *base, uint64_t *size) {
   size_t bytes = 0;
   if (SimDriver::instance().address_range(address, base, &bytes) != CUDA_SUCCESS) return false;
@@ -118,7 +129,18 @@ CUresult launch_device_code(LibraryKernel &kernel, const unsigned grid[3], const
   shape.dynamic_shared = dynamic_shared;
   ptx::DeviceMemory memory;
   memory.range_of = &range_of;
+  const auto started = std::chrono::steady_clock::now();
   const ptx::LaunchOutcome outcome = ptx::run_kernel(*library->program, code, shape, arguments, symbols, memory);
+  if (kernel_statistics()) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const unsigned long long blocks = uint64_t{grid[0]} * grid[1] * grid[2];
+    std::fprintf(stderr,
+                 "leaseguard-sim: kernel %s: %llu block(s) on %u thread(s), %llu thread-instructions in %.6f s: %.1f "
+                 "million a second a thread\n",
+                 readable_name(kernel.name).c_str(), blocks, outcome.workers,
+                 static_cast<unsigned long long>(outcome.thread_instructions), seconds,
+                 outcome.thread_instructions / seconds / 1e6 / std::max(outcome.workers, 1u));
+  }
   if (!outcome.printed.empty()) std::fwrite(outcome.printed.data(), 1, outcome.printed.size(), stdout);
   CUresult status = CUDA_SUCCESS;
   switch (outcome.status) {

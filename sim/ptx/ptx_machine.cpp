@@ -82,6 +82,7 @@ struct Shared {
   LaunchOutcome outcome;
   uint64_t fault_block = UINT64_MAX;
   std::map<uint64_t, std::string> printed;  // by block
+  std::atomic<uint64_t> executed{0};        // thread-instructions, summed as workers end
 };
 
 // One host thread's blocks: its warps and buffers are made once and reused block after block.
@@ -91,6 +92,7 @@ class Worker {
   void run();
 
  private:
+  void run_blocks();
   void start_block(uint64_t block);
   void fill_registers(Warp &warp, bool whole);
   bool run_warp(Warp &warp);  // false: the block faulted
@@ -105,6 +107,7 @@ class Worker {
 
   Shared &s_;
   unsigned index_;
+  uint64_t executed_ = 0;  // thread-instructions (each lane of each instruction it ran)
   uint32_t block_threads_ = 0;
   uint32_t ctaid_[3] = {};
   std::vector<Warp> warps_;
@@ -287,6 +290,7 @@ void Worker::trap(Warp &warp, const Instruction &in, uint32_t lanes) {
 Worker::Step Worker::execute(Warp &warp, uint32_t &pc, uint32_t &group) {
   const Instruction &in = s_.program.code[pc];
   const uint32_t lanes = guard_lanes(warp, in, group);
+  executed_ += static_cast<uint64_t>(__builtin_popcount(group));
   switch (in.control) {
     case Control::None:
       if (lanes != 0) in.run(warp, in, lanes);
@@ -392,6 +396,11 @@ void Worker::release_barrier() {
 }
 
 void Worker::run() {
+  run_blocks();
+  s_.executed.fetch_add(executed_, std::memory_order_relaxed);
+}
+
+void Worker::run_blocks() {
   for (;;) {
     if (s_.stop.load(std::memory_order_relaxed)) return;
     const uint64_t block = s_.next_block.fetch_add(1, std::memory_order_relaxed);
@@ -448,6 +457,8 @@ LaunchOutcome run_kernel(const Program &program, const Kernel &kernel, const Lau
   workers[0]->run();
   for (std::thread &thread : threads) thread.join();
   for (const auto &[block, text] : shared.printed) shared.outcome.printed += text;
+  shared.outcome.thread_instructions = shared.executed.load(std::memory_order_relaxed);
+  shared.outcome.workers = shared.workers;
   return shared.outcome;
 }
 

@@ -51,8 +51,10 @@ enum class LaunchStatus { Done, IllegalAddress, MisalignedAddress, Trap, Assert 
 
 struct LaunchOutcome {
   LaunchStatus status = LaunchStatus::Done;
-  std::string message;  // what went wrong and where, for a fault
-  std::string printed;  // what the kernel's printf calls wrote, in block and thread order
+  std::string message;               // what went wrong and where, for a fault
+  std::string printed;               // what the kernel's printf calls wrote, in block and thread order
+  uint64_t thread_instructions = 0;  // each instruction once for each lane that ran it
+  unsigned workers = 0;              // host threads the blocks ran on
 };
 
 // Runs `kernel` of `program`. `arguments` is the kernel's argument buffer (Kernel::
