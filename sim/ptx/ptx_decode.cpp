@@ -86,6 +86,12 @@ class Reader : public FunctionScope {
     return at_ + ahead < tokens_.size() ? tokens_[at_ + ahead] : kEnd;
   }
   bool done() const { return at_ >= tokens_.size(); }
+  // The next token, taken (past the end: an empty one, so cut text reads as an error).
+  const Token &take() {
+    const Token &t = peek();
+    if (!done()) ++at_;
+    return t;
+  }
   bool accept(const char *text) {
     if (!done() && tokens_[at_].text == text) {
       ++at_;
@@ -479,7 +485,8 @@ bool Reader::read_function(bool entry) {
   if (!entry && peek().text == "(") {
     if (!read_parameter_list(results)) return false;
   }
-  const std::string name = tokens_[at_++].text;
+  const std::string name = take().text;
+  if (name.empty()) return fail("a function without a name");
   std::vector<Parameter> parameters;
   if (peek().text == "(" && !read_parameter_list(parameters)) return false;
   current_ = function_named(name);
@@ -551,7 +558,7 @@ bool Reader::read_function(bool entry) {
 // A variable: `[.align N] .TYPE NAME[[N]]... [= ...];` in a space: `.reg`, `.local`,
 // `.shared`, `.param` (in a function), `.global`, `.const`, `.shared` (module).
 bool Reader::read_variable(bool module_scope) {
-  const std::string space = tokens_[at_++].text;
+  const std::string space = take().text;
   uint32_t alignment = 0, element = 0;
   bool is_extern = false;
   std::vector<std::pair<std::string, uint32_t>> names;  // name, elements (0: unsized)
@@ -724,9 +731,10 @@ bool Reader::read_instruction() {
   const size_t first = at_;
   if (accept("@")) {
     if (accept("!")) statement.guard_negated = true;
-    statement.guard = tokens_[at_++].text;
+    statement.guard = take().text;
   }
-  const std::string opcode = tokens_[at_++].text;
+  const std::string opcode = take().text;
+  if (opcode.empty()) return fail("a statement without an instruction");
   size_t dot = 0, from = 0;
   while ((dot = opcode.find('.', from)) != std::string::npos) {
     statement.opcode.push_back(opcode.substr(from, dot - from));
@@ -753,6 +761,10 @@ bool Reader::read_instruction() {
     }
     FunctionInfo &function = functions_[current_];
     if (function.refusal.empty()) function.refusal = refusal;
+    // A call refused half way may have left places to lay out for copies it no longer has.
+    pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
+                                         [&](const PendingCopy &copy) { return copy.instruction == index; }),
+                          pending_copies_.end());
     instruction = Instruction{};
     instruction.control = Control::Trap;
     instruction.run = [](Warp &, const Instruction &, uint32_t) {};
