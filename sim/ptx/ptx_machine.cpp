@@ -2,6 +2,8 @@
 // (ptx_machine.h says how), and the instructions that change where lanes are.
 #include "ptx_machine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
@@ -441,6 +443,15 @@ void Worker::run_blocks() {
   }
 }
 
+// The cores this process may run on (its affinity: a container's cpuset, taskset), which
+// std::thread::hardware_concurrency does not see.
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 LaunchOutcome run_kernel(const Program &program, const Kernel &kernel, const LaunchShape &shape,
@@ -448,7 +459,7 @@ LaunchOutcome run_kernel(const Program &program, const Kernel &kernel, const Lau
                          const DeviceMemory &memory) {
   Shared shared{program, kernel, shape, arguments, symbols, memory};
   shared.blocks = uint64_t{shape.grid[0]} * shape.grid[1] * shape.grid[2];
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = usable_cores();
   shared.workers = static_cast<unsigned>(std::min<uint64_t>(shared.blocks, cores));
   std::vector<std::unique_ptr<Worker>> workers;
   for (unsigned i = 0; i < shared.workers; ++i) workers.push_back(std::make_unique<Worker>(shared, i));

@@ -70,7 +70,8 @@ TEST(DeviceCode, EveryInstructionFamilyComputesWhatTheHostComputes) {
 
 // A kernel that writes out of bounds ends as on a device: the launch is accepted, the next
 // synchronization says cudaErrorIllegalAddress, and so does every copy in the context after
-// it; the host program goes on. The simulator says where on stderr.
+// it; the host program goes on, with leaseguard in front of the driver as without. The
+// simulator says where on stderr.
 TEST(DeviceCode, AFaultingKernelFailsAsADeviceReportsItAndTheProgramGoesOn) {
   SKIP_WITHOUT_NVCC();
   const RunResult run = run_on_simulator({victim("device_code_default"), "fault"});
@@ -78,6 +79,12 @@ TEST(DeviceCode, AFaultingKernelFailsAsADeviceReportsItAndTheProgramGoesOn) {
   EXPECT_EQ(run.out, "launch cudaSuccess, synchronize cudaErrorIllegalAddress, copy cudaErrorIllegalAddress\n");
   EXPECT_NE(run.err.find("leaseguard-sim: kernel write_far(int*): illegal address 0x"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("st.global.u32"), std::string::npos) << run.err;
+
+  TempDir out;
+  const RunResult tracked = run_process(
+      {LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", out.path(), "--", victim("device_code_default"), "fault"});
+  EXPECT_EQ(tracked.exit_code, 0) << tracked.err;
+  EXPECT_EQ(tracked.out, run.out);
 }
 
 // Device memory a kernel wrote is scanned for pointers as memory written by copies is: four

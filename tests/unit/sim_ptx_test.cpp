@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "lg_cuda.h"
 #include "ptx/ptx_machine.h"
 #include "ptx/ptx_program.h"
+#include "sim_context_fixture.h"
 
 using namespace leaseguard::sim::ptx;
 
@@ -210,4 +212,46 @@ TEST(Ptx, TextCutAnywhereOrNotPtxAtAllDecodesWithoutHarm) {
   }
   const DecodeResult decoded = decode(noise);
   EXPECT_TRUE(decoded.program != nullptr || !decoded.error.empty());
+}
+
+// Through the driver API: PTX text loaded with cuModuleLoadData, launched with kernelParams
+// and with a packed `extra` buffer, read back; then a fault, whose error the context keeps.
+class PtxThroughTheDriver : public leaseguard::testing::PrimaryContextTest {};
+
+TEST_F(PtxThroughTheDriver, ALoadedModulesKernelRunsAndAFaultStaysWithTheContext) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&module, kScan), CUDA_SUCCESS);
+  CUfunction scan = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&scan, module, "scan"), CUDA_SUCCESS);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&out, 64 * sizeof(uint32_t)), CUDA_SUCCESS);
+  void *params[] = {&out};
+  ASSERT_EQ(cuLaunchKernel(scan, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  uint32_t host[64] = {};
+  ASSERT_EQ(cuMemcpyDtoH_v2(host, out, sizeof host), CUDA_SUCCESS);
+  EXPECT_EQ(host[2 * 31], 528u);
+  EXPECT_EQ(host[2 * 31 + 1], 1056u);
+
+  ASSERT_EQ(cuMemsetD32_v2(out, 0, 64), CUDA_SUCCESS);
+  size_t size = sizeof out;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &out, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  ASSERT_EQ(cuLaunchKernel(scan, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH_v2(host, out, sizeof host), CUDA_SUCCESS);
+  EXPECT_EQ(host[0], 1u);
+  EXPECT_EQ(cuLaunchKernel(scan, 1, 1, 1, 1025, 1, 1, 0, nullptr, params, nullptr), CUDA_ERROR_INVALID_VALUE);
+
+  // Past the allocation's end: the launch is taken, the fault comes at the next call.
+  CUdeviceptr past = out + 60 * sizeof(uint32_t);
+  void *bad[] = {&past};
+  EXPECT_EQ(cuLaunchKernel(scan, 1, 1, 1, 32, 1, 1, 0, nullptr, bad, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(cuMemcpyDtoH_v2(host, out, sizeof host), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(cuLaunchKernel(scan, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), CUDA_ERROR_ILLEGAL_ADDRESS);
+  // A reset context is usable again.
+  ASSERT_EQ(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary_, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary_), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+  EXPECT_EQ(cuModuleUnload(module), CUDA_SUCCESS);
 }
