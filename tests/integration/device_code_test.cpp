@@ -32,16 +32,7 @@ std::vector<std::string> lines_of(const std::string &text) {
   return lines;
 }
 
-}  // namespace
-
-// Each family of instructions (state spaces, integer and float arithmetic in each rounding
-// mode, conversions, approximations, divergence and device functions, barriers in loops and
-// the counting barriers, atomics under contention, shuffles, votes and matches, printf,
-// launch errors, streams and events) computes what the host computes, and prints the same
-// with leaseguard in front of the driver as without.
-TEST(DeviceCode, EveryInstructionFamilyComputesWhatTheHostComputes) {
-  SKIP_WITHOUT_NVCC();
-  const std::string program = victim("device_code_default");
+void every_family_checks(const std::string &program) {
   const RunResult alone = run_on_simulator({program});
   EXPECT_EQ(alone.exit_code, 0) << alone.out << alone.err;
   const std::vector<std::string> lines = lines_of(alone.out);
@@ -66,6 +57,22 @@ TEST(DeviceCode, EveryInstructionFamilyComputesWhatTheHostComputes) {
       run_process({LEASEGUARD_BIN, "run", "--sim", "--quiet", "--out", out.path(), "--", program});
   EXPECT_EQ(tracked.exit_code, 0) << tracked.err;
   EXPECT_EQ(tracked.out, alone.out);
+}
+
+}  // namespace
+
+// Each family of instructions (state spaces, integer and float arithmetic in each rounding
+// mode, conversions, approximations, divergence and device functions, barriers in loops and
+// the counting barriers, atomics under contention, shuffles, votes, matches and warp
+// reductions (redux.sync in the sm_80 build), printf,
+// launch errors, streams and events) computes what the host computes, and prints the same
+// with leaseguard in front of the driver as without.
+TEST(DeviceCode, EveryInstructionFamilyComputesWhatTheHostComputes) {
+  SKIP_WITHOUT_NVCC();
+  for (const char *variant : {"device_code_default", "device_code_sm80"}) {
+    SCOPED_TRACE(variant);
+    every_family_checks(victim(variant));
+  }
 }
 
 // A kernel that writes out of bounds ends as on a device: the launch is accepted, the next

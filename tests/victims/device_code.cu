@@ -564,7 +564,7 @@ static void check_atomics() {
 __global__ void warps(const int *in, int *out) {
   const int lane = threadIdx.x % 32;
   const int v = in[threadIdx.x];
-  int k = threadIdx.x * 12;
+  int k = threadIdx.x * 13;
   out[k++] = __shfl_sync(0xffffffffu, v, (lane + 5) % 32);
   out[k++] = __shfl_up_sync(0xffffffffu, v, 3);
   out[k++] = __shfl_down_sync(0xffffffffu, v, 4, 16);
@@ -590,17 +590,31 @@ __global__ void warps(const int *in, int *out) {
     if (lane >= offset) scan += other;
   }
   out[k++] = scan;
+  // Warp reductions: redux.sync where the architecture has it (sm_80 on), shuffles before.
+#if __CUDA_ARCH__ >= 800
+  out[k++] = __reduce_add_sync(0xffffffffu, v) + __reduce_max_sync(0xffffffffu, v) * 1000 +
+             static_cast<int>(__reduce_xor_sync(0xffffffffu, static_cast<unsigned>(v))) * 1000000;
+#else
+  int sum = v, largest = v;
+  unsigned bits = static_cast<unsigned>(v);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    largest = max(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+    bits ^= __shfl_xor_sync(0xffffffffu, bits, offset);
+  }
+  out[k++] = sum + largest * 1000 + static_cast<int>(bits) * 1000000;
+#endif
 }
 
 static void check_warps() {
   const int n = 64;
   int host[n];
   for (int i = 0; i < n; ++i) host[i] = (i * 37 + 11) % 101;
-  Device<int> in(n), out(n * 12);
+  Device<int> in(n), out(n * 13);
   in.put(host);
   warps<<<1, n>>>(in.p, out.p);
   CHECK_CUDA(cudaGetLastError());
-  int got[n * 12];
+  int got[n * 13];
   out.get(got);
   std::string detail;
   for (int t = 0; t < n && detail.empty(); ++t) {
@@ -618,7 +632,10 @@ static void check_warps() {
     int scan = 0;
     for (int l = 0; l <= lane; ++l) scan += at(l);
     const int seg16 = lane / 16 * 16, seg8 = lane / 8 * 8;
-    const int want[12] = {at((lane + 5) % 32),
+    int sum = 0, largest = 0;
+    unsigned xored = 0;
+    for (int l = 0; l < 32; ++l) sum += at(l), largest = std::max(largest, at(l)), xored ^= static_cast<unsigned>(at(l));
+    const int want[13] = {at((lane + 5) % 32),
                           lane >= 3 ? at(lane - 3) : at(lane),
                           lane + 4 < seg16 + 16 ? at(lane + 4) : at(lane),
                           at(seg8 + ((lane ^ 6) & 7)),
@@ -629,10 +646,12 @@ static void check_warps() {
                           static_cast<int>(match),
                           lane % 2 == 1 ? static_cast<int>(0xaaaaaaaau) : 0,
                           lane % 2 == 1 ? static_cast<int>(odd_ballot) : 0,
-                          scan};
-    for (int k = 0; k < 12; ++k)
-      if (got[t * 12 + k] != want[k]) {
-        detail = "thread " + std::to_string(t) + " result " + std::to_string(k) + ": " + std::to_string(got[t * 12 + k]) +
+                          scan,
+                          static_cast<int>(static_cast<unsigned>(sum) + static_cast<unsigned>(largest) * 1000u +
+                                           xored * 1000000u)};
+    for (int k = 0; k < 13; ++k)
+      if (got[t * 13 + k] != want[k]) {
+        detail = "thread " + std::to_string(t) + " result " + std::to_string(k) + ": " + std::to_string(got[t * 13 + k]) +
                  " != " + std::to_string(want[k]);
         break;
       }
