@@ -33,7 +33,6 @@ struct FunctionInfo {
   uint32_t own_frame = 0;
   uint32_t base = 0;  // where its part of the frame starts
   std::set<size_t> callees;
-  std::set<std::string> external_calls;
   std::string refusal;
   uint32_t first = 0;
 };
@@ -940,9 +939,6 @@ void Reader::make_kernels() {
     kernel.frame_size = align_up(frame, 16);
     program_->kernels[kernel.name] = kernel;
   }
-  program_->frame_size = 0;
-  for (const auto &[name, kernel] : program_->kernels)
-    program_->frame_size = std::max(program_->frame_size, kernel.frame_size);
 }
 
 DecodeResult Reader::read() {

@@ -402,7 +402,6 @@ bool decode_load(Decoding &d) {
   }
   Space space;
   if (!memory_operand(d, 1, space)) return false;
-  d.out.size = static_cast<uint8_t>(type_size(t));
   d.out.run = by_type(t, [&](auto tag) -> Handler { return &ops::load<decltype(tag)>; });
   if (t == Type::F16) d.out.run = &ops::load<uint16_t>;
   return d.out.run != nullptr || d.refuse("type");
@@ -421,7 +420,6 @@ bool decode_store(Decoding &d) {
   } else {
     d.out.v[0] = d.src(1, t);
   }
-  d.out.size = static_cast<uint8_t>(type_size(t));
   d.out.run = by_type(t, [&](auto tag) -> Handler { return &ops::store<decltype(tag)>; });
   if (t == Type::F16) d.out.run = &ops::store<uint16_t>;
   return d.out.run != nullptr || d.refuse("type");
@@ -451,7 +449,6 @@ bool decode_atomic(Decoding &d, bool reduction) {
     if (!d.operands(first + 3)) return false;
     d.out.c = d.src(first + 2, t);
   }
-  d.out.size = static_cast<uint8_t>(type_size(t));
   d.out.run = by_type(t, [&](auto tag) -> Handler {
     using T = decltype(tag);
     if constexpr (sizeof(T) >= 4) return &ops::atomic<T>;

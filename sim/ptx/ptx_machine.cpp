@@ -2,7 +2,9 @@
 // (ptx_machine.h says how), and the instructions that change where lanes are.
 #include "ptx_machine.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "ptx_printf.h"
@@ -104,7 +107,7 @@ class Worker {
   void release_barrier();
   uint32_t guard_lanes(const Warp &warp, const Instruction &in, uint32_t group) const;
   void call(Warp &warp, const Instruction &in, uint32_t lanes, uint32_t pc);
-  bool ret(Warp &warp, uint32_t lanes);
+  void ret(Warp &warp, uint32_t lanes);
   void trap(Warp &warp, const Instruction &in, uint32_t lanes);
 
   Shared &s_;
@@ -242,7 +245,7 @@ void Worker::call(Warp &warp, const Instruction &in, uint32_t lanes, uint32_t pc
 }
 
 // Lanes leave a device function: each goes back past its call, with the call's results.
-bool Worker::ret(Warp &warp, uint32_t lanes) {
+void Worker::ret(Warp &warp, uint32_t lanes) {
   const std::vector<Instruction> &code = s_.program.code;
   each_lane(lanes, [&](unsigned l) {
     if (warp.depth[l] == 0) {  // a return from the kernel itself
@@ -256,7 +259,6 @@ bool Worker::ret(Warp &warp, uint32_t lanes) {
       std::memmove(frame + site.copies[i].to, frame + site.copies[i].from, site.copies[i].bytes);
     warp.pc[l] = back;
   });
-  return true;
 }
 
 void Worker::trap(Warp &warp, const Instruction &in, uint32_t lanes) {
@@ -463,13 +465,26 @@ LaunchOutcome run_kernel(const Program &program, const Kernel &kernel, const Lau
   shared.workers = static_cast<unsigned>(std::min<uint64_t>(shared.blocks, cores));
   std::vector<std::unique_ptr<Worker>> workers;
   for (unsigned i = 0; i < shared.workers; ++i) workers.push_back(std::make_unique<Worker>(shared, i));
+  // The helper threads take none of the program's signals: they are born with every signal
+  // blocked (the launching thread's mask is back as it was before any block runs). A thread
+  // the system will not give (RLIMIT_NPROC, memory) leaves its blocks to the others.
   std::vector<std::thread> threads;
-  for (unsigned i = 1; i < shared.workers; ++i) threads.emplace_back([&, i] { workers[i]->run(); });
+  sigset_t every, before;
+  sigfillset(&every);
+  pthread_sigmask(SIG_SETMASK, &every, &before);
+  for (unsigned i = 1; i < shared.workers; ++i) {
+    try {
+      threads.emplace_back([&, i] { workers[i]->run(); });
+    } catch (const std::system_error &) {
+      break;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   workers[0]->run();
   for (std::thread &thread : threads) thread.join();
   for (const auto &[block, text] : shared.printed) shared.outcome.printed += text;
   shared.outcome.thread_instructions = shared.executed.load(std::memory_order_relaxed);
-  shared.outcome.workers = shared.workers;
+  shared.outcome.workers = static_cast<unsigned>(threads.size()) + 1;
   return shared.outcome;
 }
 

@@ -60,7 +60,6 @@ struct Instruction {
   Control control = Control::None;
   uint8_t vector = 1;            // elements of a vector load or store
   uint8_t space = 0;             // a memory access's state space (Space)
-  uint8_t size = 0;              // bytes of a memory access's element
   uint8_t mode = 0;              // an operation's own variant (comparison, shuffle kind, ...)
   uint32_t mxcsr = 0;            // the floating-point control word a wrapper runs `inner` under
   uint8_t saturate = 0;          // .sat of a float result: its size (4 or 8), clamped to [0, 1]
@@ -142,7 +141,6 @@ struct Program {
   std::vector<Instruction> code;
   std::vector<FilledRegister> filled;  // registers a warp starts with
   uint32_t registers = 0;              // per lane
-  uint32_t frame_size = 0;             // bytes of a thread's frame (local and call parameters)
   std::vector<std::string> globals;    // module variables the code takes the address of
   std::map<std::string, Kernel> kernels;
 };
