@@ -144,7 +144,7 @@ int open_parent_directory(const std::string &path, std::string &name, std::strin
   return walk_directories(parent, false, error);
 }
 
-int open_regular_file(const std::string &path, std::string &error) {
+int open_regular_file(const std::string &path, std::string &error, struct stat *status_out) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     error = "cannot read " + path + ": " + std::strerror(errno);
@@ -157,7 +157,9 @@ int open_regular_file(const std::string &path, std::string &error) {
     return -1;
   }
   // Reads of a regular file never block anyway; clear the flag so they are ordinary ones.
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // (F_SETFL sets only the flags it may change: of those, the open set O_NONBLOCK alone.)
+  fcntl(fd, F_SETFL, 0);
+  if (status_out != nullptr) *status_out = status;
   return fd;
 }
 

@@ -11,6 +11,8 @@
 //     named as a journal, a report, a baseline or a suppressions file never hangs a reader.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 
 namespace leaseguard {
@@ -30,8 +32,10 @@ int open_parent_directory(const std::string &path, std::string &name, std::strin
 bool make_output_directory(const std::string &path, std::string &error);
 
 // Opens `path` for reading if it is a regular file, without blocking on a FIFO or a device.
-// Returns a descriptor (close-on-exec, blocking reads) or -1 and one line in `error`.
-int open_regular_file(const std::string &path, std::string &error);
+// Returns a descriptor (close-on-exec, blocking reads) or -1 and one line in `error`; and
+// the file's status in `status` where one is given (the fstat it made: readers of many small
+// files make one system call fewer).
+int open_regular_file(const std::string &path, std::string &error, struct stat *status = nullptr);
 
 // The whole of `path`, read as open_regular_file opens it; false and one line in `error`.
 bool read_regular_file(const std::string &path, std::string &text, std::string &error);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "files.h"
+#include "writer_liveness.h"
 #include "options.h"
 
 namespace leaseguard::journal {
@@ -375,14 +376,9 @@ static size_t end_of_data(int fd, size_t size) {
 bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &stats, std::string &error,
                   size_t window_slots) {
   // Never a FIFO or a device: opening one could block forever (files.h).
-  const int fd = open_regular_file(path, error);
-  if (fd < 0) return false;
   struct stat status {};
-  if (fstat(fd, &status) != 0) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
-    ::close(fd);
-    return false;
-  }
+  const int fd = open_regular_file(path, error, &status);
+  if (fd < 0) return false;
   if (status.st_size == 0) {
     ::close(fd);
     error = path + ": not a leaseguard journal (empty file)";
@@ -390,7 +386,12 @@ bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &s
   }
   // Read, not mapped: on a full tmpfs a fault on a hole of a mapping allocates a page, and
   // failing, kills the reader with SIGBUS; read(2) gives the hole's zeros.
-  const size_t size = end_of_data(fd, static_cast<size_t>(status.st_size));
+  // A file that fits one window is read whole: its holes read as zeros, which the reader
+  // skips, and the search for them would cost a directory of small journals three system
+  // calls each.
+  const size_t window = std::max(window_slots, kMaxSlotsPerRecord);
+  const size_t file_size = static_cast<size_t>(status.st_size);
+  const size_t size = file_size <= window * kSlotBytes ? file_size : end_of_data(fd, file_size);
   if (size == 0) {
     ::close(fd);
     error = path + ": not a leaseguard journal (no data)";
@@ -398,9 +399,10 @@ bool read_journal(const std::string &path, JournalVisitor &visitor, ReadStats &s
   }
   stats = ReadStats{};
   stats.truncated_bytes = size % kSlotBytes;
-  FileSlots source(fd, size / kSlotBytes, std::max(window_slots, kMaxSlotsPerRecord));
+  FileSlots source(fd, size / kSlotBytes, window);
   bool ok = source.allocate() && read_slots(source, size / kSlotBytes, visitor, stats, error);
   if (!ok && error.empty()) error = "cannot read: " + source.error();
+  stats.writer_running = writer_running_on(fd);
   ::close(fd);
   if (!ok) error = path + ": " + error;
   return ok;

@@ -72,6 +72,8 @@ struct ReadStats {
   uint64_t unknown_records = 0;    // types from a newer leaseguard
   uint64_t truncated_bytes = 0;    // a partial slot at the end of the file
   bool damaged_header = false;     // the header's tag was gone (its payload read all the same)
+  // read_journal only: the journal's writer still ran when the reading ended (writer_liveness.h).
+  bool writer_running = false;
   bool damaged() const { return corrupt_slots || malformed_records || truncated_bytes || damaged_header; }
 };
 

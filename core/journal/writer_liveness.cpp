@@ -16,11 +16,15 @@ void hold_writer_lock(int fd) noexcept {
 bool writer_running(const std::string &path) noexcept {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return false;
-  // A shared lock: readers asking at once never take each other for a writer.
-  bool running = false;
-  if (flock(fd, LOCK_SH | LOCK_NB) != 0) running = errno == EWOULDBLOCK;
+  const bool running = writer_running_on(fd);
   ::close(fd);  // drops the shared lock, if it was taken
   return running;
+}
+
+bool writer_running_on(int fd) noexcept {
+  // A shared lock: readers asking at once never take each other for a writer. It stays
+  // until the caller closes the descriptor, which lets it go.
+  return flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 }  // namespace leaseguard::journal

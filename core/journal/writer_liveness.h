@@ -18,5 +18,7 @@ void hold_writer_lock(int fd) noexcept;
 
 // The reader's side: true while the process that writes the journal at `path` runs.
 bool writer_running(const std::string &path) noexcept;
+// The same through `fd`, a descriptor of the journal the reader already holds.
+bool writer_running_on(int fd) noexcept;
 
 }  // namespace leaseguard::journal

@@ -813,7 +813,7 @@ bool load_journal_replay(const std::string &path, ProcessReport &process, bool r
   process.journal = path;
   Replay replay(process);
   if (!journal::read_journal(path, replay, process.read_stats, error)) return false;
-  replay.finish(replaced_by_exec, journal::writer_running(path));
+  replay.finish(replaced_by_exec, process.read_stats.writer_running);
   return true;
 }
 
