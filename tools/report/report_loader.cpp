@@ -81,12 +81,11 @@ std::vector<bool> replaced_by_exec(const std::vector<JournalHeader> &headers) {
   for (size_t i = headers.size(); i-- > 0;) {
     if (!headers[i].ok) continue;
     const journal::HeaderPayload &header = headers[i].header;
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(header.pid)) << 32) |
-                         static_cast<uint32_t>(header.ppid);
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(header.pid)) << 32) | static_cast<uint32_t>(header.ppid);
     std::vector<uint64_t> &namespaces = later[key];
     for (uint64_t pid_namespace : namespaces)
-      if (pid_namespace == 0 || header.pid_namespace == 0 || pid_namespace == header.pid_namespace)
-        replaced[i] = true;
+      if (pid_namespace == 0 || header.pid_namespace == 0 || pid_namespace == header.pid_namespace) replaced[i] = true;
     if (std::find(namespaces.begin(), namespaces.end(), header.pid_namespace) == namespaces.end())
       namespaces.push_back(header.pid_namespace);
   }
