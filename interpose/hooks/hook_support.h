@@ -93,14 +93,6 @@ LG_ALWAYS_INLINE void record_allocation(Tracker *tracker, const Made &made, void
   tracker->on_alloc(event);
 }
 
-// The driver's own call: what it allocates on the host for itself meanwhile is not the
-// program's, and not recorded (heap_tracker.h, DriverCall).
-template <typename Real, typename... Args>
-LG_ALWAYS_INLINE auto driver_call(Real real_fn, Args... args) {
-  heap::DriverCall in_the_driver;
-  return real_fn(args...);
-}
-
 // An allocating entry point: forwards, then records what `read_made` (reading the call's
 // arguments) says the driver handed out.
 template <Api A, typename ReadMade, typename... Args>
@@ -109,7 +101,7 @@ LG_ALWAYS_INLINE StatusOf<A> allocating_call(ReadMade read_made, Args... args) {
   if (real_fn == nullptr) return Statuses<A>::kNotInitialized;
   ReentryGuard guard;
   Tracker *tracker = tracker_for(guard);
-  const StatusOf<A> status = driver_call(real_fn, args...);
+  const StatusOf<A> status = real_fn(args...);
   if (tracker != nullptr && status == Statuses<A>::kSuccess) {
     const Made allocation = read_made();
     if (allocation.handed_out) record_allocation<A>(tracker, allocation, reinterpret_cast<void *>(real_fn));
@@ -146,7 +138,7 @@ LG_ALWAYS_INLINE StatusOf<A> release(Value value, Rest... rest) {
   Tracker *tracker = tracker_for(guard);
   if (tracker != nullptr && value_of(value) != 0 && free_was_reclaimed(tracker, A, value_of(value)))
     return Statuses<A>::kSuccess;
-  return driver_call(real_fn, value, rest...);
+  return real_fn(value, rest...);
 }
 
 // A call the tracker only hears about after it succeeded (VMM mappings): `then` runs with
@@ -157,7 +149,7 @@ LG_ALWAYS_INLINE StatusOf<A> call_then(Then then, Args... args) {
   if (real_fn == nullptr) return Statuses<A>::kNotInitialized;
   ReentryGuard guard;
   Tracker *tracker = tracker_for(guard);
-  const StatusOf<A> status = driver_call(real_fn, args...);
+  const StatusOf<A> status = real_fn(args...);
   if (tracker != nullptr && status == Statuses<A>::kSuccess) then();
   return status;
 }

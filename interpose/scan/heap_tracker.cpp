@@ -260,11 +260,6 @@ thread_local int t_in_call __attribute__((tls_model("initial-exec"))) = 0;
 thread_local int t_stop_waiting __attribute__((tls_model("initial-exec"))) = 0;  // set by the tracer
 // The outermost tracked call's frame, for a jump that leaves it (stack_jump.h).
 thread_local uintptr_t t_call_frame __attribute__((tls_model("initial-exec"))) = 0;
-// The outermost DriverCall's frame on this thread, 0 outside the driver: its allocations
-// are not recorded.
-thread_local uintptr_t t_driver_frame __attribute__((tls_model("initial-exec"))) = 0;
-
-inline bool in_driver() noexcept { return t_driver_frame != 0; }
 
 }  // namespace
 
@@ -375,14 +370,7 @@ CallWords call_words() noexcept {
 
 bool tracking() noexcept { return ready() && g_tracking; }
 
-DriverCall::DriverCall() noexcept : outer_frame_(t_driver_frame) {
-  if (outer_frame_ == 0) t_driver_frame = stack_pointer();
-}
-
-DriverCall::~DriverCall() noexcept { t_driver_frame = outer_frame_; }
-
 void jumping_to(const StackJump &jump) noexcept {
-  if (t_driver_frame != 0 && jump.leaves(t_driver_frame)) t_driver_frame = 0;
   if (t_in_call == 0 || !jump.leaves(t_call_frame)) return;
   t_in_call = 0;  // the calls nested in it are deeper still
   if (t_stop_waiting != 0) {
@@ -410,7 +398,7 @@ extern "C" {
 
 __attribute__((visibility("default"))) void *malloc(size_t bytes) {
   if (!ready()) return bootstrap_allocate(bytes);
-  if (!g_tracking || in_driver()) return g_next.malloc(bytes);
+  if (!g_tracking) return g_next.malloc(bytes);
   TrackedCall call;
   if (call.nested()) return g_next.malloc(bytes);
   return track(g_next.malloc(bytes), bytes);
@@ -434,7 +422,7 @@ __attribute__((visibility("default"))) void *calloc(size_t count, size_t bytes) 
     if (memory != nullptr) std::memset(memory, 0, total);
     return memory;
   }
-  if (!g_tracking || in_driver()) return g_next.calloc(count, bytes);
+  if (!g_tracking) return g_next.calloc(count, bytes);
   TrackedCall call;
   if (call.nested()) return g_next.calloc(count, bytes);
   return track(g_next.calloc(count, bytes), count * bytes);
@@ -453,7 +441,7 @@ __attribute__((visibility("default"))) void *realloc(void *pointer, size_t bytes
   if (call.nested()) return g_next.realloc(pointer, bytes);
   const size_t old_bytes = pointer != nullptr ? erase(reinterpret_cast<uintptr_t>(pointer)) : 0;
   void *moved = g_next.realloc(pointer, bytes);
-  if (moved != nullptr) return in_driver() ? moved : track(moved, bytes);
+  if (moved != nullptr) return track(moved, bytes);
   if (old_bytes != 0 && bytes != 0) insert(reinterpret_cast<uintptr_t>(pointer), old_bytes);  // failed: still live
   return nullptr;
 }
@@ -469,7 +457,7 @@ __attribute__((visibility("default"))) void *reallocarray(void *pointer, size_t 
 
 __attribute__((visibility("default"))) void *memalign(size_t alignment, size_t bytes) {
   if (!ready()) return nullptr;
-  if (!g_tracking || in_driver()) return g_next.memalign(alignment, bytes);
+  if (!g_tracking) return g_next.memalign(alignment, bytes);
   TrackedCall call;
   if (call.nested()) return g_next.memalign(alignment, bytes);
   return track(g_next.memalign(alignment, bytes), bytes);
@@ -477,7 +465,7 @@ __attribute__((visibility("default"))) void *memalign(size_t alignment, size_t b
 
 __attribute__((visibility("default"))) void *aligned_alloc(size_t alignment, size_t bytes) {
   if (!ready()) return nullptr;
-  if (!g_tracking || in_driver()) return g_next.aligned_alloc(alignment, bytes);
+  if (!g_tracking) return g_next.aligned_alloc(alignment, bytes);
   TrackedCall call;
   if (call.nested()) return g_next.aligned_alloc(alignment, bytes);
   return track(g_next.aligned_alloc(alignment, bytes), bytes);
@@ -485,7 +473,7 @@ __attribute__((visibility("default"))) void *aligned_alloc(size_t alignment, siz
 
 __attribute__((visibility("default"))) int posix_memalign(void **out, size_t alignment, size_t bytes) {
   if (!ready()) return ENOMEM;
-  if (!g_tracking || in_driver()) return g_next.posix_memalign(out, alignment, bytes);
+  if (!g_tracking) return g_next.posix_memalign(out, alignment, bytes);
   TrackedCall call;
   if (call.nested()) return g_next.posix_memalign(out, alignment, bytes);
   const int status = g_next.posix_memalign(out, alignment, bytes);
@@ -495,7 +483,7 @@ __attribute__((visibility("default"))) int posix_memalign(void **out, size_t ali
 
 __attribute__((visibility("default"))) void *valloc(size_t bytes) {
   if (!ready()) return nullptr;
-  if (!g_tracking || in_driver()) return g_next.valloc(bytes);
+  if (!g_tracking) return g_next.valloc(bytes);
   TrackedCall call;
   if (call.nested()) return g_next.valloc(bytes);
   return track(g_next.valloc(bytes), bytes);
@@ -503,7 +491,7 @@ __attribute__((visibility("default"))) void *valloc(size_t bytes) {
 
 __attribute__((visibility("default"))) void *pvalloc(size_t bytes) {
   if (!ready()) return nullptr;
-  if (!g_tracking || in_driver()) return g_next.pvalloc(bytes);
+  if (!g_tracking) return g_next.pvalloc(bytes);
   TrackedCall call;
   if (call.nested()) return g_next.pvalloc(bytes);
   return track(g_next.pvalloc(bytes), bytes);

@@ -62,26 +62,8 @@ bool begin_tracked_call() noexcept;
 void end_tracked_call() noexcept;
 
 // The tracked calls a jump out of a signal handler leaves end here (stack_jump.h), and a
-// stop deferred to their end is taken now; a driver call it leaves ends too.
+// stop deferred to their end is taken now.
 void jumping_to(const StackJump &jump) noexcept;
-
-// Around a hook's call into the driver (interpose/hooks/hook_support.h): blocks the driver
-// allocates for itself meanwhile are not recorded. They are not the program's: the scan
-// never entered them from the program's side (the driver's roots own them), and recording
-// them made every hooked allocation pay the table twice more, for the driver's own malloc
-// and free inside it (bench/README.md, "The driver's own heap"). Frees are recorded as
-// always: a block the program or the driver allocated outside a hook may end inside one.
-// The driver's calls that no hook wraps (launches, copies, streams) are recorded as before.
-class DriverCall {
- public:
-  DriverCall() noexcept;
-  ~DriverCall() noexcept;
-  DriverCall(const DriverCall &) = delete;
-  DriverCall &operator=(const DriverCall &) = delete;
-
- private:
-  uintptr_t outer_frame_;
-};
 
 // Called from the preload's constructor: the forked child's repair of the table (a shard
 // locked at the fork), and the sanitizer hooks where they apply.

@@ -78,46 +78,6 @@ TEST(HeapTable, ManyBlocksGrowTheTableAndAllAreFound) {
   EXPECT_TRUE(heap::complete());
 }
 
-// Inside a hook's call into the driver, what the driver allocates for itself is not the
-// program's and is not recorded; every free still is, whoever allocated the block. (Freed
-// blocks' addresses are looked up in the table, never dereferenced.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuse-after-free"
-TEST(HeapTable, WhatTheDriverAllocatesForItselfIsNotRecordedButEveryFreeIs) {
-  void *programs = std::malloc(40);
-  void *programs_moved = std::malloc(24);
-  const uintptr_t programs_address = address_of(programs);
-  const uintptr_t programs_moved_address = address_of(programs_moved);
-  ASSERT_TRUE(heap::tracks(programs_address));
-  void *drivers = nullptr;
-  void *drivers_cleared = nullptr;
-  void *drivers_moved = nullptr;
-  void *drivers_nested = nullptr;
-  {
-    heap::DriverCall in_the_driver;
-    drivers = std::malloc(50);
-    drivers_cleared = std::calloc(2, 30);
-    {
-      heap::DriverCall nested;  // a hook the driver calls: still the driver's when it returns
-    }
-    drivers_nested = std::malloc(70);
-    std::free(programs);  // a block allocated outside, freed inside: gone from the table
-    drivers_moved = std::realloc(programs_moved, 1 << 20);
-  }
-  EXPECT_FALSE(heap::tracks(address_of(drivers)));
-  EXPECT_FALSE(heap::tracks(address_of(drivers_cleared)));
-  EXPECT_FALSE(heap::tracks(address_of(drivers_nested)));
-  EXPECT_FALSE(heap::tracks(programs_address));
-  ASSERT_NE(drivers_moved, nullptr);
-  EXPECT_FALSE(heap::tracks(address_of(drivers_moved)));
-  EXPECT_FALSE(heap::tracks(programs_moved_address));
-  void *after = std::malloc(40);  // out of the driver: the program's again
-  EXPECT_TRUE(heap::tracks(address_of(after)));
-  for (void *block : {drivers, drivers_cleared, drivers_nested, drivers_moved, after}) std::free(block);
-  EXPECT_TRUE(heap::complete());
-}
-#pragma GCC diagnostic pop
-
 TEST(HeapTable, ABlockMarkedLeaseguardsOwnIsListedAsSo) {
   void *block = std::calloc(1, 48);
   heap::mark_own(block);
