@@ -56,6 +56,7 @@ enum class RecordType : uint8_t {
   AuthorityReclaim = 18,  // the node lease authority's reclaim request was done (after its frees)
   Check = 19,             // a live check's classes (ReachabilityPayload); ends nothing (readers before it skip it)
   Device = 20,            // a device's UUID, before the first allocation on it (readers before it skip it)
+  Unused = 21,            // the slots after it were never written: a thread's run given up (journal_writer.h)
 };
 
 constexpr uint32_t make_tag(RecordType type, size_t slots) {
@@ -103,6 +104,20 @@ struct HeaderPayload {
 // (a recycled allocation was freed before anything that reports); peaks and timelines
 // leave out what was recycled.
 inline constexpr uint32_t kHeaderCompact = 1;
+// Each thread wrote its records into runs of slots of its own (journal_writer.h): a thread's
+// records are in the order it made them, and records of different threads are in order to
+// the event clock's tick (event_time_resolution_ns). A report says so where it shows a peak.
+inline constexpr uint32_t kHeaderThreadRuns = 2;
+// The tick that bounds a thread's run: time_ns >> kThreadRunTickShift (~4.2 ms).
+inline constexpr unsigned kThreadRunTickShift = 22;
+
+// A thread gave its run of slots up before it was full: the `slots` slots after this one were
+// never written (and never will be). Readers skip them whole; readers before it skip the
+// record as unknown and the zero slots one by one, as slots not committed.
+struct UnusedPayload {
+  uint32_t slots;
+  uint32_t reserved;
+};
 
 // Followed by `command_bytes` bytes: the executable path, then each argument, each NUL-terminated.
 struct ProcessPayload {
@@ -356,6 +371,7 @@ inline constexpr size_t kProcessEndFirstBytes = 16;
 
 static_assert(sizeof(HeaderPayload) <= kSlotPayloadBytes && sizeof(RecycledPayload) == 32);
 static_assert(sizeof(AllocPayload) <= kSlotPayloadBytes, "an allocation must fit one slot");
+static_assert(sizeof(UnusedPayload) == 8);
 static_assert(sizeof(HeaderPayload) == 56 && sizeof(ProcessPayload) == 16 && sizeof(ModulePayload) == 24 &&
                   sizeof(StackPayload) == 8 && sizeof(LeaseBeginPayload) == 32 && sizeof(LeaseEndPayload) == 40 &&
                   sizeof(AllocPayload) == 60,

@@ -152,6 +152,7 @@ bool dispatch(RecordType type, const std::vector<unsigned char> &payload, Journa
       return visit_fixed<AuthorityReclaimPayload>(payload, to(&JournalVisitor::on_authority_reclaim));
     case RecordType::Device: return visit_fixed<DevicePayload>(payload, to(&JournalVisitor::on_device));
     case RecordType::Continuation: return true;
+    case RecordType::Unused: return true;  // read_slots skips what it names
   }
   ++stats.unknown_records;
   return true;
@@ -324,6 +325,14 @@ bool read_slots(SlotSource &source, size_t slot_count, JournalVisitor &visitor, 
     if (slots == 0 || slots > slot_count - slot) {
       ++stats.corrupt_slots;
       ++slot;
+      continue;
+    }
+    if (type == RecordType::Unused && slots == 1) {
+      // A thread's run given up: the slots it names were never written.
+      UnusedPayload unused;
+      std::memcpy(&unused, at + 4, sizeof unused);
+      ++stats.records;
+      slot += 1 + std::min<uint64_t>(unused.slots, slot_count - slot - 1);
       continue;
     }
     at = source.slots(slot, slots);

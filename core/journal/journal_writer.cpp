@@ -93,6 +93,8 @@ bool JournalWriter::start(int fd, const std::string &path, const HeaderPayload &
     return false;
   }
   fd_ = fd;
+  static std::atomic<uint64_t> opened{0};
+  generation_ = opened.fetch_add(1, std::memory_order_relaxed) + 1;
   hold_writer_lock(fd);  // readers tell a running writer from a dead one (writer_liveness.h)
   device_ = status.st_dev;
   inode_ = status.st_ino;
@@ -261,7 +263,55 @@ void JournalWriter::write_journal_full_once() noexcept {
 // --- Appending ----------------------------------------------------------------------------------
 
 bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) noexcept {
+  // After every record the thread made before it: its run is given up, and its next one is
+  // taken after this record.
+  give_up_run();
+  if (!several_threads_.load(std::memory_order_relaxed)) note_thread();
   return append_impl(type, payload, bytes, true) != kNoSlot;
+}
+
+void JournalWriter::note_thread() noexcept {
+  const void *self = &t_run;
+  const void *first = nullptr;
+  if (!first_thread_.compare_exchange_strong(first, self, std::memory_order_relaxed) && first != self)
+    several_threads_.store(true, std::memory_order_relaxed);
+}
+
+void JournalWriter::give_up_run() noexcept {
+  ThreadRun &run = t_run;
+  if (run.writer != generation_) return;
+  run.writer = 0;
+  if (run.next >= run.end || !open_) return;
+  // What is left of the run is never written: one Unused record says so, for the readers
+  // to skip it whole (a live reader would otherwise wait on its slots for ever).
+  UnusedPayload unused{};
+  unused.slots = static_cast<uint32_t>(run.end - run.next - 1);
+  unsigned char *at = slot_address(run.next);
+  std::memcpy(at + 4, &unused, sizeof unused);
+  __atomic_store_n(reinterpret_cast<uint32_t *>(at), make_tag(RecordType::Unused, 1), __ATOMIC_RELEASE);
+}
+
+uint64_t JournalWriter::take_run(RecordType type, uint64_t epoch) noexcept {
+  ThreadRun &run = t_run;
+  uint32_t size = kFirstRunSlots;
+  if (run.writer == generation_) {
+    // A run used up asks for a longer one; a run given up half used, a shorter one: a thread
+    // that records once a tick takes one slot at a time, and leaves no unused ones.
+    const bool used_up = run.next >= run.end;
+    size = used_up ? std::min(run.size * 2, kMaxRunSlots) : std::max(run.size / 2, 1u);
+    if (!used_up) give_up_run();
+  } else if (!several_threads_.load(std::memory_order_relaxed)) {
+    note_thread();
+  }
+  run.writer = 0;
+  const uint64_t first = next_slot_.fetch_add(size, std::memory_order_relaxed);
+  if (!room_for(type, first, size, writable_slots_.load(std::memory_order_acquire), true)) return kNoSlot;
+  LG_ASSERT(first + size <= writable_slots_.load(std::memory_order_relaxed));
+  // The run's first line, and the next ones, are fresh memory: asked for now (see
+  // append_one_slot's prefetch).
+  __builtin_prefetch(slot_address(first) + kPrefetchAheadSlots * kSlotBytes, 1, 3);
+  run = ThreadRun{generation_, first + 1, first + size, epoch, size};
+  return first;
 }
 
 bool JournalWriter::append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept {

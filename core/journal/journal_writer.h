@@ -25,6 +25,20 @@
 // and the same check made, and if that fails too the journal stops growing, with a warning
 // that says it was taken away.
 //
+// Each thread takes its slots in runs (1 to kMaxRunSlots slots, by one atomic add on the
+// shared slot counter, sized by how fast it fills them) and writes its one-slot records into
+// its own run with no shared cache line: records within a thread are in the journal in the
+// order they were made, and records of different threads in the order of their runs. A run
+// serves only under the epoch it was taken in (the caller's: the tracker's barrier count and
+// the event clock's tick), so a lease's end, a context's destroy or a check starts new runs
+// behind it, and records of two threads are never more than one tick out of order. A run
+// given up before it is full gets an Unused record over what is left of it, so readers
+// skip it whole; a thread killed in the middle of a run leaves its unwritten slots zero,
+// which readers skip one by one, as any slot not committed. Records of more than one slot,
+// and every record not appended through append_one_slot, take their slots from the counter
+// itself, after every run handed out so far; the thread that appends one gives up its run,
+// so that its own later records come after it.
+//
 // What an append really costs is the first touch of each fresh page of the file: a page
 // fault, several microseconds on virtual machines, for every 64 records. Chunks after the
 // first are hinted (MADV_HUGEPAGE), which on file systems with large folios turns 512 of
@@ -69,26 +83,32 @@ class JournalWriter {
   // is too large, or the file cannot grow.
   bool append(RecordType type, const void *payload, size_t bytes) noexcept;
 
-  // The same for a payload that fits one slot, without the general path's loop (the hot path
-  // of every allocation); returns the record's slot, or kNoSlot if it was dropped.
+  // The same for a payload that fits one slot, in the calling thread's run (the file
+  // comment), without the general path's loop (the hot path of every allocation); returns
+  // the record's slot, or kNoSlot if it was dropped. `epoch`: make_epoch's, the caller's now.
   static constexpr uint64_t kNoSlot = UINT64_MAX;
   template <typename Payload>
-  uint64_t append_one_slot(RecordType type, const Payload &payload) noexcept {
+  __attribute__((always_inline)) uint64_t append_one_slot(RecordType type, const Payload &payload,
+                                                          uint64_t epoch = 0) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
     if (!takes_any_.load(std::memory_order_relaxed)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return kNoSlot;
     }
-    const uint64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t writable = writable_slots_.load(std::memory_order_acquire);
-    if (slot + kPrefaultAheadSlots > writable) {
-      if (slot >= kPrefaultAfterSlots) ask_prefaulter();
-      if (!room_for(type, slot, 1, writable, true)) {
+    ThreadRun &run = t_run;
+    uint64_t slot;
+    if (__builtin_expect(run.writer == generation_ && run.epoch == epoch && run.next < run.end, true)) {
+      slot = run.next++;
+    } else {
+      slot = take_run(type, epoch);
+      if (slot == kNoSlot) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         return kNoSlot;
       }
     }
-    LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // room_for made it so
+    if (slot + kPrefaultAheadSlots > writable_slots_.load(std::memory_order_acquire) && slot >= kPrefaultAfterSlots)
+      ask_prefaulter();
+    LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // take_run made the whole run so
     unsigned char *at = slot_address(slot);
     // A slot is a fresh cache line, most likely not in this core's cache (the prefaulter
     // zeroed its page elsewhere): ask for the one a few records on now, so that its miss is
@@ -103,16 +123,37 @@ class JournalWriter {
     return slot;
   }
 
-  // Writes a one-slot record over the record at `slot`, if that is still the last record of
-  // the journal (nothing appended after it); false, and nothing written, if not. The first
-  // tag is cleared before the payload changes and set after, so a process killed meanwhile
-  // leaves an uncommitted slot, never a record made of two. Only the record's writer may
-  // call it, and only once no one else can read or write the record (compact journals:
-  // see kHeaderCompact).
+  // An epoch, as append_one_slot and the others take it: the tracker's barrier count and the
+  // event clock's tick (about 4 ms of `time_ns`).
+  static constexpr uint64_t make_epoch(uint32_t barrier, uint64_t time_ns) noexcept {
+    return (time_ns >> kTickShift) << 32 | barrier;
+  }
+
+  // Where a free of the allocation recorded at `allocation_slot` happens now, for a free
+  // stored in place: before the slot the calling thread's next record will take, if its run
+  // still serves under this barrier (and, once other threads record too, this tick: `now_ns`
+  // is asked for then only); else after every slot handed out so far, and the thread's run
+  // is given up, so that its later records come after the free.
+  template <typename Now>
+  __attribute__((always_inline)) uint64_t free_place(uint64_t allocation_slot, uint32_t barrier, Now now_ns) noexcept {
+    ThreadRun &run = t_run;
+    if (run.writer == generation_ && run.next > allocation_slot && static_cast<uint32_t>(run.epoch) == barrier &&
+        (!several_threads_.load(std::memory_order_relaxed) || run.epoch == make_epoch(barrier, now_ns())))
+      return run.next;
+    give_up_run();
+    return next_slot_.load(std::memory_order_acquire);
+  }
+
+  // Writes a one-slot record over the record at `slot`, if that is still the calling thread's
+  // last record, in its run under `epoch`'s barrier (nothing appended after it in the thread's order);
+  // false, and nothing written, if not. The first tag is cleared before the payload changes
+  // and set after, so a process killed meanwhile leaves an uncommitted slot, never a record
+  // made of two. Only the record's writer may call it, and only once no one else can read
+  // or write the record (compact journals: see kHeaderCompact).
   template <typename Payload>
-  bool replace_last_one_slot(uint64_t slot, RecordType type, const Payload &payload) noexcept {
+  bool replace_last_one_slot(uint64_t slot, RecordType type, const Payload &payload, uint64_t epoch = 0) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    if (!open_ || !last_of_this_thread(slot, epoch)) return false;
     LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // the last record was written
     overwrite_one_slot(slot_address(slot), type, payload);
     return true;
@@ -124,9 +165,9 @@ class JournalWriter {
   // the slot's address found once (allocation_records.cpp).
   template <typename Payload>
   bool replace_last_if_marked(uint64_t slot, size_t marked_offset, size_t field_offset, uint64_t &old_field,
-                              RecordType type, const Payload &payload) noexcept {
+                              RecordType type, const Payload &payload, uint64_t epoch) noexcept {
     static_assert(sizeof(Payload) <= kSlotPayloadBytes);
-    if (!open_ || next_slot_.load(std::memory_order_acquire) != slot + 1) return false;
+    if (!open_ || !last_of_this_thread(slot, epoch)) return false;
     LG_ASSERT(slot < writable_slots_.load(std::memory_order_relaxed));  // the last record was written
     LG_ASSERT(marked_offset % 4 == 0 && marked_offset + 4 <= kSlotPayloadBytes);
     LG_ASSERT(field_offset + sizeof old_field <= kSlotPayloadBytes);
@@ -157,8 +198,14 @@ class JournalWriter {
   }
 
   // The same for a signal handler: if the file must grow and another thread holds the lock
-  // for that, the record is dropped (and counted) instead of waiting.
+  // for that, the record is dropped (and counted) instead of waiting. The interrupted
+  // thread's run is left as it is (the handler may have interrupted a write into it), so
+  // the record may read up to a tick before records the thread made just before it.
   bool append_from_signal_handler(RecordType type, const void *payload, size_t bytes) noexcept;
+
+  // Gives up the calling thread's run, an Unused record over what is left of it (at a
+  // thread's exit, and before anything that must come after all of the thread's records).
+  void give_up_run() noexcept;
 
   // Copies out the payload of the one-slot record this process wrote at `slot` (what the live
   // table reads back instead of keeping it); false if there is no such slot.
@@ -201,12 +248,42 @@ class JournalWriter {
   void prefault_by(PrefaultBy method) noexcept { prefault_by_ = method; }  // before start_prefaulting
   bool wants_prefaulter() const noexcept { return prefaulter_start_.load(std::memory_order_relaxed) == kStartWanted; }
 
+  // How many slots a thread's run takes at most, and at first.
+  static constexpr uint32_t kMaxRunSlots = 32;
+  static constexpr uint32_t kFirstRunSlots = 4;
+
   // The mapping: chunks of kChunkBytes, found by slot.
   static constexpr size_t kChunkBytes = size_t{2} << 20;
   static constexpr uint64_t kChunkSlots = kChunkBytes / kSlotBytes;
   static constexpr size_t kMaxChunks = 8192;  // 16 GiB: 268M records
 
  private:
+  // A thread's run: slots [next, end) of the writer whose generation is `writer`, under
+  // `epoch`. One per thread for every writer (a thread writes one journal at a time: a test's
+  // second writer, or a forked child's new journal, finds the run another's and takes one).
+  struct ThreadRun {
+    uint64_t writer;  // 0: none
+    uint64_t next;
+    uint64_t end;
+    uint64_t epoch;
+    uint32_t size;
+  };
+  // Defined here, constant-initialized: no other file's access asks for its initialization.
+  static inline thread_local ThreadRun t_run __attribute__((tls_model("initial-exec"))){};
+  static constexpr unsigned kTickShift = kThreadRunTickShift;  // ~4.2 ms: about the coarse clock's tick
+  // Takes the calling thread a new run under `epoch` (the old one given up) and returns its
+  // first slot, every slot of it writable; kNoSlot if the journal cannot take it.
+  __attribute__((noinline)) uint64_t take_run(RecordType type, uint64_t epoch) noexcept;
+  // Notes that the calling thread records (several_threads_ once a second one does).
+  void note_thread() noexcept;
+  // Whether `slot` holds the calling thread's last record, in its run, under the barrier of
+  // `epoch`. The tick is not asked: a compact journal's loop keeps writing over one slot
+  // however long it runs, so that slot keeps its place among other threads' records.
+  bool last_of_this_thread(uint64_t slot, uint64_t epoch) const noexcept {
+    const ThreadRun &run = t_run;
+    return run.writer == generation_ && static_cast<uint32_t>(run.epoch) == static_cast<uint32_t>(epoch) &&
+           run.next == slot + 1;
+  }
   // Writes a one-slot record at `at` over the one there: the tag cleared before the payload
   // changes and set after (replace_last_one_slot).
   template <typename Payload>
@@ -309,6 +386,11 @@ class JournalWriter {
   // abandon(), which would then leave its mapping in place: never a wrong address.)
   std::atomic<uintptr_t> chunk_origins_[kMaxChunks] = {};
   std::atomic<uint64_t> next_slot_{0};
+  uint64_t generation_ = 0;  // this open's number, unique in the process: a thread's run names it
+  // Runs were taken by more than one thread (a free then asks the clock whether its run is
+  // of this tick: one thread's own records are in order whatever the time).
+  std::atomic<bool> several_threads_{false};
+  std::atomic<const void *> first_thread_{nullptr};  // the first thread to take a run (its run's address)
   std::atomic<uint64_t> mapped_slots_{0};
   std::atomic<uint64_t> writable_slots_{0};  // <= mapped_slots_: in the file, blocks allocated
   int grow_error_ = 0;                       // the errno that stopped the file from growing; then it never grows again

@@ -29,8 +29,9 @@ std::string gpu_uuid_text(const uint8_t (&uuid)[16]) {
 namespace {
 
 // Zero slots in a row after which the rest of the file is taken for unwritten: more than
-// the records all of a process's threads can have in flight at once.
-constexpr uint64_t kUnwrittenRun = 256;
+// the records all of a process's threads can have in flight at once, each in its run of
+// slots (journal_writer.h: up to 32 a thread, given up to an Unused record when they stop).
+constexpr uint64_t kUnwrittenRun = 4096;
 
 template <typename Payload>
 Payload payload_copy(const unsigned char *at) {
@@ -110,6 +111,10 @@ size_t LiveBytesReader::apply(uint64_t slot, uint32_t tag) {
   }
   if (slots != 1) return slots;  // what else matters here fits one slot
   switch (type) {
+    case RecordType::Unused: {  // a thread's run given up: the slots it names are never written
+      const auto unused = payload_copy<UnusedPayload>(payload_at(slot));
+      return 1 + std::min<uint64_t>(unused.slots, mapped_bytes_ / kSlotBytes - slot - 1);
+    }
     case RecordType::Alloc: add_allocation(slot); break;
     case RecordType::Free: {
       const auto free = payload_copy<FreePayload>(payload_at(slot));
@@ -172,8 +177,11 @@ void LiveBytesReader::update() {
       ++it;
       continue;
     }
-    if (tag != kContinuationTag) apply(*it, tag);
+    const uint64_t first = *it;
+    const size_t applied = tag != kContinuationTag ? apply(first, tag) : 1;
     it = pending_.erase(it);
+    // An Unused record: the slots it names will never be written, so nothing waits on them.
+    if (tag_type(tag) == RecordType::Unused) it = pending_.erase(it, pending_.lower_bound(first + applied));
   }
   if (pending_.empty()) freed_unseen_.clear();
   // What is new.

@@ -29,8 +29,7 @@ uint32_t detail::look_up_thread_id() noexcept {
 struct AllocationRecords::LastRecord {
   uint64_t tracker_number;  // the tracker it belongs to; any other: nothing known
   uint64_t slot;
-  uint32_t barrier;   // the tracker's barrier count when it was written
-  bool exit_key_set;  // this thread's value of the thread-exit key is set: it writes its counts as it exits
+  uint32_t barrier;  // the tracker's barrier count when it was written
   uint64_t recycled;
   uint64_t recycled_bytes;
 };
@@ -88,28 +87,30 @@ uint32_t AllocationRecords::keep_in_side_store(const journal::AllocPayload &allo
   return side_store_.put(details);
 }
 
-uint64_t AllocationRecords::write_compact(const journal::AllocPayload &alloc, uint32_t barriers) noexcept {
+void AllocationRecords::note_thread_exit() noexcept {
+  t_exit_noted = true;
+  pthread_once(&g_exit_key_once, make_exit_key);
+  if (g_have_exit_key) pthread_setspecific(g_exit_key, &t_exit_noted);  // any non-null value
+}
+
+uint64_t AllocationRecords::write_compact(const journal::AllocPayload &alloc, uint32_t barriers,
+                                          uint64_t epoch) noexcept {
   LastRecord &last = t_last_record;
   if (last.tracker_number != tracker_number_)
-    last = LastRecord{tracker_number_, journal::JournalWriter::kNoSlot, 0, false, 0, 0};
+    last = LastRecord{tracker_number_, journal::JournalWriter::kNoSlot, 0, 0, 0};
   uint64_t bytes = 0;
   // The thread's last record, if it is still the journal's last and its allocation was freed
   // in place, is written over.
   if (last.slot != journal::JournalWriter::kNoSlot && last.barrier == barriers) {
     if (journal_.replace_last_if_marked(last.slot, journal::kFreedInPlaceOffset, offsetof(journal::AllocPayload, bytes),
-                                        bytes, journal::RecordType::Alloc, alloc)) {
+                                        bytes, journal::RecordType::Alloc, alloc, epoch)) {
       last.recycled_bytes += bytes;
       if (++last.recycled >= journal::kRecycledFlushEvery) write_recycled(last);
-      if (!last.exit_key_set) {
-        last.exit_key_set = true;
-        pthread_once(&g_exit_key_once, make_exit_key);
-        if (g_have_exit_key) pthread_setspecific(g_exit_key, this);  // any non-null value
-      }
       return last.slot;
     }
   }
   if (last.recycled != 0) write_recycled(last);
-  const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+  const uint64_t slot = journal_.append_one_slot(journal::RecordType::Alloc, alloc, epoch);
   last.slot = slot < LiveRecord::kInSideStoreBit ? slot : journal::JournalWriter::kNoSlot;
   last.barrier = barriers;
   return slot;

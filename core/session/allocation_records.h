@@ -11,13 +11,15 @@
 //      `freed_in_place` word (4 bytes, 4-aligned, in the record's first slot) by one atomic
 //      store, once, and only while no barrier has been raised since the allocation was
 //      recorded (Tracker::raise_barrier: a lease end, a context or pool destroy) and the free
-//      came fewer than 2^25 slots after it. The replay applies it at the place it names,
+//      came fewer than 2^25 slots after it, at the freeing thread's place in its run of
+//      slots (JournalWriter::free_place). The replay applies it at the place it names,
 //      before the next barrier record, where a record of its own would have put it. A
 //      reader (or a process killed at any instruction) sees the word zero or whole: the
 //      allocation live or freed, never a torn record.
 //   2. Compact journals (LEASEGUARD_JOURNAL=compact) write over a record. A thread's last
 //      Alloc record, once its allocation was freed in place (1), with nothing appended
-//      after it and no barrier raised since, is written over by the same thread's next
+//      after it by that thread (it is the last of the thread's run) and no barrier raised
+//      since, is written over by the same thread's next
 //      allocation: tag cleared, payload written, tag set (JournalWriter::
 //      replace_last_if_marked). Killed in between, the slot is uncommitted: the old
 //      allocation and its free are gone, which the replay could not tell from their being
@@ -34,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "event_clock.h"
 #include "handle_record.h"
 #include "journal_writer.h"
 #include "lg_assert.h"
@@ -51,10 +54,14 @@ class AllocationRecords {
   // its record appended (compact: written over the thread's last one, where 2 allows), or,
   // if the journal cannot take it, its details kept in the side store. Returns where the
   // details are (LiveRecord::details_at). `barriers`: the tracker's barrier count now.
-  uint32_t write(const journal::AllocPayload &alloc, int32_t device, uint32_t barriers, bool journaling) noexcept {
+  __attribute__((always_inline)) uint32_t write(const journal::AllocPayload &alloc, int32_t device, uint32_t barriers,
+                                                bool journaling) noexcept {
     if (journaling) {
-      const uint64_t slot = mode_ == JournalMode::Compact ? write_compact(alloc, barriers)
-                                                          : journal_.append_one_slot(journal::RecordType::Alloc, alloc);
+      if (__builtin_expect(!t_exit_noted, false)) note_thread_exit();
+      const uint64_t epoch = journal::JournalWriter::make_epoch(barriers, alloc.time_ns);
+      const uint64_t slot = mode_ == JournalMode::Compact
+                                ? write_compact(alloc, barriers, epoch)
+                                : journal_.append_one_slot(journal::RecordType::Alloc, alloc, epoch);
       // A journal holds fewer slots than the bit that marks the side store.
       LG_ASSERT(slot == journal::JournalWriter::kNoSlot || slot < LiveRecord::kInSideStoreBit);
       if (slot < LiveRecord::kInSideStoreBit) return static_cast<uint32_t>(slot);
@@ -62,14 +69,16 @@ class AllocationRecords {
     return keep_in_side_store(alloc, device);
   }
 
-  // Stores the free of `record` by `api`, which happened before the slot `free_slot` was
-  // taken, into its record (1); false where it may not be: the free needs a record of its own.
-  bool free_in_place(const LiveRecord &record, Api api, uint64_t free_slot, uint32_t barriers) noexcept {
+  // Stores the free of `record` by `api`, happening now, into its record (1), at the place
+  // the calling thread's run gives it (JournalWriter::free_place); false where it may not
+  // be: the free needs a record of its own.
+  __attribute__((always_inline)) bool free_in_place(const LiveRecord &record, Api api, uint32_t barriers) noexcept {
     static_assert(static_cast<uint32_t>(Api::Count) <= 1u << (32 - journal::kFreedInPlaceApiShift));
     if (!record.in_journal() || record.barrier != barriers) return false;
     LG_ASSERT(record.details_at < journal_.next_slot());  // a slot this writer handed out
     const auto api_id = static_cast<uint32_t>(api);
     if (api_id == 0) return false;
+    const uint64_t free_slot = journal_.free_place(record.details_at, barriers, event_clock_ns);
     // Past the record's own slot: a program cannot free a value before its allocation returns.
     if (free_slot <= record.details_at || free_slot - record.details_at > journal::kFreedInPlaceMaxSlots) return false;
     journal_.store_in_place<journal::kFreedInPlaceOffset>(
@@ -107,7 +116,10 @@ class AllocationRecords {
   struct LastRecord;  // a compact journal's per-thread state (allocation_records.cpp)
 
  private:
-  uint64_t write_compact(const journal::AllocPayload &alloc, uint32_t barriers) noexcept;
+  uint64_t write_compact(const journal::AllocPayload &alloc, uint32_t barriers, uint64_t epoch) noexcept;
+  // The first record of a thread: its exit gives its run of slots up (Tracker::on_thread_exit).
+  static inline thread_local bool t_exit_noted __attribute__((tls_model("initial-exec"))) = false;
+  __attribute__((noinline, cold)) static void note_thread_exit() noexcept;
   void write_recycled(LastRecord &last) noexcept;
   // Out of line: rare (the journal is closed or full), and on_alloc keeps its registers.
   __attribute__((noinline)) uint32_t keep_in_side_store(const journal::AllocPayload &alloc, int32_t device) noexcept;

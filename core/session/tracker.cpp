@@ -218,7 +218,7 @@ bool Tracker::open_journal_in(int directory, const std::string &directory_path, 
   header.ppid = getppid();
   header.start_realtime_ns = start_realtime_ns_;
   header.start_monotonic_ns = start_monotonic_ns_;
-  header.flags = compact ? journal::kHeaderCompact : 0;
+  header.flags = (compact ? journal::kHeaderCompact : 0) | journal::kHeaderThreadRuns;
   header.event_time_resolution_ns = event_clock_resolution_ns();
   header.pid_namespace = pid_namespace_of();
   const std::string stem = (options_.run_id.empty() ? "leaseguard" : options_.run_id) + "." +
@@ -466,10 +466,6 @@ bool Tracker::take_late_free(Api api, uint64_t value, bool owner_drop, bool jour
 
 FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept {
   const bool journaling = journal_state_.load(std::memory_order_acquire) == 1;
-  // Where in the journal this free happens, for a free stored in place: before the slot the
-  // next record will take. Read before the driver sees the free, so an allocation that is
-  // given the same value afterwards takes that slot or a later one.
-  const uint64_t free_slot = journaling ? journal_.next_slot() : 0;
   const Space space = space_of(api);
   if (swallow_late_free(api, value, owner_drop, journaling)) return FreeOutcome::Reclaimed;
   bool late_free = false;
@@ -478,7 +474,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
   Api mismatched = Api::Unknown;  // the live allocation this entry point does not free
   std::optional<LiveRecord> record = table_.remove(
       space, value, [&](const LiveRecord &live) { return frees(api, live.api); },
-      [&](const LiveRecord *removed, bool accepted) {
+      [&](const LiveRecord *removed, bool accepted) __attribute__((always_inline)) {
         absent = removed == nullptr;
         if (!journaling) return;
         if (removed == nullptr || !accepted) {
@@ -486,7 +482,7 @@ FreeOutcome Tracker::on_free(Api api, uint64_t value, bool owner_drop) noexcept 
           if (removed != nullptr) mismatched = removed->api;
         } else if (removed->reported) {
           late_free = true;  // journaled below, with the stack that freed it late
-        } else if (!records_.free_in_place(*removed, api, free_slot, barriers_.load(std::memory_order_acquire))) {
+        } else if (!records_.free_in_place(*removed, api, barriers_.load(std::memory_order_acquire))) {
           write_free_record_of(*removed, api);
         }
       });

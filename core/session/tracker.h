@@ -166,7 +166,9 @@ class Tracker {
   // end does the same for the thread that ends it. Threads that exit otherwise leave their
   // last recycles uncounted.
   void on_thread_exit() noexcept {
-    if (journal_state_.load(std::memory_order_acquire) == 1) records_.write_recycled_counts();
+    if (journal_state_.load(std::memory_order_acquire) != 1) return;
+    records_.write_recycled_counts();
+    journal_.give_up_run();  // what is left of its run of slots: readers skip it whole
   }
 
   // From a SIGTERM/SIGINT handler, before the program's handler or the default action:

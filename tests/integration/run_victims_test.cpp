@@ -348,6 +348,22 @@ void expect_killed_report(int signal_number) {
 }
 
 TEST(Victims, SigkillLeavesAJournalThatStillReportsTheLeaks) { expect_killed_report(9); }
+
+// Each thread writes its records into a run of journal slots of its own: killed while every
+// thread's run is half filled (none given up: the threads still run), the journal holds each
+// completed allocation and nothing the report takes for damage.
+TEST(Victims, SigkillWithEveryThreadsRunHalfFilledLosesNothing) {
+  TempDir out;
+  auto run = run_under_leaseguard(out.path(), {victim("killed"), "9", "threads"});
+  EXPECT_EQ(run.result.exit_code, 128 + 9);
+  const JsonValue &process = run.json["processes"][0];
+  EXPECT_FALSE(process["complete"].as_bool());
+  std::map<double, int> by_bytes;
+  for (const auto *leak : all_leaks(run.json)) ++by_bytes[(*leak)["bytes"].as_number()];
+  EXPECT_EQ(by_bytes, (std::map<double, int>{{1234, 8}, {2000, 5}, {3000, 3}}));
+  EXPECT_EQ(run.json["problems"].size(), 0u) << read_text(out / "report.json");
+  EXPECT_GT(process["peak_between_threads_ms"].as_number(), 0) << "three threads allocated";
+}
 TEST(Victims, SigsegvLeavesAJournalThatStillReportsTheLeaks) { expect_killed_report(11); }
 
 TEST(Victims, ExplicitLeasesThroughTheCAbi) {

@@ -54,7 +54,7 @@ TEST(CompactJournal, ALoopThatAllocatesAndFreesKeepsOneRecordAndCountsTheRest) {
   tracker.finish_process();
 
   JournalContents contents = contents_of(tracker);
-  EXPECT_EQ(contents.header_flags, journal::kHeaderCompact);
+  EXPECT_EQ(contents.header_flags, journal::kHeaderCompact | journal::kHeaderThreadRuns);
   EXPECT_EQ(contents.header_version, journal::kVersion);  // a reader from before compact journals refuses it
   EXPECT_EQ(contents.allocated.size(), 1u);
   uint64_t recycled = 0, recycled_bytes = 0;
@@ -81,7 +81,7 @@ TEST(CompactJournal, AFullJournalKeepsEveryRecord) {
   for (uint64_t i = 0; i < 100; ++i) allocate_and_free(tracker, 0x10000, 100);
   tracker.finish_process();
   JournalContents contents = contents_of(tracker);
-  EXPECT_EQ(contents.header_flags, 0u);
+  EXPECT_EQ(contents.header_flags, journal::kHeaderThreadRuns);
   // Version 5: a reader of version 4 refuses it rather than take its frees' places for times.
   EXPECT_EQ(contents.header_version, journal::kVersion);
   EXPECT_EQ(contents.allocated.size(), 100u);

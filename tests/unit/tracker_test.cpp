@@ -331,11 +331,15 @@ TEST(Tracker, AllocationsOnManyThreadsHaveDistinctIdsAndAreReportedInJournalOrde
   EXPECT_EQ(reported, order.ids);
 }
 
+// In journal order: each thread's records in its order, and another thread's after a run of
+// this thread's that its own record ended (here, a free of its own record: the thread's next
+// allocation then takes slots after everything before it).
 TEST(Tracker, LeaksAreListedInAllocationOrderWhateverTheirIds) {
   testing::TempDir dir;
   Tracker tracker(options_for(dir, 0));
-  tracker.on_alloc(event(0x1000, 1));                                      // this thread's first block
+  tracker.on_alloc(event(0x1000, 1));                                      // this thread's first block of ids
   std::thread([&tracker] { tracker.on_alloc(event(0x2000, 2)); }).join();  // the next block
+  tracker.on_free(Api::cuMemFree_v2, 0xdead000);                           // unknown: a record of its own
   tracker.on_alloc(event(0x3000, 3));                                      // this thread's block again
   tracker.finish_process();
   report::ProcessReport process = replay(tracker);

@@ -108,6 +108,7 @@ class Replay : public journal::JournalVisitor {
     process_.compact_journal = (header.flags & journal::kHeaderCompact) != 0;
     process_.event_time_resolution_ms = header.event_time_resolution_ns / 1e6;
     frees_at_slots_ = header.version >= journal::kFirstVersionWithFreesAtSlots;
+    thread_runs_ = (header.flags & journal::kHeaderThreadRuns) != 0;
   }
 
   void on_process(const journal::ProcessInfo &info) override {
@@ -164,6 +165,7 @@ class Replay : public journal::JournalVisitor {
     // them. Its timeline point and its age as a leak are then never out of order.
     journal::AllocPayload alloc = recorded;
     alloc.time_ns = last_ns_;
+    if (thread_runs_ && process_.peak_between_threads_ms == 0) note_thread(alloc.thread);
     recently_freed_.erase(alloc.address);  // handed out again: a free of it is no double free
     ++process_.allocations;
     LeaseBytes &bytes = lease_bytes_[alloc.lease_id];
@@ -779,6 +781,14 @@ class Replay : public journal::JournalVisitor {
   uint64_t last_ns_ = 0;
   int dying_signal_ = 0;        // the last termination signal left to its default action
   bool frees_at_slots_ = true;  // where a free in place happened: a slot (version 5) or a time
+  bool thread_runs_ = false;    // each thread wrote in runs of slots of its own (kHeaderThreadRuns)
+  uint32_t first_thread_ = 0;   // the first thread seen allocating
+  // A second thread allocating: peaks are exact only within each thread from here on.
+  void note_thread(uint32_t thread) {
+    if (first_thread_ == 0) first_thread_ = thread;
+    else if (thread != first_thread_)
+      process_.peak_between_threads_ms = static_cast<double>(uint64_t{1} << journal::kThreadRunTickShift) / 1e6;
+  }
   struct ModuleTexts {
     Text path;
     Text build_id;

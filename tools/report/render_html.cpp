@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <cstdio>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -159,6 +160,12 @@ void write_leases(JsonWriter &json, const ProcessReport &process) {
     json.key("begin_ms").value(lease.begin_ms);
     json.key("end_ms").value(lease.end_ms);
     json.key("peak_bytes").value(lease.peak_bytes);
+    if (process.peak_between_threads_ms > 0) {
+      char note[96];
+      std::snprintf(note, sizeof note, "exact within each thread, between threads to %.1f ms",
+                    process.peak_between_threads_ms);
+      json.key("peak_note").value(note);
+    }
     json.key("leaked_bytes").value(lease.leaked_bytes());
     json.key("leaked_allocations").value(static_cast<uint64_t>(lease.leaked_allocations()));
     json.key("late_frees").value(static_cast<uint64_t>(lease.late_frees.size()));

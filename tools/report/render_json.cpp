@@ -253,6 +253,7 @@ void write_process(JsonWriter &json, const ProcessReport &process, JsonStacks st
   json.key("late_frees").value(process.late_frees);
   json.key("journal_mode").value(process.compact_journal ? "compact" : "full");
   json.key("event_time_resolution_ms").value(process.event_time_resolution_ms);
+  json.key("peak_between_threads_ms").value(process.peak_between_threads_ms);
   json.key("recycled_allocations").value(process.recycled_allocations);
   json.key("recycled_bytes").value(process.recycled_bytes);
   write_process_events(json, process, refs);

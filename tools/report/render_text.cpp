@@ -55,10 +55,12 @@ std::string milliseconds(double ms) {
   return buffer;
 }
 
-std::string lease_details(const LeaseEnding &lease) {
+std::string lease_details(const ProcessReport &process, const LeaseEnding &lease) {
   std::string text = "policy " + std::string(policy_name(lease.policy));
   if (lease.ttl_ms != 0) text += ", ttl " + std::to_string(lease.ttl_ms) + " ms";
   text += ", began at " + milliseconds(lease.begin_ms) + ", peak " + std::to_string(lease.peak_bytes) + " byte(s)";
+  if (process.peak_between_threads_ms > 0)
+    text += " (exact within each thread, between threads to " + milliseconds(process.peak_between_threads_ms) + ")";
   if (!lease.late_frees.empty()) text += ", " + std::to_string(lease.late_frees.size()) + " late free(s)";
   return text;
 }
@@ -202,15 +204,16 @@ class TextReport {
     std::string &out = out_.text();
     if (lease.ended_by == EndedBy::Check) {
       // It has not ended: what the check found, of what was live then.
-      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
-             ") checked at " + milliseconds(lease.end_ms) + " while it runs: " + std::to_string(lease.leaked_bytes()) +
-             " byte(s) lost in " + std::to_string(lease.leaked_allocations()) + " allocation(s)\n";
+      out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" +
+             lease_details(process, lease) + ") checked at " + milliseconds(lease.end_ms) +
+             " while it runs: " + std::to_string(lease.leaked_bytes()) + " byte(s) lost in " +
+             std::to_string(lease.leaked_allocations()) + " allocation(s)\n";
       render_groups(process, group_leaks(process, lease));
       if (listed_reachable) render_groups(process, group_leaks(lease.reachable));
       return;
     }
-    out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" + lease_details(lease) +
-           ") ended by " + std::string(ended_by_name(lease.ended_by)) +
+    out += "\n" + tag + "lease " + std::to_string(lease.id) + " \"" + lease.name + "\" (" +
+           lease_details(process, lease) + ") ended by " + std::string(ended_by_name(lease.ended_by)) +
            (lease.signal != 0 ? " (signal " + std::to_string(lease.signal) + ")" : "") + " at " +
            milliseconds(lease.end_ms) + ": " + std::to_string(lease.leaked_bytes()) + " byte(s) in " +
            std::to_string(lease.leaked_allocations()) + " allocation(s)\n";

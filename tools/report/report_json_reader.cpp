@@ -174,6 +174,7 @@ class JsonReportReader {
     process.recycled_allocations = number<uint64_t>(item["recycled_allocations"], "recycled_allocations");
     process.recycled_bytes = number<uint64_t>(item["recycled_bytes"], "recycled_bytes");
     process.event_time_resolution_ms = milliseconds(item["event_time_resolution_ms"], "event_time_resolution_ms");
+    process.peak_between_threads_ms = milliseconds(item["peak_between_threads_ms"], "peak_between_threads_ms");
     for (const JsonValue &pool : item["pools_destroyed_in_use"].items())
       process.pools_destroyed_in_use.push_back({hex_value(pool["pool"]), milliseconds(pool["time_ms"], "time_ms"),
                                                 number<uint64_t>(pool["outstanding_bytes"], "outstanding_bytes")});

@@ -269,6 +269,12 @@ struct ProcessReport {
   // The grain of allocation and free times, from the journal's header (0: journals whose
   // times were exact to microseconds).
   double event_time_resolution_ms = 0;
+  // Peaks and timelines are exact within each thread; between threads, to this many ms (the
+  // journal's threads wrote in runs of their own, journal_format.h kHeaderThreadRuns): a free
+  // on one thread and an allocation on another within it may be counted in either order, so
+  // a peak may read above what the driver held by the frees that crossed. 0: exact (one
+  // thread allocated, or a journal written before runs).
+  double peak_between_threads_ms = 0;
   // The journal could not grow (a full file system, or the most records a journal holds):
   // when, since the process started, and why (an errno). Later allocations are missing.
   std::optional<double> journal_full_ms;
