@@ -131,14 +131,18 @@ class JournalWriter {
 
   // Where a free of the allocation recorded at `allocation_slot` happens now, for a free
   // stored in place: before the slot the calling thread's next record will take, if its run
-  // still serves under this barrier (and, once other threads record too, this tick: `now_ns`
-  // is asked for then only); else after every slot handed out so far, and the thread's run
-  // is given up, so that its later records come after the free.
+  // still serves under this barrier (and, with `within_a_tick` once other threads record
+  // too, this tick: `now_ns` is asked for then only); else after every slot handed out so
+  // far, and the thread's run is given up, so that its later records come after the free.
+  // A compact journal passes `within_a_tick` false: its loop's slot keeps its place among
+  // other threads' records whatever the time (last_of_this_thread), and so do its frees.
   template <typename Now>
-  __attribute__((always_inline)) uint64_t free_place(uint64_t allocation_slot, uint32_t barrier, Now now_ns) noexcept {
+  __attribute__((always_inline)) uint64_t free_place(uint64_t allocation_slot, uint32_t barrier, Now now_ns,
+                                                     bool within_a_tick = true) noexcept {
     ThreadRun &run = t_run;
     if (run.writer == generation_ && run.next > allocation_slot && static_cast<uint32_t>(run.epoch) == barrier &&
-        (!several_threads_.load(std::memory_order_relaxed) || run.epoch == make_epoch(barrier, now_ns())))
+        (!within_a_tick || !several_threads_.load(std::memory_order_relaxed) ||
+         run.epoch == make_epoch(barrier, now_ns())))
       return run.next;
     give_up_run();
     return next_slot_.load(std::memory_order_acquire);

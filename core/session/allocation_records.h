@@ -78,7 +78,8 @@ class AllocationRecords {
     LG_ASSERT(record.details_at < journal_.next_slot());  // a slot this writer handed out
     const auto api_id = static_cast<uint32_t>(api);
     if (api_id == 0) return false;
-    const uint64_t free_slot = journal_.free_place(record.details_at, barriers, event_clock_ns);
+    const uint64_t free_slot =
+        journal_.free_place(record.details_at, barriers, event_clock_ns, mode_ != JournalMode::Compact);
     // Past the record's own slot: a program cannot free a value before its allocation returns.
     if (free_slot <= record.details_at || free_slot - record.details_at > journal::kFreedInPlaceMaxSlots) return false;
     journal_.store_in_place<journal::kFreedInPlaceOffset>(

@@ -121,6 +121,11 @@ TEST(Journal, EachThreadWritesIntoARunOfItsOwnAndARunGivenUpIsSkippedWhole) {
   // In the old epoch's run's place: nothing. The free of the last allocation is placed in
   // its run (before the thread's next slot); the general path's record comes after all.
   EXPECT_EQ(writer.free_place(slots.back(), 1, [] { return uint64_t{0}; }), slots.back() + 1);
+  // A tick later (another thread records too): a compact journal's free keeps the run's
+  // place, any other is placed after everything handed out, and the run is given up.
+  const auto a_tick_later = [] { return uint64_t{1} << kThreadRunTickShift; };
+  EXPECT_EQ(writer.free_place(slots.back(), 1, a_tick_later, false), slots.back() + 1);
+  EXPECT_EQ(writer.free_place(slots.back(), 1, a_tick_later), writer.next_slot());
   uint32_t payload = 7;
   ASSERT_TRUE(writer.append(RecordType::Free, &payload, sizeof payload));
   writer.give_up_run();
