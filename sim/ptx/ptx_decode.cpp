@@ -13,6 +13,14 @@
 namespace leaseguard::sim::ptx {
 namespace {
 
+// The most registers one `.reg .TYPE %name<N>` may declare: nvcc's largest kernels declare a
+// few thousand; a count past this is damage.
+constexpr unsigned long long kMostRegistersDeclared = 1 << 20;
+
+}  // namespace
+
+namespace {
+
 uint32_t align_up(uint32_t value, uint32_t alignment) {
   return alignment == 0 ? value : (value + alignment - 1) / alignment * alignment;
 }
@@ -580,8 +588,12 @@ bool Reader::read_variable(bool module_scope) {
       if (type != Type::None) element = type_size(type);
       if (t.text.rfind(".v", 0) == 0) element = 0;  // vectors: sized by their type after
     } else if (t.text == "<" && !names.empty()) {
-      // `%r<6>`: registers %r0 .. %r5.
-      const uint32_t count = static_cast<uint32_t>(std::strtoul(peek().text.c_str(), nullptr, 0));
+      // `%r<6>`: registers %r0 .. %r5. A count past what any kernel declares is refused,
+      // not taken for names to make (a fuzzed `%rd<888...82>` asked for four billion).
+      const unsigned long long count = std::strtoull(peek().text.c_str(), nullptr, 0);
+      if (count > kMostRegistersDeclared)
+        return fail("more than " + std::to_string(kMostRegistersDeclared) +
+                    " registers declared at once: " + peek().text);
       ++at_;
       accept(">");
       const std::string stem = names.back().first;

@@ -212,6 +212,13 @@ TEST(Ptx, TextCutAnywhereOrNotPtxAtAllDecodesWithoutHarm) {
   }
   const DecodeResult decoded = decode(noise);
   EXPECT_TRUE(decoded.program != nullptr || !decoded.error.empty());
+  // A register count no kernel declares is refused, not made (the fuzzer's find: four
+  // billion names, and the decoder out of memory).
+  const DecodeResult huge = decode(
+      ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry poke(.param .u64 at)\n{\n"
+      "  .reg .b64 %rd<8888888888888888888888888888888888888888882>;\n  ret;\n}\n");
+  EXPECT_EQ(huge.program, nullptr);
+  EXPECT_NE(huge.error.find("registers declared at once"), std::string::npos) << huge.error;
 }
 
 // Through the driver API: PTX text loaded with cuModuleLoadData, launched with kernelParams
