@@ -135,6 +135,7 @@ class Reader : public FunctionScope {
 
   bool read_module_statement();
   bool read_variable(bool module_scope);
+  bool read_register_range(std::vector<std::pair<std::string, uint32_t>> &names);
   bool read_function(bool entry);
   bool read_parameter_list(std::vector<Parameter> &out);
   bool read_body();
@@ -562,6 +563,21 @@ bool Reader::read_function(bool entry) {
   return true;
 }
 
+// `%r<6>` (after the `<`): registers %r0 .. %r5 in place of the stem `%r`, the last name. A
+// count past what any kernel declares is refused, not taken for names to make (a fuzzed
+// `%rd<888...82>` asked for four billion).
+bool Reader::read_register_range(std::vector<std::pair<std::string, uint32_t>> &names) {
+  const unsigned long long count = std::strtoull(peek().text.c_str(), nullptr, 0);
+  if (count > kMostRegistersDeclared)
+    return fail("more than " + std::to_string(kMostRegistersDeclared) + " registers declared at once: " + peek().text);
+  ++at_;
+  accept(">");
+  const std::string stem = names.back().first;
+  names.pop_back();
+  for (unsigned long long i = 0; i < count; ++i) names.emplace_back(stem + std::to_string(i), 1);
+  return true;
+}
+
 // A variable: `[.align N] .TYPE NAME[[N]]... [= ...];` in a space: `.reg`, `.local`,
 // `.shared`, `.param` (in a function), `.global`, `.const`, `.shared` (module).
 bool Reader::read_variable(bool module_scope) {
@@ -588,17 +604,7 @@ bool Reader::read_variable(bool module_scope) {
       if (type != Type::None) element = type_size(type);
       if (t.text.rfind(".v", 0) == 0) element = 0;  // vectors: sized by their type after
     } else if (t.text == "<" && !names.empty()) {
-      // `%r<6>`: registers %r0 .. %r5. A count past what any kernel declares is refused,
-      // not taken for names to make (a fuzzed `%rd<888...82>` asked for four billion).
-      const unsigned long long count = std::strtoull(peek().text.c_str(), nullptr, 0);
-      if (count > kMostRegistersDeclared)
-        return fail("more than " + std::to_string(kMostRegistersDeclared) +
-                    " registers declared at once: " + peek().text);
-      ++at_;
-      accept(">");
-      const std::string stem = names.back().first;
-      names.pop_back();
-      for (uint32_t i = 0; i < count; ++i) names.emplace_back(stem + std::to_string(i), 1);
+      if (!read_register_range(names)) return false;
     } else if (t.text == "[") {
       if (peek().text == "]") {
         unsized = true;
