@@ -272,6 +272,9 @@ bool JournalWriter::append(RecordType type, const void *payload, size_t bytes) n
 
 void JournalWriter::note_thread() noexcept {
   const void *self = &t_run;
+  // A plain load first: a single-threaded program's general appends then take no locked
+  // instruction here.
+  if (first_thread_.load(std::memory_order_relaxed) == self) return;
   const void *first = nullptr;
   if (!first_thread_.compare_exchange_strong(first, self, std::memory_order_relaxed) && first != self)
     several_threads_.store(true, std::memory_order_relaxed);

@@ -99,8 +99,8 @@ uint64_t AllocationRecords::write_compact(const journal::AllocPayload &alloc, ui
   if (last.tracker_number != tracker_number_)
     last = LastRecord{tracker_number_, journal::JournalWriter::kNoSlot, 0, 0, 0};
   uint64_t bytes = 0;
-  // The thread's last record, if it is still the journal's last and its allocation was freed
-  // in place, is written over.
+  // The thread's last record, if the thread wrote nothing after it (the last of its run) and
+  // its allocation was freed in place, is written over.
   if (last.slot != journal::JournalWriter::kNoSlot && last.barrier == barriers) {
     if (journal_.replace_last_if_marked(last.slot, journal::kFreedInPlaceOffset, offsetof(journal::AllocPayload, bytes),
                                         bytes, journal::RecordType::Alloc, alloc, epoch)) {
