@@ -41,11 +41,18 @@ class RecordSlots {
       Slot &slot = slots_[i];
       if (slot.used && slot.matches(key)) return {&slot.record(), false};
       if (!slot.used) {
-        slot = Slot{};
-        slot.used = true;
-        slot.space = key.space;
+        // Field by field, not `slot = Slot{}`: a whole slot built on the stack and copied
+        // is read back with wide loads that the stack's narrower stores cannot forward to,
+        // a stall of ~15 cycles in every allocation (perf, 2026-12-06).
         slot.address = key.value;
+        slot.details_at = LiveRecord::kNowhere;
+        slot.lease_id = 0;
+        slot.barrier = 0;
+        slot.api = Api::Unknown;
         slot.reference = key.reference;
+        slot.reported = false;
+        slot.space = key.space;
+        slot.used = true;
         ++count_;
         LG_ASSERT(slot.matches(key) && home(key) < capacity_);
         return {&slot.record(), true};
