@@ -223,17 +223,27 @@ static void unshare_user(void) {
   int result = unshare(CLONE_NEWUSER);
   printf("unshare: %s\n", result == 0 ? "ok" : strerror(errno));
   /* The watchdog is back: a lease with a short time-to-live expires, and its leak is
-   * reclaimed (the device's free memory comes back). */
-  size_t free_before = 0, free_now = 0, total = 0;
-  CHECK(cuMemGetInfo_v2(&free_before, &total));
-  leaseguard_lease_t short_lease = LEASEGUARD_LEASE_BEGIN("short", 1, LEASEGUARD_RECLAIM);
-  LEASEGUARD_LEASE_ENTER(short_lease);
-  leak(1 << 20);
-  LEASEGUARD_LEASE_LEAVE();
-  do {
-    sched_yield();
-    CHECK(cuMemGetInfo_v2(&free_now, &total));
-  } while (short_lease != 0 && free_now < free_before);
+   * reclaimed (the device's free memory comes back). The leak must be recorded before the
+   * lease expires, or it belongs to the process lease and is never reclaimed, and on a loaded
+   * machine a millisecond may pass first. A lease marks itself ended before it looks for
+   * what it holds, so a lease still open after the allocation holds it; one that ended
+   * first may not, and the next try gives ten times the time. Never a wait on a clock. */
+  for (unsigned long ttl_ms = 1;; ttl_ms *= 10) {
+    size_t free_before = 0, free_now = 0, total = 0;
+    CHECK(cuMemGetInfo_v2(&free_before, &total));
+    leaseguard_lease_t short_lease = LEASEGUARD_LEASE_BEGIN("short", ttl_ms, LEASEGUARD_RECLAIM);
+    if (short_lease == 0) break; /* not recording */
+    if (LEASEGUARD_LEASE_ENTER(short_lease) != 0) continue;
+    leak(1 << 20);
+    LEASEGUARD_LEASE_LEAVE();
+    if (LEASEGUARD_LEASE_ENTER(short_lease) != 0) continue;
+    LEASEGUARD_LEASE_LEAVE();
+    do {
+      sched_yield();
+      CHECK(cuMemGetInfo_v2(&free_now, &total));
+    } while (free_now < free_before);
+    break;
+  }
   leak(8002);
   LEASEGUARD_LEASE_END(long_lease);
   printf("unshare done\n");
