@@ -227,12 +227,17 @@ static void unshare_user(void) {
    * lease expires, or it belongs to the process lease and is never reclaimed, and on a loaded
    * machine a millisecond may pass first. A lease marks itself ended before it looks for
    * what it holds, so a lease still open after the allocation holds it; one that ended
-   * first may not, and the next try gives ten times the time. Never a wait on a clock. */
-  for (unsigned long ttl_ms = 1;; ttl_ms *= 10) {
+   * first may not, and the next try gives ten times the time. Never a wait on a clock; the
+   * tries end at 100 s of time to live, and then the output says no lease held the leak. */
+  int held = 0;
+  for (unsigned long ttl_ms = 1; ttl_ms <= 100000 && !held; ttl_ms *= 10) {
     size_t free_before = 0, free_now = 0, total = 0;
     CHECK(cuMemGetInfo_v2(&free_before, &total));
     leaseguard_lease_t short_lease = LEASEGUARD_LEASE_BEGIN("short", ttl_ms, LEASEGUARD_RECLAIM);
-    if (short_lease == 0) break; /* not recording */
+    if (short_lease == 0) {
+      held = 1; /* not recording: nothing to wait for */
+      break;
+    }
     if (LEASEGUARD_LEASE_ENTER(short_lease) != 0) continue;
     leak(1 << 20);
     LEASEGUARD_LEASE_LEAVE();
@@ -242,8 +247,9 @@ static void unshare_user(void) {
       sched_yield();
       CHECK(cuMemGetInfo_v2(&free_now, &total));
     } while (free_now < free_before);
-    break;
+    held = 1;
   }
+  if (!held) printf("unshare: no short lease held its allocation\n");
   leak(8002);
   LEASEGUARD_LEASE_END(long_lease);
   printf("unshare done\n");
