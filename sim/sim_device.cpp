@@ -173,16 +173,21 @@ void SimDriver::forked() {
   // can be in here.
   if (initialized_ && !forked_child_inherits_) {
     initialized_ = false;
+    initialized_for_good_.store(false, std::memory_order_relaxed);
     forked_after_init_ = true;
   }
   driver_lock_.unlock();
 }
 
 CUresult SimDriver::init() {
+  // The HIP runtime's every call initializes: after the first, without the whole lock (each
+  // of its shards, one by one), as a real runtime initializes once.
+  if (initialized_for_good_.load(std::memory_order_acquire)) return CUDA_SUCCESS;
   std::lock_guard lock(driver_lock_);
   if (forked_after_init_) return CUDA_ERROR_NOT_INITIALIZED;
   if (device_count_ == 0) return CUDA_ERROR_NO_DEVICE;  // CUDA_VISIBLE_DEVICES names none
   initialized_ = true;
+  initialized_for_good_.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }
 

@@ -320,6 +320,9 @@ class SimDriver {
 
   mutable DriverLock driver_lock_;
   bool initialized_ = false;
+  // initialized_ once it holds for good (cleared only in a forked child, before anything runs
+  // there): init() reads it without the lock, which is every one of the driver's shards.
+  std::atomic<bool> initialized_for_good_{false};
   int device_count_ = 1;
   std::vector<int> gpus_;        // each device's node GPU, as CUDA_VISIBLE_DEVICES orders them
   bool reuse_contexts_ = false;  // LEASEGUARD_SIM_REUSE_CONTEXTS: see create_context
