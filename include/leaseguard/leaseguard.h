@@ -5,7 +5,11 @@
  * libleaseguard_preload.so and by libleaseguard_api.so, which answer alike. Where leaseguard
  * records nothing (LEASEGUARD_DISABLE=1, a setuid program), every call is a no-op returning
  * 0. To mark leases without linking leaseguard, include <leaseguard/annotate.h> instead: its
- * weak declarations make every call a no-op returning 0 when the preload is absent. */
+ * weak declarations make every call a no-op returning 0 when the preload is absent.
+ *
+ * None of these is async-signal-safe: never call one from a signal handler. Each takes locks
+ * that the code the signal interrupted may hold (inside a hooked allocation, or inside another
+ * of these calls), and the handler would then wait for ever, as malloc from a handler may. */
 #ifndef LEASEGUARD_LEASEGUARD_H
 #define LEASEGUARD_LEASEGUARD_H
 
