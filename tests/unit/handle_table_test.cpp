@@ -40,6 +40,34 @@ void hold_three_references_then_reclaim(HandleTable &table, uint16_t gone) {
   table.extract_if([&](const LiveRecord &r) { return r.reference == gone; });
 }
 
+// RecordSlots::emplace writes a new slot field by field (no temporary to copy): a slot
+// freed by a record with every field set is handed out again holding the default record.
+TEST(RecordSlots, ASlotUsedBeforeComesBackHoldingTheDefaultRecord) {
+  RecordSlots slots;
+  const HandleKey key{0x1000, Space::VmmHandle, 2};
+  auto [used, created] = slots.emplace(key);
+  ASSERT_TRUE(created);
+  used->details_at = 5;
+  used->lease_id = 7;
+  used->barrier = 3;
+  used->api = Api::cuMemCreate;
+  used->reported = true;
+  slots.erase(used);
+  auto [again, created_again] = slots.emplace(key);
+  ASSERT_TRUE(created_again);
+  ASSERT_EQ(again, used);  // the same slot: its home, empty again
+  const LiveRecord fresh;
+  EXPECT_EQ(again->address, key.value);
+  EXPECT_EQ(again->reference, key.reference);
+  EXPECT_EQ(again->details_at, fresh.details_at);
+  EXPECT_EQ(again->lease_id, fresh.lease_id);
+  EXPECT_EQ(again->barrier, fresh.barrier);
+  EXPECT_EQ(again->api, fresh.api);
+  EXPECT_EQ(again->reported, fresh.reported);
+  EXPECT_EQ(slots.find(key), again);
+  EXPECT_EQ(slots.find(HandleKey{0x1000, Space::Address, 2}), nullptr);  // the namespace was set too
+}
+
 TEST(HandleTable, InsertRemove) {
   HandleTable table;
   EXPECT_FALSE(table.insert(record(1, 0x1000)));
